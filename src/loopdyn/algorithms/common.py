@@ -1,0 +1,337 @@
+"""Pieces shared by every tree kernel: input validation, joint calculations (``jcalc``), the
+motion-subspace products ``S x`` / ``Sᵀ f``, and the translation of kernel status codes into
+exceptions.
+
+Kernels validate their inputs themselves (shapes, finiteness, unit quaternions) *before* writing
+anything, and return a status code: 0 on success, else ``kind * STATUS_BASE + index``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..errors import ConfigurationError, InputError, NonFiniteError, ShapeError
+from ..model import layout as L
+from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
+from ..spatial import ops
+
+STATUS_BASE = 1_000_000
+# kinds: shapes 1..9, non-finite 11..19, manifold 21..
+BAD_SHAPE = 1  # index = argument position (0 = q, 1 = v, 2 = a/tau, 3 = f_ext)
+NOT_FINITE = 11  # status kind 11 + argument position; index = flat element index
+BAD_QUAT = 21  # index = body
+BAD_UNIT_COMPLEX = 22  # (cos, sin) pair of a RevoluteUnbounded joint not unit; index = body
+SINGULAR = 23  # articulated inertia not positive definite at body `index`
+
+UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
+
+
+# ---------------------------------------------------------------------------------------------
+# validation (inside kernels)
+@njit(cache=True)
+def check_vector(x, n, arg):
+    """Status for a vector argument that must have n finite entries."""
+    if x.shape[0] != n:
+        return BAD_SHAPE * STATUS_BASE + arg
+    for k in range(n):
+        if not math.isfinite(x[k]):
+            return (NOT_FINITE + arg) * STATUS_BASE + k
+    return 0
+
+
+@njit(cache=True)
+def check_configuration(ib, q):
+    """Status for a configuration vector: size, finiteness, unit quaternions and (cos, sin) pairs."""
+    st = check_vector(q, ib[0, L.I0_NQ], 0)
+    if st != 0:
+        return st
+    for i in range(1, ib[0, L.I0_NBODIES] + 1):
+        jt = ib[i, L.I_JTYPE]
+        iq = ib[i, L.I_IQ]
+        if jt == SPHERICAL or jt == FREEFLYER:
+            o = iq + 3 if jt == FREEFLYER else iq
+            n2 = q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3]
+            if abs(math.sqrt(n2) - 1.0) > UNIT_TOL:
+                return BAD_QUAT * STATUS_BASE + i
+        elif jt == REVOLUTE_UNBOUNDED:
+            n2 = q[iq] * q[iq] + q[iq + 1] * q[iq + 1]
+            if abs(math.sqrt(n2) - 1.0) > UNIT_TOL:
+                return BAD_UNIT_COMPLEX * STATUS_BASE + i
+    return 0
+
+
+@njit(cache=True)
+def check_forces(ib, fext):
+    """Status for an external-force array: empty (no forces) or (nbodies + 1, 6), finite."""
+    if fext.shape[0] == 0:
+        return 0
+    if fext.shape[0] != ib[0, L.I0_NBODIES] + 1 or fext.shape[1] != 6:
+        return BAD_SHAPE * STATUS_BASE + 3
+    for i in range(fext.shape[0]):
+        for k in range(6):
+            if not math.isfinite(fext[i, k]):
+                return (NOT_FINITE + 3) * STATUS_BASE + 6 * i + k
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# joints
+@njit(cache=True, inline="always")
+def jcalc(ib, ws, i, q):
+    """Placement of body i in its parent (ws[i, W_R], ws[i, W_P]) = joint placement · joint motion(q)."""
+    jt = ib[i, L.I_JTYPE]
+    iq = ib[i, L.I_IQ]
+    row = ws[i]
+    JR = row[L.W_JR : L.W_JR + 9]
+    Jp = row[L.W_JP : L.W_JP + 3]
+    R = row[L.W_R : L.W_R + 9]
+    p = row[L.W_P : L.W_P + 3]
+    if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
+        if jt == REVOLUTE:
+            c = math.cos(q[iq])
+            s = math.sin(q[iq])
+        else:
+            c = q[iq]
+            s = q[iq + 1]
+        tmp = row[L.W_TMP : L.W_TMP + 9]
+        ops.rot_axis_angle(row[L.W_AXIS], row[L.W_AXIS + 1], row[L.W_AXIS + 2], c, s, tmp)
+        ops.rot_mul(JR, tmp, R)
+        p[0], p[1], p[2] = Jp[0], Jp[1], Jp[2]
+    elif jt == PRISMATIC:
+        d = q[iq]
+        for k in range(9):
+            R[k] = JR[k]
+        for r in range(3):
+            p[r] = Jp[r] + d * (
+                JR[3 * r] * row[L.W_AXIS] + JR[3 * r + 1] * row[L.W_AXIS + 1] + JR[3 * r + 2] * row[L.W_AXIS + 2]
+            )
+    elif jt == SPHERICAL:
+        tmp = row[L.W_TMP : L.W_TMP + 9]
+        ops.rot_quat(q[iq], q[iq + 1], q[iq + 2], q[iq + 3], tmp)
+        ops.rot_mul(JR, tmp, R)
+        p[0], p[1], p[2] = Jp[0], Jp[1], Jp[2]
+    else:  # FREEFLYER
+        tmp = row[L.W_TMP : L.W_TMP + 9]
+        ops.rot_quat(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], tmp)
+        ops.rot_mul(JR, tmp, R)
+        for r in range(3):
+            p[r] = Jp[r] + JR[3 * r] * q[iq] + JR[3 * r + 1] * q[iq + 1] + JR[3 * r + 2] * q[iq + 2]
+
+
+@njit(cache=True, inline="always")
+def s_column(ib, ws, i, k, out):
+    """out = k-th column of body i's motion subspace S (body frame, [ω; v])."""
+    jt = ib[i, L.I_JTYPE]
+    for r in range(6):
+        out[r] = 0.0
+    if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
+        out[0], out[1], out[2] = ws[i, L.W_AXIS], ws[i, L.W_AXIS + 1], ws[i, L.W_AXIS + 2]
+    elif jt == PRISMATIC:
+        out[3], out[4], out[5] = ws[i, L.W_AXIS], ws[i, L.W_AXIS + 1], ws[i, L.W_AXIS + 2]
+    elif jt == SPHERICAL:
+        out[k] = 1.0
+    else:  # FREEFLYER: v = [linear; angular] (Pinocchio) → [ω; v] (Featherstone)
+        out[(k + 3) % 6] = 1.0
+
+
+@njit(cache=True, inline="always")
+def s_mul_add(ib, ws, i, x, out):
+    """out += S x[iv : iv + nv] for body i (x is a full velocity-space vector)."""
+    jt = ib[i, L.I_JTYPE]
+    iv = ib[i, L.I_IV]
+    if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
+        d = x[iv]
+        out[0] += ws[i, L.W_AXIS] * d
+        out[1] += ws[i, L.W_AXIS + 1] * d
+        out[2] += ws[i, L.W_AXIS + 2] * d
+    elif jt == PRISMATIC:
+        d = x[iv]
+        out[3] += ws[i, L.W_AXIS] * d
+        out[4] += ws[i, L.W_AXIS + 1] * d
+        out[5] += ws[i, L.W_AXIS + 2] * d
+    elif jt == SPHERICAL:
+        out[0] += x[iv]
+        out[1] += x[iv + 1]
+        out[2] += x[iv + 2]
+    else:
+        for k in range(3):
+            out[k] += x[iv + 3 + k]
+            out[3 + k] += x[iv + k]
+
+
+@njit(cache=True, inline="always")
+def st_mul(ib, ws, i, f, out):
+    """out[iv : iv + nv] = Sᵀ f for body i."""
+    jt = ib[i, L.I_JTYPE]
+    iv = ib[i, L.I_IV]
+    if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
+        out[iv] = ws[i, L.W_AXIS] * f[0] + ws[i, L.W_AXIS + 1] * f[1] + ws[i, L.W_AXIS + 2] * f[2]
+    elif jt == PRISMATIC:
+        out[iv] = ws[i, L.W_AXIS] * f[3] + ws[i, L.W_AXIS + 1] * f[4] + ws[i, L.W_AXIS + 2] * f[5]
+    elif jt == SPHERICAL:
+        out[iv] = f[0]
+        out[iv + 1] = f[1]
+        out[iv + 2] = f[2]
+    else:
+        for k in range(3):
+            out[iv + k] = f[3 + k]
+            out[iv + 3 + k] = f[k]
+
+
+@njit(cache=True, inline="always")
+def velocity_pass(ib, ws, i, v):
+    """Body i: v_i = ᶦX_λ v_λ + S q̇_i, and the velocity-product term c_i = v_i × (S q̇_i)."""
+    row = ws[i]
+    par = ib[i, L.I_PARENT]
+    R = row[L.W_R : L.W_R + 9]
+    p = row[L.W_P : L.W_P + 3]
+    vi = row[L.W_V : L.W_V + 6]
+    vJ = row[L.W_TMP : L.W_TMP + 6]
+    ops.motion_to_child(R, p, ws[par, L.W_V : L.W_V + 6], vi)
+    for k in range(6):
+        vJ[k] = 0.0
+    s_mul_add(ib, ws, i, v, vJ)
+    for k in range(6):
+        vi[k] += vJ[k]
+    ops.cross_motion(vi, vJ, row[L.W_C : L.W_C + 6])
+
+
+@njit(cache=True, inline="always")
+def subtract_external_force(ws, i, fext):
+    """Subtract the external force on body i (Pinocchio layout [force; torque], body frame)."""
+    if fext.shape[0] != 0:
+        f = ws[i, L.W_F : L.W_F + 6]
+        f[0] -= fext[i, 3]
+        f[1] -= fext[i, 4]
+        f[2] -= fext[i, 5]
+        f[3] -= fext[i, 0]
+        f[4] -= fext[i, 1]
+        f[5] -= fext[i, 2]
+
+
+@njit(cache=True, inline="always")
+def set_gravity_seed(ws):
+    """Base acceleration a_0 = −a_g (gravity enters as a fictitious upward acceleration)."""
+    a0 = ws[0, L.W_A : L.W_A + 6]
+    a0[0] = a0[1] = a0[2] = 0.0
+    a0[3] = -ws[0, L.W0_GRAVITY]
+    a0[4] = -ws[0, L.W0_GRAVITY + 1]
+    a0[5] = -ws[0, L.W0_GRAVITY + 2]
+
+
+# ---------------------------------------------------------------------------------------------
+# status → exception (Python side)
+_ARG_NAMES = ("q", "v", "a", "f_ext")
+
+
+def raise_for_status(model, status: int, arg_names=_ARG_NAMES, sizes=None) -> None:
+    """Raise the exception a kernel status code stands for."""
+    kind, index = divmod(int(status), STATUS_BASE)
+    if kind == BAD_SHAPE:
+        name = arg_names[index]
+        if name == "f_ext":
+            raise ShapeError(f"f_ext must have shape ({model.njoints}, 6) (one row per joint, row 0 = universe)")
+        expected = sizes[index] if sizes is not None else None
+        raise ShapeError(f"{name} must be a 1-D array of size {expected}")
+    if NOT_FINITE <= kind < NOT_FINITE + 9:
+        name = arg_names[kind - NOT_FINITE]
+        raise NonFiniteError(f"{name} contains NaN or inf (first at flat index {index})")
+    if kind == BAD_QUAT:
+        b = model.bodies[index - 1]
+        raise ConfigurationError(
+            f"q: the quaternion of joint {b.joint_name!r} (q[{b.idx_q + (3 if b.joint.nq == 7 else 0)}:"
+            f"{b.idx_q + b.joint.nq}]) is not unit-norm within {UNIT_TOL:g}; normalize it "
+            "(loopdyn.normalize) — it is not normalized silently"
+        )
+    if kind == BAD_UNIT_COMPLEX:
+        b = model.bodies[index - 1]
+        raise ConfigurationError(
+            f"q: (cos, sin) of continuous joint {b.joint_name!r} (q[{b.idx_q}:{b.idx_q + 2}]) is not "
+            f"unit-norm within {UNIT_TOL:g}"
+        )
+    if kind == SINGULAR:
+        b = model.bodies[index - 1]
+        raise InputError(
+            f"the articulated inertia seen by joint {b.joint_name!r} is not positive definite "
+            "(a massless subtree or a singular mechanism)"
+        )
+    raise InputError(f"kernel failed with status {status}")
+
+
+def as_float_vector(x, name: str) -> np.ndarray:
+    """Coerce an argument to a contiguous float64 1-D array, with a clear error."""
+    try:
+        arr = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be an array of real numbers: {exc}") from None
+    if arr.ndim != 1:
+        raise ShapeError(f"{name} must be 1-D, got shape {arr.shape}")
+    return arr
+
+
+def as_force_array(f_ext, njoints: int) -> np.ndarray:
+    try:
+        arr = np.ascontiguousarray(f_ext, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"f_ext must be an array of real numbers: {exc}") from None
+    if arr.shape != (njoints, 6):
+        raise ShapeError(f"f_ext must have shape ({njoints}, 6) (row 0 = universe), got {arr.shape}")
+    return arr
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels compiled lazily for exactly one signature
+def kernel(signature: str):
+    """Decorator: compile ``pyfunc`` with Numba for ``signature`` on its first call (cached on disk).
+
+    The stub replaces itself in its module's namespace by the compiled dispatcher, so the Python
+    wrappers (which look the kernel up as a module global) pay no indirection after the first call.
+    Because the signature is explicit, arguments of any other type raise ``TypeError`` instead of
+    silently compiling a new specialisation; the wrappers catch it and validate slowly.
+    """
+    import sys
+
+    def deco(pyfunc):
+        module = sys.modules[pyfunc.__module__]
+        name = pyfunc.__name__
+
+        def stub(*args):
+            dispatcher = compiled(stub)
+            return dispatcher(*args)
+
+        stub.__name__ = name
+        stub.__qualname__ = name
+        stub.__doc__ = pyfunc.__doc__
+        stub.py_func = pyfunc
+        stub.signature = signature
+        stub.module = module
+        _KERNELS.append(stub)
+        return stub
+
+    return deco
+
+
+_KERNELS: list = []
+
+
+def compiled(stub):
+    """Compile (or load from the cache) the kernel behind ``stub`` and install it in its module."""
+    current = getattr(stub.module, stub.__name__)
+    if current is not stub:
+        return current
+    dispatcher = njit(stub.signature, cache=True)(stub.py_func)
+    setattr(stub.module, stub.__name__, dispatcher)
+    return dispatcher
+
+
+def compile_all() -> float:
+    """Compile every registered kernel now; returns the seconds it took."""
+    import time
+
+    t0 = time.perf_counter()
+    for stub in list(_KERNELS):
+        compiled(stub)
+    return time.perf_counter() - t0

@@ -1,0 +1,185 @@
+"""The joint-space mass matrix by the composite-rigid-body algorithm (CRBA; Featherstone, RBDA
+Table 6.2) and its inverse by the sparse LᵀL factorisation (RBDA §6.5, Table 6.3)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..model import layout as L
+from ..spatial import ops
+from .common import (
+    SINGULAR,
+    STATUS_BASE,
+    as_float_vector,
+    check_configuration,
+    jcalc,
+    kernel,
+    raise_for_status,
+    s_column,
+)
+from .validation import check_data
+
+
+@njit(cache=True)
+def crba_core(ib, ws, q, M):
+    """Fill the full symmetric mass matrix M (nv × nv) at configuration q (validated)."""
+    nb = ib[0, L.I0_NBODIES]
+    F = ws[0, L.W_TMP : L.W_TMP + 36]  # the 6 × nv_i block F, column k at 6 k
+    s = ws[0, L.W_TMP + 36 : L.W_TMP + 42]
+    for i in range(1, nb + 1):
+        jcalc(ib, ws, i, q)
+        ws[i, L.W_IC : L.W_IC + 10] = ws[i, L.W_INER : L.W_INER + 10]
+    for i in range(nb, 0, -1):
+        row = ws[i]
+        par = ib[i, L.I_PARENT]
+        R = row[L.W_R : L.W_R + 9]
+        p = row[L.W_P : L.W_P + 3]
+        Ic = row[L.W_IC : L.W_IC + 10]
+        if par > 0:  # Ic_λ += ᶦX_λᵀ Ic_i ᶦX_λ
+            ops.inertia_to_parent_add(R, p, Ic, ws[par, L.W_IC : L.W_IC + 10])
+        nvi = ib[i, L.I_NV]
+        ivi = ib[i, L.I_IV]
+        for k in range(nvi):  # F = Ic S ; H_ii = Sᵀ F
+            s_column(ib, ws, i, k, s)
+            ops.inertia_mul(Ic, s, F[6 * k : 6 * k + 6])
+        for k in range(nvi):
+            s_column(ib, ws, i, k, s)
+            for l in range(nvi):
+                Fl = F[6 * l : 6 * l + 6]
+                M[ivi + k, ivi + l] = s[0] * Fl[0] + s[1] * Fl[1] + s[2] * Fl[2] + s[3] * Fl[3] + s[4] * Fl[4] + s[5] * Fl[5]
+        j = i
+        while ib[j, L.I_PARENT] > 0:  # F = ʲX_λᵀ F, H_ij = Fᵀ S_j
+            rj = ws[j]
+            for l in range(nvi):
+                Fl = F[6 * l : 6 * l + 6]
+                tmp = ws[0, L.W_TMP + 42 : L.W_TMP + 48]
+                for r in range(6):
+                    tmp[r] = Fl[r]
+                    Fl[r] = 0.0
+                ops.force_to_parent_add(rj[L.W_R : L.W_R + 9], rj[L.W_P : L.W_P + 3], tmp, Fl)
+            j = ib[j, L.I_PARENT]
+            nvj = ib[j, L.I_NV]
+            ivj = ib[j, L.I_IV]
+            for k in range(nvj):
+                s_column(ib, ws, j, k, s)
+                for l in range(nvi):
+                    Fl = F[6 * l : 6 * l + 6]
+                    h = s[0] * Fl[0] + s[1] * Fl[1] + s[2] * Fl[2] + s[3] * Fl[3] + s[4] * Fl[4] + s[5] * Fl[5]
+                    M[ivi + l, ivj + k] = h
+                    M[ivj + k, ivi + l] = h
+
+
+@njit(cache=True)
+def dof_parents(ib, lam):
+    """λ(k) for every velocity coordinate: the previous coordinate of the same joint, else the last
+    coordinate of the parent body's joint, else −1."""
+    nb = ib[0, L.I0_NBODIES]
+    for i in range(1, nb + 1):
+        iv = ib[i, L.I_IV]
+        par = ib[i, L.I_PARENT]
+        lam[iv] = ib[par, L.I_IV] + ib[par, L.I_NV] - 1 if par > 0 else -1
+        for k in range(1, ib[i, L.I_NV]):
+            lam[iv + k] = iv + k - 1
+
+
+@njit(cache=True)
+def ltl_in_place(M, lam):
+    """Overwrite the lower triangle of M with L such that M = Lᵀ L, exploiting branch-induced
+    sparsity (RBDA Table 6.3). Returns −1 on success, else the failing coordinate."""
+    n = M.shape[0]
+    for k in range(n - 1, -1, -1):
+        if not M[k, k] > 0.0:
+            return k
+        a = np.sqrt(M[k, k])
+        M[k, k] = a
+        i = lam[k]
+        while i != -1:
+            M[k, i] /= a
+            i = lam[i]
+        i = lam[k]
+        while i != -1:
+            j = i
+            while j != -1:
+                M[i, j] -= M[k, i] * M[k, j]
+                j = lam[j]
+            i = lam[i]
+    return -1
+
+
+@njit(cache=True)
+def minverse_from_ltl(M, lam, Minv):
+    """Minv = L⁻¹ L⁻ᵀ from the LᵀL factor stored in the lower triangle of M."""
+    n = M.shape[0]
+    Linv = np.zeros((n, n))
+    for k in range(n):
+        Linv[k, k] = 1.0 / M[k, k]
+        # row k of L⁻¹: only ancestors j of k are non-zero; L[k, m] is non-zero for ancestors m of k
+        j = lam[k]
+        while j != -1:
+            acc = 0.0
+            m = lam[k]
+            while m != -1 and m >= j:
+                acc += M[k, m] * Linv[m, j]
+                m = lam[m]
+            Linv[k, j] = -acc / M[k, k]
+            j = lam[j]
+    for a in range(n):
+        for b in range(a, n):
+            acc = 0.0
+            for k in range(n):
+                acc += Linv[a, k] * Linv[b, k]
+            Minv[a, b] = acc
+            Minv[b, a] = acc
+
+
+@kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1])")
+def crba_kernel(ib, ws, q, M):
+    st = check_configuration(ib, q)
+    if st != 0:
+        return st
+    crba_core(ib, ws, q, M)
+    return 0
+
+
+@kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1])")
+def minverse_kernel(ib, ws, q, Minv):
+    st = check_configuration(ib, q)
+    if st != 0:
+        return st
+    n = ib[0, L.I0_NV]
+    M = np.empty((n, n))
+    crba_core(ib, ws, q, M)
+    lam = np.empty(n, dtype=np.int64)
+    dof_parents(ib, lam)
+    bad = ltl_in_place(M, lam)
+    if bad >= 0:
+        for i in range(1, ib[0, L.I0_NBODIES] + 1):
+            if ib[i, L.I_IV] <= bad < ib[i, L.I_IV] + ib[i, L.I_NV]:
+                return SINGULAR * STATUS_BASE + i
+    minverse_from_ltl(M, lam, Minv)
+    return 0
+
+
+def _run(kern, model, data, q):
+    if data.model_key is not model._key:
+        check_data(model, data)
+    out = np.empty((data.nv, data.nv))
+    try:
+        st = kern(data.ib, data.ws, q, out)
+    except TypeError:
+        st = kern(data.ib, data.ws, as_float_vector(q, "q"), out)
+    if st:
+        raise_for_status(model, st, ("q",), (model.nq,))
+    return out
+
+
+def crba(model, data, q) -> np.ndarray:
+    """The joint-space mass matrix ``M(q)`` (nv × nv, full and symmetric; a new array)."""
+    return _run(crba_kernel, model, data, q)
+
+
+def minverse(model, data, q) -> np.ndarray:
+    """The inverse mass matrix ``M(q)⁻¹`` (nv × nv, full and symmetric), by the sparse LᵀL
+    factorisation of M, O(n d²) for a tree of depth d."""
+    return _run(minverse_kernel, model, data, q)

@@ -1,0 +1,160 @@
+"""Inverse dynamics by the recursive Newton–Euler algorithm (RNEA; Featherstone, RBDA Table 5.1).
+
+``τ = rnea(q, v, a)`` solves ``τ = M(q) a + C(q, v) v + g(q) − Σ Jᵢᵀ fᵢ`` in O(n).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..model import layout as L
+from ..spatial import ops
+from .common import (
+    as_float_vector,
+    as_force_array,
+    check_configuration,
+    check_forces,
+    check_vector,
+    jcalc,
+    kernel,
+    raise_for_status,
+    s_mul_add,
+    set_gravity_seed,
+    st_mul,
+    subtract_external_force,
+    velocity_pass,
+)
+from .validation import check_data
+
+
+@njit(cache=True)
+def rnea_core(ib, ws, q, v, a, fext, tau, with_gravity):
+    """RNEA on validated inputs; writes τ into ``tau``. ``fext`` may be empty (no external forces)."""
+    nb = ib[0, L.I0_NBODIES]
+    if with_gravity:
+        set_gravity_seed(ws)
+    else:
+        ws[0, L.W_A : L.W_A + 6] = 0.0
+    # forward pass: velocities, accelerations, net forces (eqs. 5.7–5.9)
+    for i in range(1, nb + 1):
+        jcalc(ib, ws, i, q)
+        velocity_pass(ib, ws, i, v)
+        row = ws[i]
+        par = ib[i, L.I_PARENT]
+        ai = row[L.W_A : L.W_A + 6]
+        ops.motion_to_child(row[L.W_R : L.W_R + 9], row[L.W_P : L.W_P + 3], ws[par, L.W_A : L.W_A + 6], ai)
+        s_mul_add(ib, ws, i, a, ai)
+        for k in range(6):
+            ai[k] += row[L.W_C + k]
+        # f = I a + v ×* (I v)
+        I = row[L.W_INER : L.W_INER + 10]
+        fi = row[L.W_F : L.W_F + 6]
+        Iv = row[L.W_TMP : L.W_TMP + 6]
+        ops.inertia_mul(I, ai, fi)
+        ops.inertia_mul(I, row[L.W_V : L.W_V + 6], Iv)
+        ops.cross_force_add(row[L.W_V : L.W_V + 6], Iv, fi)
+        subtract_external_force(ws, i, fext)
+    # backward pass: joint torques and force propagation (eqs. 5.10–5.11)
+    for i in range(nb, 0, -1):
+        row = ws[i]
+        fi = row[L.W_F : L.W_F + 6]
+        st_mul(ib, ws, i, fi, tau)
+        par = ib[i, L.I_PARENT]
+        if par > 0:
+            ops.force_to_parent_add(row[L.W_R : L.W_R + 9], row[L.W_P : L.W_P + 3], fi, ws[par, L.W_F : L.W_F + 6])
+
+
+@njit(cache=True)
+def validate_qva(ib, q, v, a, fext):
+    st = check_configuration(ib, q)
+    if st == 0:
+        st = check_vector(v, ib[0, L.I0_NV], 1)
+    if st == 0:
+        st = check_vector(a, ib[0, L.I0_NV], 2)
+    if st == 0:
+        st = check_forces(ib, fext)
+    return st
+
+
+@kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+        "float64[::1], boolean)")
+def rnea_kernel(ib, ws, q, v, a, fext, tau, with_gravity):
+    st = validate_qva(ib, q, v, a, fext)
+    if st != 0:
+        return st
+    rnea_core(ib, ws, q, v, a, fext, tau, with_gravity)
+    return 0
+
+
+def _rnea_slow(model, data, q, v, a, fext, out, with_gravity, names):
+    """Coerce arguments with clear errors, then run the kernel (called when the fast path's types fail)."""
+    q = as_float_vector(q, names[0])
+    v = as_float_vector(v, names[1])
+    a = as_float_vector(a, names[2])
+    fext = data.no_forces if fext is None else as_force_array(fext, model.njoints)
+    st = rnea_kernel(data.ib, data.ws, q, v, a, fext, out, with_gravity)
+    if st:
+        raise_for_status(model, st, names + ("f_ext",), (model.nq, model.nv, model.nv))
+    return out
+
+
+def rnea(model, data, q, v, a, f_ext=None) -> np.ndarray:
+    """Inverse dynamics: the joint forces ``τ`` that produce accelerations ``a`` at state ``(q, v)``.
+
+    Parameters
+    ----------
+    model, data:
+        A :class:`~loopdyn.Model` and a :class:`~loopdyn.model.data.Data` created by it.
+    q, v, a:
+        Configuration (nq), velocity (nv) and acceleration (nv), Pinocchio's layout.
+    f_ext:
+        Optional external forces, array (njoints, 6): row i is the spatial force ``[force; torque]``
+        applied to body i, expressed in body i's frame; row 0 (universe) is ignored.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``τ`` (nv), a new array.
+    """
+    if data.model_key is not model._key:
+        check_data(model, data)
+    out = np.empty(data.nv)
+    try:
+        st = rnea_kernel(data.ib, data.ws, q, v, a, data.no_forces if f_ext is None else f_ext, out, True)
+    except TypeError:
+        return _rnea_slow(model, data, q, v, a, f_ext, out, True, ("q", "v", "a"))
+    if st:
+        raise_for_status(model, st, ("q", "v", "a", "f_ext"), (model.nq, model.nv, model.nv))
+    return out
+
+
+def nonlinear_effects(model, data, q, v) -> np.ndarray:
+    """``C(q, v) v + g(q)``: the joint forces needed for zero acceleration (Pinocchio's ``nle``)."""
+    if data.model_key is not model._key:
+        check_data(model, data)
+    out = np.empty(data.nv)
+    zero = np.zeros(data.nv)
+    try:
+        st = rnea_kernel(data.ib, data.ws, q, v, zero, data.no_forces, out, True)
+    except TypeError:
+        return _rnea_slow(model, data, q, v, zero, None, out, True, ("q", "v", "a"))
+    if st:
+        raise_for_status(model, st, ("q", "v", "a", "f_ext"), (model.nq, model.nv, model.nv))
+    return out
+
+
+def gravity(model, data, q) -> np.ndarray:
+    """``g(q)``: the joint forces that hold the robot still against gravity
+    (Pinocchio's ``computeGeneralizedGravity``)."""
+    if data.model_key is not model._key:
+        check_data(model, data)
+    out = np.empty(data.nv)
+    zero = np.zeros(data.nv)
+    try:
+        st = rnea_kernel(data.ib, data.ws, q, zero, zero, data.no_forces, out, True)
+    except TypeError:
+        return _rnea_slow(model, data, q, zero, zero, None, out, True, ("q", "v", "a"))
+    if st:
+        raise_for_status(model, st, ("q", "v", "a", "f_ext"), (model.nq, model.nv, model.nv))
+    return out

@@ -1,0 +1,52 @@
+"""Column layout of the compiled model: the flat arrays the Numba kernels read.
+
+A compiled tree model lives in two 2-D arrays with one row per body (row 0 = the universe):
+
+* ``ib`` (int64, ``(nbodies + 1, NI)``): topology and coordinate indices;
+* ``ws`` (float64, ``(nbodies + 1, NW)``): the body's constant parameters (joint placement, inertia,
+  axis) followed by the per-body workspace the algorithms fill (transforms, velocities, articulated
+  inertias, ...).
+
+Each :class:`~loopdyn.model.data.Data` owns its own copy of both, so a kernel call needs just two
+model arguments besides the user's vectors. Rotations are stored row-major (9 numbers); spatial
+vectors use Featherstone's order ``[angular; linear]``.
+"""
+
+# ---- ib columns -------------------------------------------------------------------------------
+I_PARENT = 0  # parent body index (0 = universe)
+I_JTYPE = 1  # joint type code (loopdyn.model.joints)
+I_IQ = 2  # first index in q
+I_IV = 3  # first index in v
+I_NQ = 4  # number of configuration coordinates
+I_NV = 5  # number of velocity coordinates
+NI = 8
+# row 0 of ib: model sizes
+I0_NBODIES = 0
+I0_NQ = 1
+I0_NV = 2
+
+# ---- ws columns: constant model parameters ----------------------------------------------------
+W_JR = 0  # joint placement rotation (active: joint axes in parent-body axes), 9
+W_JP = 9  # joint placement translation (joint origin in parent-body frame), 3
+W_INER = 12  # inertia about the body origin: m, h = m c (3), Ī_o (xx, yy, zz, xy, xz, yz), 10
+W_AXIS = 22  # unit joint axis (revolute / prismatic), 3
+# row 0 (universe) parameters
+W0_GRAVITY = 0  # gravity vector in the world frame, 3
+
+# ---- ws columns: workspace written by the algorithms --------------------------------------------
+W_R = 25  # rotation of the body frame in its parent body frame (parent_M_body), 9
+W_P = 34  # translation of parent_M_body, 3
+W_OR = 37  # rotation of the body frame in the world, 9
+W_OP = 46  # body origin in the world, 3
+W_V = 49  # spatial velocity of the body, body frame, 6
+W_A = 55  # spatial acceleration of the body, body frame, 6
+W_F = 61  # spatial force transmitted by the body's joint, body frame, 6
+W_C = 67  # velocity-product acceleration v × vJ, 6
+W_IA = 73  # articulated-body inertia, 6x6 row-major, 36
+W_PA = 109  # articulated bias force, 6
+W_U = 115  # U = IA S, column k at W_U + 6 k, 36
+W_DINV = 151  # D^-1 (nv x nv, row-major), 36
+W_UU = 187  # u = tau - S^T pA, 6
+W_IC = 193  # composite rigid-body inertia (compact, 10)
+W_TMP = 203  # scratch: per-body rows use the first 42; row 0 holds the kernels' global scratch, 168
+NW = 371

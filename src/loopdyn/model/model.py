@@ -1,0 +1,409 @@
+"""Building a kinematic-tree model body by body.
+
+A :class:`Model` is a Python object for *building*: bodies, joints, frames, names. Algorithms run on
+its compiled form (flat NumPy arrays, see :mod:`loopdyn.model.layout`), which every
+:class:`~loopdyn.model.data.Data` created by :meth:`Model.create_data` carries.
+
+Indices follow Pinocchio: body/joint 0 is the ``"universe"``; body ``i`` is moved by joint ``i``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+from ..spatial.inertia import Inertia
+from . import layout as L
+from .joints import FIXED, FreeFlyer, Joint
+
+# Frame kinds (as Pinocchio's FrameType)
+OP_FRAME = "op"
+JOINT_FRAME = "joint"
+FIXED_JOINT_FRAME = "fixed_joint"
+BODY_FRAME = "body"
+FRAME_KINDS = (OP_FRAME, JOINT_FRAME, FIXED_JOINT_FRAME, BODY_FRAME)
+
+
+def as_placement(placement, what: str = "placement") -> tuple[np.ndarray, np.ndarray]:
+    """``(R, p)`` from a 4×4 homogeneous matrix, an ``(R, p)`` pair or ``None`` (identity)."""
+    if placement is None:
+        return np.eye(3), np.zeros(3)
+    if isinstance(placement, tuple | list) and len(placement) == 2:
+        R = np.array(placement[0], dtype=float)
+        p = np.array(placement[1], dtype=float).reshape(-1)
+    else:
+        T = np.asarray(placement, dtype=float)
+        if T.shape != (4, 4):
+            raise ModelError(f"{what}: expected a 4x4 homogeneous matrix or (R, p), got shape {T.shape}")
+        if np.max(np.abs(T[3] - [0, 0, 0, 1])) > 1e-12:
+            raise ModelError(f"{what}: last row of a homogeneous matrix must be [0, 0, 0, 1], got {T[3]}")
+        R, p = T[:3, :3].copy(), T[:3, 3].copy()
+    if R.shape != (3, 3) or p.shape != (3,):
+        raise ModelError(f"{what}: rotation must be 3x3 and translation 3, got {R.shape} and {p.shape}")
+    if not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
+        raise ModelError(f"{what}: contains NaN or inf")
+    if np.max(np.abs(R.T @ R - np.eye(3))) > 1e-9 or np.linalg.det(R) < 0:
+        raise ModelError(f"{what}: rotation is not a proper rotation matrix (R^T R != I or det < 0):\n{R}")
+    return R, p
+
+
+def homogeneous(R: np.ndarray, p: np.ndarray) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3] = R
+    T[:3, 3] = p
+    return T
+
+
+@dataclass
+class Frame:
+    """A named frame rigidly attached to body ``body`` at ``(rotation, translation)`` in its frame."""
+
+    name: str
+    body: int
+    rotation: np.ndarray
+    translation: np.ndarray
+    kind: str = OP_FRAME
+
+    @property
+    def placement(self) -> np.ndarray:
+        """4×4 placement of the frame in its body's frame."""
+        return homogeneous(self.rotation, self.translation)
+
+
+@dataclass
+class Body:
+    """One moving body of the tree and the joint that moves it (joint i moves body i)."""
+
+    name: str
+    joint_name: str
+    parent: int
+    joint: Joint
+    rotation: np.ndarray  # joint placement in the parent body's frame
+    translation: np.ndarray
+    inertia: Inertia
+    idx_q: int
+    idx_v: int
+
+
+class Model:
+    """A kinematic tree of rigid bodies, built with :meth:`add_body`.
+
+    Parameters
+    ----------
+    name:
+        A label for the robot.
+    gravity:
+        Gravity vector in the world frame (default ``(0, 0, -9.81)``).
+    """
+
+    def __init__(self, name: str = "model", gravity=(0.0, 0.0, -9.81)):
+        self.name = name
+        g = np.array(gravity, dtype=float).reshape(-1)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ModelError(f"gravity must be 3 finite numbers, got {gravity!r}")
+        self._gravity = g
+        self.bodies: list[Body] = []
+        self.frames: list[Frame] = [Frame("universe", 0, np.eye(3), np.zeros(3), FIXED_JOINT_FRAME)]
+        self.universe_inertia = Inertia.zero()  # what fixed links attached to the world add up to
+        self.nq = 0
+        self.nv = 0
+        self._version = 0
+        self._key = object()  # identity token: a Data is valid while its token is the model's
+        self._compiled = None
+
+    # ------------------------------------------------------------------------------------------
+    # sizes and names
+    @property
+    def nbodies(self) -> int:
+        """Number of moving bodies (= number of joints, universe excluded)."""
+        return len(self.bodies)
+
+    @property
+    def njoints(self) -> int:
+        """Number of joints including the universe (Pinocchio's ``njoints``)."""
+        return len(self.bodies) + 1
+
+    @property
+    def gravity(self) -> np.ndarray:
+        return self._gravity.copy()
+
+    @gravity.setter
+    def gravity(self, value) -> None:
+        g = np.array(value, dtype=float).reshape(-1)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ModelError(f"gravity must be 3 finite numbers, got {value!r}")
+        self._gravity = g
+        self._touch()
+
+    @property
+    def body_names(self) -> list[str]:
+        """Names of the bodies, index 0 = ``"universe"``."""
+        return ["universe"] + [b.name for b in self.bodies]
+
+    @property
+    def joint_names(self) -> list[str]:
+        """Names of the joints, index 0 = ``"universe"`` (Pinocchio's ``model.names``)."""
+        return ["universe"] + [b.joint_name for b in self.bodies]
+
+    @property
+    def velocity_names(self) -> list[str]:
+        """One name per velocity coordinate: the joint name, ``name[k]`` for multi-DoF joints."""
+        out = []
+        for b in self.bodies:
+            if b.joint.nv == 1:
+                out.append(b.joint_name)
+            else:
+                out.extend(f"{b.joint_name}[{k}]" for k in range(b.joint.nv))
+        return out
+
+    @property
+    def frame_names(self) -> list[str]:
+        return [f.name for f in self.frames]
+
+    def body_id(self, name: str) -> int:
+        """Index of the body called ``name`` (0 for ``"universe"``)."""
+        if name == "universe":
+            return 0
+        for i, b in enumerate(self.bodies):
+            if b.name == name:
+                return i + 1
+        raise KeyError(f"no body named {name!r} in model {self.name!r}")
+
+    def joint_id(self, name: str) -> int:
+        """Index of the joint called ``name`` (0 for ``"universe"``)."""
+        if name == "universe":
+            return 0
+        for i, b in enumerate(self.bodies):
+            if b.joint_name == name:
+                return i + 1
+        raise KeyError(f"no joint named {name!r} in model {self.name!r}")
+
+    def frame_id(self, name: str, kind: str | None = None) -> int:
+        """Index of the frame called ``name`` (optionally of a given kind: body, joint, fixed_joint, op)."""
+        for i, f in enumerate(self.frames):
+            if f.name == name and (kind is None or f.kind == kind):
+                return i
+        raise KeyError(f"no frame named {name!r}" + (f" of kind {kind!r}" if kind else "") + f" in {self.name!r}")
+
+    def _frame_index(self, frame) -> int:
+        if isinstance(frame, int | np.integer):
+            if not 0 <= int(frame) < len(self.frames):
+                raise KeyError(f"frame index {frame} out of range (model has {len(self.frames)} frames)")
+            return int(frame)
+        # prefer body frames (links), then anything else
+        for kind in (BODY_FRAME, None):
+            try:
+                return self.frame_id(frame, kind)
+            except KeyError:
+                pass
+        raise KeyError(f"no frame named {frame!r} in model {self.name!r}")
+
+    def _resolve_parent(self, parent) -> tuple[int, np.ndarray, np.ndarray]:
+        """Parent given by body index, body name or frame name → (body, R, p) of that frame in the body."""
+        if parent is None:
+            return 0, np.eye(3), np.zeros(3)
+        if isinstance(parent, int | np.integer):
+            if not 0 <= int(parent) <= self.nbodies:
+                raise ModelError(f"parent index {parent} out of range (model has {self.nbodies} bodies)")
+            return int(parent), np.eye(3), np.zeros(3)
+        if not isinstance(parent, str):
+            raise ModelError(f"parent must be a body index or a name, got {parent!r}")
+        for kind in (BODY_FRAME, None):
+            for f in self.frames:
+                if f.name == parent and (kind is None or f.kind == kind):
+                    return f.body, f.rotation, f.translation
+        raise ModelError(f"unknown parent {parent!r}: no body or frame of that name in model {self.name!r}")
+
+    def _check_new_name(self, name: str, what: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"{what} name must be a non-empty string, got {name!r}")
+
+    # ------------------------------------------------------------------------------------------
+    # building
+    def add_body(
+        self,
+        name: str,
+        parent,
+        joint: Joint,
+        placement=None,
+        inertia: Inertia | None = None,
+        *,
+        joint_name: str | None = None,
+    ) -> int:
+        """Add a body moved by ``joint`` relative to ``parent``.
+
+        Parameters
+        ----------
+        name:
+            Body (link) name; must be unique.
+        parent:
+            Parent body index, body name or frame name (0, ``None`` or ``"universe"``: the world).
+            Naming a link that was merged by a fixed joint attaches to the body it was merged into.
+        joint:
+            A joint instance (:mod:`loopdyn.model.joints`). :class:`~loopdyn.model.joints.Fixed`
+            merges the body into its parent: inertia lumped, a ``body`` frame and a ``fixed_joint``
+            frame added, no new coordinates.
+        placement:
+            Joint frame in the parent frame: 4×4 homogeneous matrix or ``(R, p)``; default identity.
+        inertia:
+            :class:`~loopdyn.spatial.inertia.Inertia` of the body in its own (joint) frame.
+        joint_name:
+            Name of the joint (default: ``name``).
+
+        Returns
+        -------
+        int
+            Index of the new body, or for a fixed joint the index of the body it was merged into.
+        """
+        self._check_new_name(name, "body")
+        jname = name if joint_name is None else joint_name
+        self._check_new_name(jname, "joint")
+        if not isinstance(joint, Joint):
+            raise ModelError(f"{jname}: joint must be a loopdyn joint instance, got {joint!r}")
+        if any(f.name == name and f.kind == BODY_FRAME for f in self.frames):
+            raise ModelError(f"duplicate body name {name!r}")
+        if any(f.name == jname and f.kind in (JOINT_FRAME, FIXED_JOINT_FRAME) for f in self.frames):
+            raise ModelError(f"duplicate joint name {jname!r}")
+        parent_body, Rf, pf = self._resolve_parent(parent)
+        R, p = as_placement(placement, f"placement of joint {jname!r}")
+        # the joint frame expressed in the parent *body* frame
+        Rj, pj = Rf @ R, Rf @ p + pf
+        inertia = Inertia.zero() if inertia is None else inertia
+        if not isinstance(inertia, Inertia):
+            raise ModelError(f"{name}: inertia must be a loopdyn Inertia, got {inertia!r}")
+        if isinstance(joint, FreeFlyer) and parent_body != 0:
+            # allowed (Pinocchio allows it too), nothing special needed
+            pass
+
+        if joint.code == FIXED:
+            lumped = inertia.transformed(Rj, pj)
+            if parent_body == 0:
+                self.universe_inertia = self.universe_inertia + lumped
+            else:
+                b = self.bodies[parent_body - 1]
+                b.inertia = b.inertia + lumped
+            self.frames.append(Frame(jname, parent_body, Rj, pj, FIXED_JOINT_FRAME))
+            self.frames.append(Frame(name, parent_body, Rj, pj, BODY_FRAME))
+            self._touch()
+            return parent_body
+
+        body = Body(name, jname, parent_body, joint, Rj, pj, inertia, self.nq, self.nv)
+        self.bodies.append(body)
+        idx = len(self.bodies)
+        self.nq += joint.nq
+        self.nv += joint.nv
+        self.frames.append(Frame(jname, idx, np.eye(3), np.zeros(3), JOINT_FRAME))
+        self.frames.append(Frame(name, idx, np.eye(3), np.zeros(3), BODY_FRAME))
+        self._touch()
+        return idx
+
+    def add_frame(self, name: str, parent, placement=None, kind: str = OP_FRAME) -> int:
+        """Add a frame rigidly attached to ``parent`` (body index, body name or frame name) at
+        ``placement`` (4×4 or ``(R, p)``, relative to the parent frame). Returns the frame index."""
+        self._check_new_name(name, "frame")
+        if kind not in FRAME_KINDS:
+            raise ModelError(f"frame kind must be one of {FRAME_KINDS}, got {kind!r}")
+        if any(f.name == name and f.kind == kind for f in self.frames):
+            raise ModelError(f"duplicate frame {name!r} of kind {kind!r}")
+        body, Rf, pf = self._resolve_parent(parent)
+        R, p = as_placement(placement, f"placement of frame {name!r}")
+        self.frames.append(Frame(name, body, Rf @ R, Rf @ p + pf, kind))
+        self._touch()
+        return len(self.frames) - 1
+
+    def _touch(self) -> None:
+        self._version += 1
+        self._key = object()
+        self._compiled = None
+
+    # ------------------------------------------------------------------------------------------
+    # limits and summary
+    @property
+    def lower_position_limit(self) -> np.ndarray:
+        return np.concatenate([np.zeros(0)] + [b.joint.lower_position() for b in self.bodies])
+
+    @property
+    def upper_position_limit(self) -> np.ndarray:
+        return np.concatenate([np.zeros(0)] + [b.joint.upper_position() for b in self.bodies])
+
+    @property
+    def velocity_limit(self) -> np.ndarray:
+        return np.concatenate([np.zeros(0)] + [b.joint.velocity_limit() for b in self.bodies])
+
+    @property
+    def effort_limit(self) -> np.ndarray:
+        return np.concatenate([np.zeros(0)] + [b.joint.effort_limit() for b in self.bodies])
+
+    @property
+    def mass(self) -> float:
+        """Total mass of the moving bodies."""
+        return float(sum(b.inertia.mass for b in self.bodies))
+
+    def __repr__(self) -> str:
+        return f"<loopdyn.Model {self.name!r}: {self.nbodies} bodies, nq={self.nq}, nv={self.nv}>"
+
+    def summary(self) -> str:
+        """A human-readable table of bodies and joints."""
+        lines = [repr(self), f"  {'#':>3} {'body':24s} {'joint':24s} {'type':12s} {'parent':24s} {'mass':>8s}"]
+        for i, b in enumerate(self.bodies, start=1):
+            lines.append(
+                f"  {i:3d} {b.name:24s} {b.joint_name:24s} {b.joint.kind:12s} "
+                f"{self.body_names[b.parent]:24s} {b.inertia.mass:8.3f}"
+            )
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------------------------------
+    # compiled form
+    def compiled(self):
+        """The flat arrays the kernels use (built on first use, rebuilt after a change)."""
+        if self._compiled is None:
+            self._compiled = _compile(self)
+        return self._compiled
+
+    def create_data(self):
+        """A new :class:`~loopdyn.model.data.Data` workspace for this model."""
+        from .data import Data
+
+        return Data(self)
+
+
+@dataclass(frozen=True)
+class CompiledModel:
+    ib: np.ndarray  # (nbodies + 1, NI) int64
+    ws: np.ndarray  # (nbodies + 1, NW) float64 template (parameters filled, workspace zero)
+    frame_body: np.ndarray  # (nframes,) int64
+    frame_placement: np.ndarray  # (nframes, 12) float64: R row-major (9), p (3)
+    version: int
+
+
+def _compile(model: Model) -> CompiledModel:
+    nb = model.nbodies
+    ib = np.zeros((nb + 1, L.NI), dtype=np.int64)
+    ws = np.zeros((nb + 1, L.NW), dtype=np.float64)
+    ib[0, L.I0_NBODIES] = nb
+    ib[0, L.I0_NQ] = model.nq
+    ib[0, L.I0_NV] = model.nv
+    ws[0, L.W0_GRAVITY : L.W0_GRAVITY + 3] = model._gravity
+    for i, b in enumerate(model.bodies, start=1):
+        ib[i, L.I_PARENT] = b.parent
+        ib[i, L.I_JTYPE] = b.joint.code
+        ib[i, L.I_IQ] = b.idx_q
+        ib[i, L.I_IV] = b.idx_v
+        ib[i, L.I_NQ] = b.joint.nq
+        ib[i, L.I_NV] = b.joint.nv
+        ws[i, L.W_JR : L.W_JR + 9] = b.rotation.reshape(-1)
+        ws[i, L.W_JP : L.W_JP + 3] = b.translation
+        ws[i, L.W_INER : L.W_INER + 10] = b.inertia.compact()
+        ws[i, L.W_AXIS : L.W_AXIS + 3] = b.joint.axis_array()
+    # row 0 of ib holds the model sizes; the kernels never read a parent for row 0
+    nf = len(model.frames)
+    frame_body = np.array([f.body for f in model.frames], dtype=np.int64)
+    frame_placement = np.zeros((nf, 12))
+    for k, f in enumerate(model.frames):
+        frame_placement[k, :9] = f.rotation.reshape(-1)
+        frame_placement[k, 9:] = f.translation
+    for arr in (ib, ws, frame_body, frame_placement):
+        arr.setflags(write=False)
+    return CompiledModel(ib, ws, frame_body, frame_placement, model._version)
