@@ -80,15 +80,8 @@ def check_forces(ib, fext):
 # ---------------------------------------------------------------------------------------------
 # joints
 @njit(cache=True, inline="always")
-def jcalc(ib, ws, i, q):
-    """Placement of body i in its parent (ws[i, W_R], ws[i, W_P]) = joint placement · joint motion(q)."""
-    jt = ib[i, L.I_JTYPE]
-    iq = ib[i, L.I_IQ]
-    row = ws[i]
-    JR = row[L.W_JR : L.W_JR + 9]
-    Jp = row[L.W_JP : L.W_JP + 3]
-    R = row[L.W_R : L.W_R + 9]
-    p = row[L.W_P : L.W_P + 3]
+def joint_motion(jt, ax, ay, az, q, iq):
+    """The joint's own motion as scalars: rotation (row-major 9-tuple) and translation (3-tuple)."""
     if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
         if jt == REVOLUTE:
             c = math.cos(q[iq])
@@ -96,75 +89,71 @@ def jcalc(ib, ws, i, q):
         else:
             c = q[iq]
             s = q[iq + 1]
-        tmp = row[L.W_TMP : L.W_TMP + 9]
-        ops.rot_axis_angle(row[L.W_AXIS], row[L.W_AXIS + 1], row[L.W_AXIS + 2], c, s, tmp)
-        ops.rot_mul(JR, tmp, R)
-        p[0], p[1], p[2] = Jp[0], Jp[1], Jp[2]
-    elif jt == PRISMATIC:
+        return ops.rot_axis_angle(ax, ay, az, c, s), (0.0, 0.0, 0.0)
+    if jt == PRISMATIC:
         d = q[iq]
-        for k in range(9):
-            R[k] = JR[k]
-        for r in range(3):
-            p[r] = Jp[r] + d * (
-                JR[3 * r] * row[L.W_AXIS] + JR[3 * r + 1] * row[L.W_AXIS + 1] + JR[3 * r + 2] * row[L.W_AXIS + 2]
-            )
-    elif jt == SPHERICAL:
-        tmp = row[L.W_TMP : L.W_TMP + 9]
-        ops.rot_quat(q[iq], q[iq + 1], q[iq + 2], q[iq + 3], tmp)
-        ops.rot_mul(JR, tmp, R)
-        p[0], p[1], p[2] = Jp[0], Jp[1], Jp[2]
-    else:  # FREEFLYER
-        tmp = row[L.W_TMP : L.W_TMP + 9]
-        ops.rot_quat(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], tmp)
-        ops.rot_mul(JR, tmp, R)
-        for r in range(3):
-            p[r] = Jp[r] + JR[3 * r] * q[iq] + JR[3 * r + 1] * q[iq + 1] + JR[3 * r + 2] * q[iq + 2]
+        return (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (d * ax, d * ay, d * az)
+    if jt == SPHERICAL:
+        return ops.rot_quat(q[iq], q[iq + 1], q[iq + 2], q[iq + 3]), (0.0, 0.0, 0.0)
+    return ops.rot_quat(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]), (q[iq], q[iq + 1], q[iq + 2])
 
 
 @njit(cache=True, inline="always")
-def s_column(ib, ws, i, k, out):
-    """out = k-th column of body i's motion subspace S (body frame, [ω; v])."""
+def jcalc(ib, ws, i, q):
+    """Placement (R, p) of body i in its parent = joint placement · joint motion(q); stored in
+    ws[i, W_R], ws[i, W_P] and returned."""
+    Rm, pm = joint_motion(
+        ib[i, L.I_JTYPE], ws[i, L.W_AXIS], ws[i, L.W_AXIS + 1], ws[i, L.W_AXIS + 2], q, ib[i, L.I_IQ]
+    )
+    JR = ops.load9(ws, i, L.W_JR)
+    R = ops.rot_mul(JR, Rm)
+    t = ops.rot_vec(JR, pm)
+    p = (ws[i, L.W_JP] + t[0], ws[i, L.W_JP + 1] + t[1], ws[i, L.W_JP + 2] + t[2])
+    ops.store9(ws, i, L.W_R, R)
+    ops.store3(ws, i, L.W_P, p)
+    return R, p
+
+
+@njit(cache=True, inline="always")
+def s_column(ib, ws, i, k):
+    """The k-th column of body i's motion subspace S (body frame, [ω; v]) as a 6-tuple."""
     jt = ib[i, L.I_JTYPE]
-    for r in range(6):
-        out[r] = 0.0
     if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
-        out[0], out[1], out[2] = ws[i, L.W_AXIS], ws[i, L.W_AXIS + 1], ws[i, L.W_AXIS + 2]
-    elif jt == PRISMATIC:
-        out[3], out[4], out[5] = ws[i, L.W_AXIS], ws[i, L.W_AXIS + 1], ws[i, L.W_AXIS + 2]
-    elif jt == SPHERICAL:
-        out[k] = 1.0
-    else:  # FREEFLYER: v = [linear; angular] (Pinocchio) → [ω; v] (Featherstone)
-        out[(k + 3) % 6] = 1.0
+        return (ws[i, L.W_AXIS], ws[i, L.W_AXIS + 1], ws[i, L.W_AXIS + 2], 0.0, 0.0, 0.0)
+    if jt == PRISMATIC:
+        return (0.0, 0.0, 0.0, ws[i, L.W_AXIS], ws[i, L.W_AXIS + 1], ws[i, L.W_AXIS + 2])
+    if jt == SPHERICAL:
+        return (1.0 if k == 0 else 0.0, 1.0 if k == 1 else 0.0, 1.0 if k == 2 else 0.0, 0.0, 0.0, 0.0)
+    # FREEFLYER: v = [linear; angular] (Pinocchio) → [ω; v] (Featherstone)
+    return (
+        1.0 if k == 3 else 0.0,
+        1.0 if k == 4 else 0.0,
+        1.0 if k == 5 else 0.0,
+        1.0 if k == 0 else 0.0,
+        1.0 if k == 1 else 0.0,
+        1.0 if k == 2 else 0.0,
+    )
 
 
 @njit(cache=True, inline="always")
-def s_mul_add(ib, ws, i, x, out):
-    """out += S x[iv : iv + nv] for body i (x is a full velocity-space vector)."""
+def s_mul(ib, ws, i, x):
+    """S x[iv : iv + nv] for body i (x is a full velocity-space vector), as a 6-tuple."""
     jt = ib[i, L.I_JTYPE]
     iv = ib[i, L.I_IV]
     if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
         d = x[iv]
-        out[0] += ws[i, L.W_AXIS] * d
-        out[1] += ws[i, L.W_AXIS + 1] * d
-        out[2] += ws[i, L.W_AXIS + 2] * d
-    elif jt == PRISMATIC:
+        return (ws[i, L.W_AXIS] * d, ws[i, L.W_AXIS + 1] * d, ws[i, L.W_AXIS + 2] * d, 0.0, 0.0, 0.0)
+    if jt == PRISMATIC:
         d = x[iv]
-        out[3] += ws[i, L.W_AXIS] * d
-        out[4] += ws[i, L.W_AXIS + 1] * d
-        out[5] += ws[i, L.W_AXIS + 2] * d
-    elif jt == SPHERICAL:
-        out[0] += x[iv]
-        out[1] += x[iv + 1]
-        out[2] += x[iv + 2]
-    else:
-        for k in range(3):
-            out[k] += x[iv + 3 + k]
-            out[3 + k] += x[iv + k]
+        return (0.0, 0.0, 0.0, ws[i, L.W_AXIS] * d, ws[i, L.W_AXIS + 1] * d, ws[i, L.W_AXIS + 2] * d)
+    if jt == SPHERICAL:
+        return (x[iv], x[iv + 1], x[iv + 2], 0.0, 0.0, 0.0)
+    return (x[iv + 3], x[iv + 4], x[iv + 5], x[iv], x[iv + 1], x[iv + 2])
 
 
 @njit(cache=True, inline="always")
 def st_mul(ib, ws, i, f, out):
-    """out[iv : iv + nv] = Sᵀ f for body i."""
+    """out[iv : iv + nv] = Sᵀ f for body i (f a 6-tuple)."""
     jt = ib[i, L.I_JTYPE]
     iv = ib[i, L.I_IV]
     if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
@@ -176,50 +165,38 @@ def st_mul(ib, ws, i, f, out):
         out[iv + 1] = f[1]
         out[iv + 2] = f[2]
     else:
-        for k in range(3):
-            out[iv + k] = f[3 + k]
-            out[iv + 3 + k] = f[k]
+        out[iv] = f[3]
+        out[iv + 1] = f[4]
+        out[iv + 2] = f[5]
+        out[iv + 3] = f[0]
+        out[iv + 4] = f[1]
+        out[iv + 5] = f[2]
 
 
 @njit(cache=True, inline="always")
-def velocity_pass(ib, ws, i, v):
-    """Body i: v_i = ᶦX_λ v_λ + S q̇_i, and the velocity-product term c_i = v_i × (S q̇_i)."""
-    row = ws[i]
-    par = ib[i, L.I_PARENT]
-    R = row[L.W_R : L.W_R + 9]
-    p = row[L.W_P : L.W_P + 3]
-    vi = row[L.W_V : L.W_V + 6]
-    vJ = row[L.W_TMP : L.W_TMP + 6]
-    ops.motion_to_child(R, p, ws[par, L.W_V : L.W_V + 6], vi)
-    for k in range(6):
-        vJ[k] = 0.0
-    s_mul_add(ib, ws, i, v, vJ)
-    for k in range(6):
-        vi[k] += vJ[k]
-    ops.cross_motion(vi, vJ, row[L.W_C : L.W_C + 6])
+def velocity_pass(ib, ws, i, v, R, p):
+    """Body i: v_i = ᶦX_λ v_λ + S q̇_i and the velocity-product term c_i = v_i × (S q̇_i), stored in
+    ws[i, W_V] and ws[i, W_C]; returns v_i."""
+    vJ = s_mul(ib, ws, i, v)
+    vi = ops.add6(ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_V)), vJ)
+    ops.store6(ws, i, L.W_V, vi)
+    ops.store6(ws, i, L.W_C, ops.cross_motion(vi, vJ))
+    return vi
 
 
 @njit(cache=True, inline="always")
-def subtract_external_force(ws, i, fext):
-    """Subtract the external force on body i (Pinocchio layout [force; torque], body frame)."""
-    if fext.shape[0] != 0:
-        f = ws[i, L.W_F : L.W_F + 6]
-        f[0] -= fext[i, 3]
-        f[1] -= fext[i, 4]
-        f[2] -= fext[i, 5]
-        f[3] -= fext[i, 0]
-        f[4] -= fext[i, 1]
-        f[5] -= fext[i, 2]
+def external_force(fext, i):
+    """The external force on body i as a Featherstone 6-tuple [n; f] (input rows are Pinocchio's
+    [force; torque], body frame); zero when no forces are given."""
+    if fext.shape[0] == 0:
+        return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    return (fext[i, 3], fext[i, 4], fext[i, 5], fext[i, 0], fext[i, 1], fext[i, 2])
 
 
 @njit(cache=True, inline="always")
-def set_gravity_seed(ws):
+def gravity_seed(ws):
     """Base acceleration a_0 = −a_g (gravity enters as a fictitious upward acceleration)."""
-    a0 = ws[0, L.W_A : L.W_A + 6]
-    a0[0] = a0[1] = a0[2] = 0.0
-    a0[3] = -ws[0, L.W0_GRAVITY]
-    a0[4] = -ws[0, L.W0_GRAVITY + 1]
-    a0[5] = -ws[0, L.W0_GRAVITY + 2]
+    return (0.0, 0.0, 0.0, -ws[0, L.W0_GRAVITY], -ws[0, L.W0_GRAVITY + 1], -ws[0, L.W0_GRAVITY + 2])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +210,9 @@ def raise_for_status(model, status: int, arg_names=_ARG_NAMES, sizes=None) -> No
     if kind == BAD_SHAPE:
         name = arg_names[index]
         if name == "f_ext":
-            raise ShapeError(f"f_ext must have shape ({model.njoints}, 6) (one row per joint, row 0 = universe)")
+            raise ShapeError(
+                f"f_ext must have shape ({model.njoints}, 6) (one row per joint, row 0 = universe)"
+            )
         expected = sizes[index] if sizes is not None else None
         raise ShapeError(f"{name} must be a 1-D array of size {expected}")
     if NOT_FINITE <= kind < NOT_FINITE + 9:
@@ -284,7 +263,7 @@ def as_force_array(f_ext, njoints: int) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------
 # kernels compiled lazily for exactly one signature
-def kernel(signature: str):
+def kernel(signature: str, parallel: bool = False):
     """Decorator: compile ``pyfunc`` with Numba for ``signature`` on its first call (cached on disk).
 
     The stub replaces itself in its module's namespace by the compiled dispatcher, so the Python
@@ -307,6 +286,7 @@ def kernel(signature: str):
         stub.__doc__ = pyfunc.__doc__
         stub.py_func = pyfunc
         stub.signature = signature
+        stub.parallel = parallel
         stub.module = module
         _KERNELS.append(stub)
         return stub
@@ -322,7 +302,7 @@ def compiled(stub):
     current = getattr(stub.module, stub.__name__)
     if current is not stub:
         return current
-    dispatcher = njit(stub.signature, cache=True)(stub.py_func)
+    dispatcher = njit(stub.signature, cache=True, parallel=stub.parallel)(stub.py_func)
     setattr(stub.module, stub.__name__, dispatcher)
     return dispatcher
 

@@ -23,49 +23,59 @@ from .validation import check_data
 
 @njit(cache=True)
 def crba_core(ib, ws, q, M):
-    """Fill the full symmetric mass matrix M (nv × nv) at configuration q (validated)."""
+    """Fill the full symmetric mass matrix M (nv × nv) at configuration q (validated).
+
+    Composite inertias Ic live in ws[i, W_IC]; for multi-DoF joints the 6 × nv block F = Ic S is
+    kept in row 0's scratch (column k at W_TMP + 6 k).
+    """
     nb = ib[0, L.I0_NBODIES]
-    F = ws[0, L.W_TMP : L.W_TMP + 36]  # the 6 × nv_i block F, column k at 6 k
-    s = ws[0, L.W_TMP + 36 : L.W_TMP + 42]
+    T = L.W_TMP
+    M[:, :] = 0.0  # entries of bodies on different branches stay zero
     for i in range(1, nb + 1):
         jcalc(ib, ws, i, q)
-        ws[i, L.W_IC : L.W_IC + 10] = ws[i, L.W_INER : L.W_INER + 10]
+        ops.store10(ws, i, L.W_IC, ops.load10(ws, i, L.W_INER))
     for i in range(nb, 0, -1):
-        row = ws[i]
         par = ib[i, L.I_PARENT]
-        R = row[L.W_R : L.W_R + 9]
-        p = row[L.W_P : L.W_P + 3]
-        Ic = row[L.W_IC : L.W_IC + 10]
+        Ic = ops.load10(ws, i, L.W_IC)
         if par > 0:  # Ic_λ += ᶦX_λᵀ Ic_i ᶦX_λ
-            ops.inertia_to_parent_add(R, p, Ic, ws[par, L.W_IC : L.W_IC + 10])
+            R = ops.load9(ws, i, L.W_R)
+            p = ops.load3(ws, i, L.W_P)
+            ops.store10(
+                ws, par, L.W_IC, ops.add10(ops.load10(ws, par, L.W_IC), ops.inertia_to_parent(R, p, Ic))
+            )
         nvi = ib[i, L.I_NV]
         ivi = ib[i, L.I_IV]
+        if nvi == 1:  # the common case, with F in registers
+            F = ops.inertia_mul(Ic, s_column(ib, ws, i, 0))
+            M[ivi, ivi] = ops.dot6(s_column(ib, ws, i, 0), F)
+            j = i
+            while ib[j, L.I_PARENT] > 0:
+                F = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), F)
+                j = ib[j, L.I_PARENT]
+                ivj = ib[j, L.I_IV]
+                for k in range(ib[j, L.I_NV]):
+                    h = ops.dot6(s_column(ib, ws, j, k), F)
+                    M[ivi, ivj + k] = h
+                    M[ivj + k, ivi] = h
+            continue
         for k in range(nvi):  # F = Ic S ; H_ii = Sᵀ F
-            s_column(ib, ws, i, k, s)
-            ops.inertia_mul(Ic, s, F[6 * k : 6 * k + 6])
+            ops.store6(ws, 0, T + 6 * k, ops.inertia_mul(Ic, s_column(ib, ws, i, k)))
         for k in range(nvi):
-            s_column(ib, ws, i, k, s)
+            sk = s_column(ib, ws, i, k)
             for l in range(nvi):
-                Fl = F[6 * l : 6 * l + 6]
-                M[ivi + k, ivi + l] = s[0] * Fl[0] + s[1] * Fl[1] + s[2] * Fl[2] + s[3] * Fl[3] + s[4] * Fl[4] + s[5] * Fl[5]
+                M[ivi + k, ivi + l] = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l))
         j = i
         while ib[j, L.I_PARENT] > 0:  # F = ʲX_λᵀ F, H_ij = Fᵀ S_j
-            rj = ws[j]
+            R = ops.load9(ws, j, L.W_R)
+            p = ops.load3(ws, j, L.W_P)
             for l in range(nvi):
-                Fl = F[6 * l : 6 * l + 6]
-                tmp = ws[0, L.W_TMP + 42 : L.W_TMP + 48]
-                for r in range(6):
-                    tmp[r] = Fl[r]
-                    Fl[r] = 0.0
-                ops.force_to_parent_add(rj[L.W_R : L.W_R + 9], rj[L.W_P : L.W_P + 3], tmp, Fl)
+                ops.store6(ws, 0, T + 6 * l, ops.force_to_parent(R, p, ops.load6(ws, 0, T + 6 * l)))
             j = ib[j, L.I_PARENT]
-            nvj = ib[j, L.I_NV]
             ivj = ib[j, L.I_IV]
-            for k in range(nvj):
-                s_column(ib, ws, j, k, s)
+            for k in range(ib[j, L.I_NV]):
+                sk = s_column(ib, ws, j, k)
                 for l in range(nvi):
-                    Fl = F[6 * l : 6 * l + 6]
-                    h = s[0] * Fl[0] + s[1] * Fl[1] + s[2] * Fl[2] + s[3] * Fl[3] + s[4] * Fl[4] + s[5] * Fl[5]
+                    h = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l))
                     M[ivi + l, ivj + k] = h
                     M[ivj + k, ivi + l] = h
 
@@ -161,14 +171,8 @@ def minverse_kernel(ib, ws, q, Minv):
     return 0
 
 
-def _run(kern, model, data, q):
-    if data.model_key is not model._key:
-        check_data(model, data)
-    out = np.empty((data.nv, data.nv))
-    try:
-        st = kern(data.ib, data.ws, q, out)
-    except TypeError:
-        st = kern(data.ib, data.ws, as_float_vector(q, "q"), out)
+def _slow(kern, model, data, q, out):
+    st = kern(data.ib, data.ws, as_float_vector(q, "q"), out)
     if st:
         raise_for_status(model, st, ("q",), (model.nq,))
     return out
@@ -176,10 +180,28 @@ def _run(kern, model, data, q):
 
 def crba(model, data, q) -> np.ndarray:
     """The joint-space mass matrix ``M(q)`` (nv × nv, full and symmetric; a new array)."""
-    return _run(crba_kernel, model, data, q)
+    if data.model_key is not model._key:
+        check_data(model, data)
+    out = np.empty((data.nv, data.nv))
+    try:
+        st = crba_kernel(data.ib, data.ws, q, out)
+    except TypeError:
+        return _slow(crba_kernel, model, data, q, out)
+    if st:
+        raise_for_status(model, st, ("q",), (model.nq,))
+    return out
 
 
 def minverse(model, data, q) -> np.ndarray:
     """The inverse mass matrix ``M(q)⁻¹`` (nv × nv, full and symmetric), by the sparse LᵀL
     factorisation of M, O(n d²) for a tree of depth d."""
-    return _run(minverse_kernel, model, data, q)
+    if data.model_key is not model._key:
+        check_data(model, data)
+    out = np.empty((data.nv, data.nv))
+    try:
+        st = minverse_kernel(data.ib, data.ws, q, out)
+    except TypeError:
+        return _slow(minverse_kernel, model, data, q, out)
+    if st:
+        raise_for_status(model, st, ("q",), (model.nq,))
+    return out

@@ -16,13 +16,13 @@ from .common import (
     check_configuration,
     check_forces,
     check_vector,
+    external_force,
+    gravity_seed,
     jcalc,
     kernel,
     raise_for_status,
-    s_mul_add,
-    set_gravity_seed,
+    s_mul,
     st_mul,
-    subtract_external_force,
     velocity_pass,
 )
 from .validation import check_data
@@ -32,37 +32,28 @@ from .validation import check_data
 def rnea_core(ib, ws, q, v, a, fext, tau, with_gravity):
     """RNEA on validated inputs; writes τ into ``tau``. ``fext`` may be empty (no external forces)."""
     nb = ib[0, L.I0_NBODIES]
-    if with_gravity:
-        set_gravity_seed(ws)
-    else:
-        ws[0, L.W_A : L.W_A + 6] = 0.0
-    # forward pass: velocities, accelerations, net forces (eqs. 5.7–5.9)
+    ops.store6(ws, 0, L.W_A, gravity_seed(ws) if with_gravity else (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    # forward pass (RBDA eqs. 5.7–5.9): velocities, accelerations, net forces
     for i in range(1, nb + 1):
-        jcalc(ib, ws, i, q)
-        velocity_pass(ib, ws, i, v)
-        row = ws[i]
-        par = ib[i, L.I_PARENT]
-        ai = row[L.W_A : L.W_A + 6]
-        ops.motion_to_child(row[L.W_R : L.W_R + 9], row[L.W_P : L.W_P + 3], ws[par, L.W_A : L.W_A + 6], ai)
-        s_mul_add(ib, ws, i, a, ai)
-        for k in range(6):
-            ai[k] += row[L.W_C + k]
-        # f = I a + v ×* (I v)
-        I = row[L.W_INER : L.W_INER + 10]
-        fi = row[L.W_F : L.W_F + 6]
-        Iv = row[L.W_TMP : L.W_TMP + 6]
-        ops.inertia_mul(I, ai, fi)
-        ops.inertia_mul(I, row[L.W_V : L.W_V + 6], Iv)
-        ops.cross_force_add(row[L.W_V : L.W_V + 6], Iv, fi)
-        subtract_external_force(ws, i, fext)
-    # backward pass: joint torques and force propagation (eqs. 5.10–5.11)
+        R, p = jcalc(ib, ws, i, q)
+        vi = velocity_pass(ib, ws, i, v, R, p)
+        ai = ops.add6(
+            ops.add6(ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A)), s_mul(ib, ws, i, a)),
+            ops.load6(ws, i, L.W_C),
+        )
+        ops.store6(ws, i, L.W_A, ai)
+        I = ops.load10(ws, i, L.W_INER)
+        fi = ops.add6(ops.inertia_mul(I, ai), ops.cross_force(vi, ops.inertia_mul(I, vi)))
+        ops.store6(ws, i, L.W_F, ops.sub6(fi, external_force(fext, i)))
+    # backward pass (eqs. 5.10–5.11): joint forces, and transmission to the parent
     for i in range(nb, 0, -1):
-        row = ws[i]
-        fi = row[L.W_F : L.W_F + 6]
+        fi = ops.load6(ws, i, L.W_F)
         st_mul(ib, ws, i, fi, tau)
         par = ib[i, L.I_PARENT]
         if par > 0:
-            ops.force_to_parent_add(row[L.W_R : L.W_R + 9], row[L.W_P : L.W_P + 3], fi, ws[par, L.W_F : L.W_F + 6])
+            ops.add_to6(
+                ws, par, L.W_F, ops.force_to_parent(ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P), fi)
+            )
 
 
 @njit(cache=True)
@@ -77,8 +68,10 @@ def validate_qva(ib, q, v, a, fext):
     return st
 
 
-@kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
-        "float64[::1], boolean)")
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[::1], boolean)"
+)
 def rnea_kernel(ib, ws, q, v, a, fext, tau, with_gravity):
     st = validate_qva(ib, q, v, a, fext)
     if st != 0:

@@ -1,11 +1,37 @@
 """Models: joints, the tree builder, the compiled layout and Data workspaces."""
 
-from .joints import FIXED, FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
-from .joints import Fixed, FreeFlyer, Joint, Prismatic, Revolute, RevoluteUnbounded, Spherical
+from .joints import (
+    FIXED,
+    FREEFLYER,
+    PRISMATIC,
+    REVOLUTE,
+    REVOLUTE_UNBOUNDED,
+    SPHERICAL,
+    Fixed,
+    FreeFlyer,
+    Joint,
+    Prismatic,
+    Revolute,
+    RevoluteUnbounded,
+    Spherical,
+)
 from .model import Body, Frame, Model
 
 __all__ = [
-    "Body", "Fixed", "Frame", "FreeFlyer", "Joint", "Model", "Prismatic", "Revolute",
-    "RevoluteUnbounded", "Spherical", "FIXED", "FREEFLYER", "PRISMATIC", "REVOLUTE",
-    "REVOLUTE_UNBOUNDED", "SPHERICAL",
+    "Body",
+    "Fixed",
+    "Frame",
+    "FreeFlyer",
+    "Joint",
+    "Model",
+    "Prismatic",
+    "Revolute",
+    "RevoluteUnbounded",
+    "Spherical",
+    "FIXED",
+    "FREEFLYER",
+    "PRISMATIC",
+    "REVOLUTE",
+    "REVOLUTE_UNBOUNDED",
+    "SPHERICAL",
 ]

@@ -20,8 +20,19 @@ class Data:
       frames, Pinocchio layout ``[linear; angular]`` (accelerations exclude gravity).
     """
 
-    __slots__ = ("model_key", "model_name", "ib", "ws", "nq", "nv", "njoints", "no_forces",
-                 "frame_body", "frame_placement")
+    __slots__ = (
+        "model_key",
+        "model_name",
+        "ib",
+        "ws",
+        "nq",
+        "nv",
+        "njoints",
+        "no_forces",
+        "empty",
+        "frame_body",
+        "frame_placement",
+    )
 
     def __init__(self, model):
         c = model.compiled()
@@ -32,9 +43,10 @@ class Data:
         self.nq = model.nq
         self.nv = model.nv
         self.njoints = model.njoints
-        self.no_forces = np.zeros((0, 6))
-        self.frame_body = c.frame_body
-        self.frame_placement = c.frame_placement
+        self.no_forces = np.zeros((0, 6))  # 'no external forces' argument of the kernels
+        self.empty = np.zeros(0)  # 'not given' vector argument of the kernels
+        self.frame_body = np.array(c.frame_body)
+        self.frame_placement = np.array(c.frame_placement)
         # the universe: identity placement, at rest
         self.ws[0, L.W_OR : L.W_OR + 9] = np.eye(3).reshape(-1)
         self.ws[0, L.W_R : L.W_R + 9] = np.eye(3).reshape(-1)

@@ -185,7 +185,9 @@ class Model:
         for i, f in enumerate(self.frames):
             if f.name == name and (kind is None or f.kind == kind):
                 return i
-        raise KeyError(f"no frame named {name!r}" + (f" of kind {kind!r}" if kind else "") + f" in {self.name!r}")
+        raise KeyError(
+            f"no frame named {name!r}" + (f" of kind {kind!r}" if kind else "") + f" in {self.name!r}"
+        )
 
     def _frame_index(self, frame) -> int:
         if isinstance(frame, int | np.integer):
@@ -346,7 +348,10 @@ class Model:
 
     def summary(self) -> str:
         """A human-readable table of bodies and joints."""
-        lines = [repr(self), f"  {'#':>3} {'body':24s} {'joint':24s} {'type':12s} {'parent':24s} {'mass':>8s}"]
+        lines = [
+            repr(self),
+            f"  {'#':>3} {'body':24s} {'joint':24s} {'type':12s} {'parent':24s} {'mass':>8s}",
+        ]
         for i, b in enumerate(self.bodies, start=1):
             lines.append(
                 f"  {i:3d} {b.name:24s} {b.joint_name:24s} {b.joint.kind:12s} "
