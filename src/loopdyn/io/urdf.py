@@ -1,0 +1,536 @@
+"""Loading URDF robot descriptions into a :class:`~loopdyn.model.model.Model`.
+
+The resulting model is laid out exactly as Pinocchio's ``buildModelFromUrdf`` lays it out, so that
+configuration vectors, joint indices and frame indices can be exchanged between the two libraries:
+
+* Joints are numbered by a depth-first traversal of the link tree starting at the root link; the
+  children of a link are visited in increasing order of their *joint* names (byte-wise string order,
+  which is Python's ``str`` order), not in file order. This is the order in which urdfdom (used by
+  Pinocchio) stores joints: a map keyed by joint name.
+* ``<origin xyz rpy>`` is the placement ``(Rz(yaw) Ry(pitch) Rx(roll), xyz)`` of the joint frame in
+  the parent link frame; the joint axis is normalised; a missing ``<axis>`` means ``(1, 0, 0)``.
+* ``<inertial><origin rpy>`` rotates the inertia tensor: ``I_link = R I R^T``.
+* ``fixed`` joints merge the child link into its parent (inertia lumped, a ``fixed_joint`` frame and
+  a ``body`` frame added). Without a floating base the root link is welded to the world: its inertia
+  goes to the universe and it gets a ``body`` frame on body 0.
+* ``continuous`` joints become :class:`~loopdyn.model.joints.RevoluteUnbounded` (q = (cos, sin)),
+  ``floating`` joints :class:`~loopdyn.model.joints.FreeFlyer`.
+
+Unsupported: ``planar`` joints, and ``<mimic>`` on a moving joint unless ``mimic="independent"`` is
+passed (the mimicking joint is then an ordinary independent joint, as in Pinocchio's default).
+``<mimic>`` on a ``fixed`` joint is ignored, as Pinocchio ignores it.
+
+The reader is strict where urdfdom is strict (missing attributes, malformed numbers, ``<limit>``
+without ``effort``/``velocity``, revolute/prismatic joints without ``<limit>``) and a little stricter
+where Pinocchio silently builds a meaningless model (zero-length axis, empty names, inverted limits,
+negative masses, inertia tensors that are not positive semi-definite). Every problem is reported as
+a :class:`~loopdyn.errors.URDFError` naming the element and its line in the source.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import xml.parsers.expat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError, ModelError, UnsupportedFeatureError, URDFError
+from ..model.joints import Fixed, FreeFlyer, Joint, Prismatic, Revolute, RevoluteUnbounded
+from ..model.model import BODY_FRAME, Model
+from ..spatial.inertia import Inertia
+
+__all__ = ["load_urdf"]
+
+MIMIC_MODES = ("error", "independent")
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+
+# A decimal floating-point literal as urdfdom accepts it (no hex, no inf/nan, no '_' separators).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+# ----------------------------------------------------------------------------------------------
+# a minimal element tree that remembers source lines
+@dataclass
+class _Element:
+    """An XML element: tag, attributes, children and the line its start tag is on."""
+
+    tag: str
+    attrib: dict[str, str]
+    line: int
+    children: list[_Element] = field(default_factory=list)
+
+    def find(self, tag: str) -> _Element | None:
+        """First child element called ``tag`` (urdfdom reads the first occurrence only)."""
+        for child in self.children:
+            if child.tag == tag:
+                return child
+        return None
+
+    def findall(self, tag: str) -> list[_Element]:
+        """All child elements called ``tag``, in document order."""
+        return [child for child in self.children if child.tag == tag]
+
+
+def _parse_xml(data: bytes, source: str | None, encoding: str | None) -> _Element:
+    """Parse ``data`` with expat into :class:`_Element` nodes, recording each element's line.
+
+    A UTF-8 byte-order mark and blank lines before the first markup are skipped (line numbers still
+    count them), so that an XML declaration preceded by blank lines is accepted. Entity declarations
+    are refused (URDF does not use them, and they are the vehicle of entity expansion attacks);
+    external entities are never fetched.
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    stripped = data.lstrip(b" \t\r\n")
+    offset = data[: len(data) - len(stripped)].count(b"\n")
+    parser = xml.parsers.expat.ParserCreate(encoding)
+    stack: list[_Element] = []
+    roots: list[_Element] = []
+
+    def start(tag: str, attrib: dict[str, str]) -> None:
+        element = _Element(tag, attrib, parser.CurrentLineNumber + offset)
+        if stack:
+            stack[-1].children.append(element)
+        else:
+            roots.append(element)
+        stack.append(element)
+
+    def end(tag: str) -> None:
+        stack.pop()
+
+    def entity_declaration(name: str, *args) -> None:
+        raise URDFError(
+            f"XML entity declarations are not supported (entity {name!r})",
+            line=parser.CurrentLineNumber + offset,
+            source=source,
+        )
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.EntityDeclHandler = entity_declaration
+    try:
+        parser.Parse(stripped, True)
+    except xml.parsers.expat.ExpatError as exc:
+        reason = xml.parsers.expat.ErrorString(exc.code)
+        raise URDFError(
+            f"malformed XML: {reason} (column {exc.offset + 1})", line=exc.lineno + offset, source=source
+        ) from None
+    return roots[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# the parsed document, before it is turned into a model
+@dataclass
+class _Link:
+    name: str
+    inertia: Inertia
+    line: int
+
+
+@dataclass
+class _Joint:
+    name: str
+    type: str
+    parent: str
+    child: str
+    rotation: np.ndarray
+    translation: np.ndarray
+    joint: Joint | None  # None for planar (rejected when the model is built)
+    mimic: str | None
+    line: int
+
+
+class _Reader:
+    """Turns :class:`_Element` nodes into :class:`_Link` / :class:`_Joint` records, validating them."""
+
+    def __init__(self, source: str | None):
+        self.source = source
+
+    def error(self, message: str, element: _Element) -> URDFError:
+        """A :class:`URDFError` located at ``element``."""
+        return URDFError(message, line=element.line, source=self.source)
+
+    def attribute(self, element: _Element, name: str, what: str) -> str:
+        """The required attribute ``name`` of ``element`` (``what`` describes the element)."""
+        value = element.attrib.get(name)
+        if value is None:
+            raise self.error(f"{what}: <{element.tag}> has no {name!r} attribute", element)
+        return value
+
+    def number(self, text: str, element: _Element, what: str) -> float:
+        """A finite decimal number."""
+        token = text.strip()
+        if not _NUMBER.fullmatch(token):
+            raise self.error(f"{what}: {text!r} is not a number", element)
+        value = float(token)
+        if not math.isfinite(value):
+            raise self.error(f"{what}: {text!r} is not a finite number", element)
+        return value
+
+    def vector(self, text: str, element: _Element, what: str) -> np.ndarray:
+        """Three whitespace-separated finite numbers."""
+        parts = text.split()
+        if len(parts) != 3:
+            raise self.error(f"{what}: expected 3 numbers, got {len(parts)} in {text!r}", element)
+        return np.array([self.number(part, element, what) for part in parts])
+
+    def origin(self, parent: _Element, what: str) -> tuple[np.ndarray, np.ndarray]:
+        """The placement given by the first ``<origin>`` child of ``parent`` (identity if absent)."""
+        element = parent.find("origin")
+        if element is None:
+            return np.eye(3), np.zeros(3)
+        xyz = element.attrib.get("xyz")
+        rpy = element.attrib.get("rpy")
+        p = np.zeros(3) if xyz is None else self.vector(xyz, element, f"{what}: origin xyz")
+        angles = np.zeros(3) if rpy is None else self.vector(rpy, element, f"{what}: origin rpy")
+        return rpy_to_matrix(*angles), p
+
+    def name(self, element: _Element) -> str:
+        """The non-empty ``name`` attribute of a link or joint."""
+        value = self.attribute(element, "name", f"<{element.tag}>")
+        if not value:
+            raise self.error(f"<{element.tag}> has an empty name", element)
+        return value
+
+    # ------------------------------------------------------------------------------------------
+    def link(self, element: _Element) -> _Link:
+        """A ``<link>``: name and inertia (zero if there is no ``<inertial>``)."""
+        name = self.name(element)
+        what = f"link {name!r}"
+        inertial = element.find("inertial")
+        if inertial is None:
+            return _Link(name, Inertia.zero(), element.line)
+        R, com = self.origin(inertial, what)
+        mass_el = inertial.find("mass")
+        if mass_el is None:
+            raise self.error(f"{what}: <inertial> has no <mass>", inertial)
+        mass = self.number(self.attribute(mass_el, "value", what), mass_el, f"{what}: mass")
+        tensor_el = inertial.find("inertia")
+        if tensor_el is None:
+            raise self.error(f"{what}: <inertial> has no <inertia>", inertial)
+        c = {
+            key: self.number(self.attribute(tensor_el, key, what), tensor_el, f"{what}: inertia {key}")
+            for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+        }
+        tensor = np.array(
+            [
+                [c["ixx"], c["ixy"], c["ixz"]],
+                [c["ixy"], c["iyy"], c["iyz"]],
+                [c["ixz"], c["iyz"], c["izz"]],
+            ]
+        )
+        try:
+            inertia = Inertia(mass, com, R @ tensor @ R.T, name=what)
+        except ModelError as exc:
+            raise self.error(str(exc), inertial) from None
+        return _Link(name, inertia, element.line)
+
+    def joint(self, element: _Element, mimic_mode: str) -> _Joint:
+        """A ``<joint>``: type, parent and child links, placement and the loopdyn joint object."""
+        name = self.name(element)
+        what = f"joint {name!r}"
+        jtype = self.attribute(element, "type", what)
+        if jtype not in JOINT_TYPES:
+            raise self.error(
+                f"{what}: unknown joint type {jtype!r} (expected one of {', '.join(JOINT_TYPES)})", element
+            )
+        links = []
+        for tag in ("parent", "child"):
+            link_el = element.find(tag)
+            if link_el is None:
+                raise self.error(f"{what}: no <{tag}> element", element)
+            link = self.attribute(link_el, "link", what)
+            if not link:
+                raise self.error(f"{what}: <{tag}> names an empty link", link_el)
+            links.append(link)
+        R, p = self.origin(element, what)
+
+        mimic = None
+        mimic_el = element.find("mimic")
+        if mimic_el is not None:
+            mimic = self.attribute(mimic_el, "joint", what)
+            for key in ("multiplier", "offset"):
+                if key in mimic_el.attrib:
+                    self.number(mimic_el.attrib[key], mimic_el, f"{what}: mimic {key}")
+            # a fixed joint has no coordinate to couple: Pinocchio ignores its <mimic> (talos_reduced
+            # has such joints), and so do we
+            if mimic_mode == "error" and jtype != "fixed":
+                exc = UnsupportedFeatureError(
+                    f"{_where(self.source, mimic_el.line)}{what} mimics joint {mimic!r}: <mimic> joints "
+                    "are not supported; pass mimic='independent' to load it as an independent joint "
+                    "(as Pinocchio's buildModelFromUrdf does by default)"
+                )
+                exc.line, exc.source = mimic_el.line, self.source
+                raise exc
+
+        limits = self.limits(element, jtype, what)
+        if jtype in ("revolute", "prismatic") and limits is None:
+            raise self.error(f"{what}: a {jtype} joint needs a <limit> element", element)
+        axis = self.axis(element, what) if jtype in ("revolute", "continuous", "prismatic") else None
+        joint: Joint | None
+        try:
+            if jtype == "fixed":
+                joint = Fixed()
+            elif jtype == "floating":
+                joint = FreeFlyer()
+            elif jtype == "planar":
+                joint = None
+            else:
+                if jtype == "continuous":
+                    lim = limits or {}
+                    joint = RevoluteUnbounded(axis, velocity=lim.get("velocity"), effort=lim.get("effort"))
+                else:
+                    cls = Revolute if jtype == "revolute" else Prismatic
+                    joint = cls(axis, **limits)
+        except ModelError as exc:
+            raise self.error(f"{what}: {exc}", element) from None
+        return _Joint(name, jtype, links[0], links[1], R, p, joint, mimic, element.line)
+
+    def axis(self, element: _Element, what: str) -> tuple[float, float, float]:
+        """The normalised joint axis; ``(1, 0, 0)`` when there is no ``<axis>`` element."""
+        axis_el = element.find("axis")
+        if axis_el is None:
+            return (1.0, 0.0, 0.0)
+        a = self.vector(self.attribute(axis_el, "xyz", what), axis_el, f"{what}: axis")
+        norm = float(np.linalg.norm(a))
+        if norm < 1e-12:
+            raise self.error(f"{what}: the axis has zero length", axis_el)
+        return tuple(float(x) for x in a / norm)
+
+    def limits(self, element: _Element, jtype: str, what: str) -> dict[str, float] | None:
+        """``lower``/``upper`` (default 0) and the required ``effort``/``velocity`` of ``<limit>``."""
+        limit_el = element.find("limit")
+        if limit_el is None:
+            return None
+        out = {}
+        for key in ("lower", "upper", "effort", "velocity"):
+            text = limit_el.attrib.get(key)
+            if text is None:
+                if key in ("effort", "velocity"):
+                    raise self.error(f"{what}: <limit> has no {key!r} attribute", limit_el)
+                out[key] = 0.0
+            else:
+                out[key] = self.number(text, limit_el, f"{what}: limit {key}")
+        # inverted limits matter only where they bound a coordinate (talos_reduced, for one, keeps
+        # the <limit> of joints it turned into fixed ones)
+        if jtype in ("revolute", "prismatic") and out["lower"] > out["upper"]:
+            raise self.error(
+                f"{what}: lower limit {out['lower']:g} is greater than upper limit {out['upper']:g}", limit_el
+            )
+        return out
+
+
+def _where(source: str | None, line: int | None) -> str:
+    """The ``source:line: `` prefix of error messages (as :class:`URDFError` writes it)."""
+    if line is None:
+        return f"{source}: " if source else ""
+    return f"{source}:{line}: " if source else f"line {line}: "
+
+
+def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """The URDF rotation of fixed-axis roll-pitch-yaw angles: ``Rz(yaw) @ Ry(pitch) @ Rx(roll)``."""
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+def _read_source(source) -> tuple[_Element, str | None]:
+    """Parse ``source`` (a path or a string/bytes of XML) into its root element."""
+    if isinstance(source, bytes | bytearray):
+        return _parse_xml(bytes(source), None, None), None
+    if isinstance(source, str) and source.lstrip("\ufeff \t\r\n").startswith("<"):
+        return _parse_xml(source.encode("utf-8"), None, "UTF-8"), None
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        data = path.read_bytes()
+        return _parse_xml(data, str(path), None), str(path)
+    raise InputError(f"load_urdf: source must be a path or a string of XML, got {type(source).__name__}")
+
+
+def _tree_order(
+    links: dict[str, _Link], joints: dict[str, _Joint], reader: _Reader, robot: _Element
+) -> tuple[str, list[_Joint]]:
+    """Check that the joints form a tree over the links; return the root link and the joints in
+    Pinocchio's order (depth first, siblings sorted by joint name)."""
+    parent_joint: dict[str, _Joint] = {}
+    children: dict[str, list[_Joint]] = {name: [] for name in links}
+    for joint in joints.values():
+        for role, link in (("parent", joint.parent), ("child", joint.child)):
+            if link not in links:
+                raise URDFError(
+                    f"joint {joint.name!r}: {role} link {link!r} is not defined by any <link>",
+                    line=joint.line,
+                    source=reader.source,
+                )
+        if joint.child in parent_joint:
+            other = parent_joint[joint.child]
+            raise URDFError(
+                f"link {joint.child!r} has two parent joints, {other.name!r} (line {other.line}) and "
+                f"{joint.name!r}: the links do not form a tree",
+                line=joint.line,
+                source=reader.source,
+            )
+        parent_joint[joint.child] = joint
+        children[joint.parent].append(joint)
+
+    roots = [link for link in links.values() if link.name not in parent_joint]
+    if len(roots) > 1:
+        listed = ", ".join(f"{link.name!r} (line {link.line})" for link in roots)
+        raise URDFError(
+            f"the links form more than one tree: root links {listed}; a URDF must have exactly one "
+            "link without a parent joint",
+            line=roots[1].line,
+            source=reader.source,
+        )
+
+    order: list[_Joint] = []
+    reached = set()
+    if roots:
+        root = roots[0].name
+        reached.add(root)
+        stack = sorted(children[root], key=lambda j: j.name, reverse=True)
+        while stack:
+            joint = stack.pop()
+            order.append(joint)
+            reached.add(joint.child)
+            stack.extend(sorted(children[joint.child], key=lambda j: j.name, reverse=True))
+    if len(reached) < len(links):
+        # every unreached link has a parent, so walking up from one of them must loop
+        start = next(name for name in links if name not in reached)
+        seen: list[str] = []
+        link = start
+        while link not in seen:
+            seen.append(link)
+            link = parent_joint[link].parent
+        cycle = seen[seen.index(link) :]
+        names = " -> ".join(parent_joint[name].name for name in reversed(cycle))
+        raise URDFError(
+            f"the joints form a cycle ({names}); a URDF must be a tree"
+            + ("" if roots else ", and no link is without a parent joint"),
+            line=parent_joint[cycle[0]].line,
+            source=reader.source,
+        )
+    if not roots:  # pragma: no cover - a finite graph in which every link has a parent has a cycle
+        raise URDFError("no root link", line=robot.line, source=reader.source)
+    return roots[0].name, order
+
+
+def load_urdf(
+    source: str | os.PathLike | bytes,
+    floating_base: bool = False,
+    *,
+    mimic: str = "error",
+    root_joint_name: str = "root_joint",
+    gravity=(0.0, 0.0, -9.81),
+) -> Model:
+    """Build a :class:`~loopdyn.model.model.Model` from a URDF document.
+
+    Parameters
+    ----------
+    source:
+        Path to a ``.urdf`` file, or the XML itself (a string whose first non-blank character is
+        ``<``, or bytes).
+    floating_base:
+        If true, a :class:`~loopdyn.model.joints.FreeFlyer` joint named ``root_joint_name`` connects
+        the world to the root link (Pinocchio's ``buildModelFromUrdf(path, JointModelFreeFlyer())``).
+        Otherwise the root link is welded to the world and its inertia belongs to the universe.
+    mimic:
+        ``"error"`` (default): a moving joint with a ``<mimic>`` element raises
+        :class:`~loopdyn.errors.UnsupportedFeatureError`. ``"independent"``: the ``<mimic>`` element is
+        ignored and the joint is an ordinary independent joint (Pinocchio's default behaviour).
+        ``<mimic>`` on a ``fixed`` joint is always ignored.
+    root_joint_name:
+        Name of the free-flyer joint added when ``floating_base`` is true.
+    gravity:
+        Gravity vector of the model, in the world frame.
+
+    Returns
+    -------
+    Model
+        Joints, coordinates, placements, inertias and frames ordered as Pinocchio orders them.
+
+    Raises
+    ------
+    URDFError
+        The document is malformed: not well-formed XML, missing or malformed attributes, unknown
+        joint type or link, links that do not form a single tree. ``line`` is the offending line.
+    UnsupportedFeatureError
+        A ``planar`` joint, or a moving ``<mimic>`` joint with ``mimic="error"``.
+    FileNotFoundError
+        ``source`` is a path that does not exist.
+    """
+    if mimic not in MIMIC_MODES:
+        raise InputError(f"load_urdf: mimic must be one of {MIMIC_MODES}, got {mimic!r}")
+    robot, src = _read_source(source)
+    reader = _Reader(src)
+    if robot.tag != "robot":
+        raise reader.error(f"the root element is <{robot.tag}>, expected <robot>", robot)
+    robot_name = reader.attribute(robot, "name", "<robot>")
+
+    links: dict[str, _Link] = {}
+    joints: dict[str, _Joint] = {}
+    for element in robot.children:
+        if element.tag == "link":
+            link = reader.link(element)
+            if link.name in links:
+                raise reader.error(
+                    f"duplicate link name {link.name!r} (first defined at line {links[link.name].line})",
+                    element,
+                )
+            links[link.name] = link
+        elif element.tag == "joint":
+            joint = reader.joint(element, mimic)
+            if joint.name in joints:
+                raise reader.error(
+                    f"duplicate joint name {joint.name!r} (first defined at line {joints[joint.name].line})",
+                    element,
+                )
+            joints[joint.name] = joint
+    if not links:
+        raise reader.error(f"robot {robot_name!r} has no <link>", robot)
+
+    root, order = _tree_order(links, joints, reader, robot)
+    for joint in order:
+        if joint.joint is None:
+            exc = UnsupportedFeatureError(
+                f"{_where(src, joint.line)}joint {joint.name!r} is of type 'planar', which loopdyn "
+                "does not support"
+            )
+            exc.line, exc.source = joint.line, src
+            raise exc
+
+    model = Model(robot_name, gravity=gravity)
+    root_link = links[root]
+    try:
+        if floating_base:
+            model.add_body(root, 0, FreeFlyer(), None, root_link.inertia, joint_name=root_joint_name)
+        else:
+            model.add_frame(root, 0, None, kind=BODY_FRAME)
+            model.universe_inertia = model.universe_inertia + root_link.inertia
+    except ModelError as exc:
+        raise URDFError(f"root link {root!r}: {exc}", line=root_link.line, source=src) from None
+    for joint in order:
+        try:
+            model.add_body(
+                joint.child,
+                joint.parent,
+                joint.joint,
+                (joint.rotation, joint.translation),
+                links[joint.child].inertia,
+                joint_name=joint.name,
+            )
+        except ModelError as exc:
+            raise URDFError(f"joint {joint.name!r}: {exc}", line=joint.line, source=src) from None
+    return model
