@@ -9,15 +9,58 @@ Quick start::
     tau = ld.rnea(model, data, q, v, a)
 """
 
-from . import errors
+from . import batch, errors
 from .algorithms import aba, crba, gravity, minverse, nonlinear_effects, rnea
+from .algorithms.kinematics import (
+    forward_kinematics,
+    frame_jacobian,
+    frame_jacobian_time_variation,
+    frame_placement,
+    update_frame_placements,
+)
+from .io import load_urdf
 from .model import Fixed, FreeFlyer, Model, Prismatic, Revolute, RevoluteUnbounded, Spherical
+from .model.configuration import (
+    difference,
+    integrate,
+    is_normalized,
+    neutral,
+    normalize,
+    random_configuration,
+)
 from .model.data import Data
 from .spatial import Inertia
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Data", "Fixed", "FreeFlyer", "Inertia", "Model", "Prismatic", "Revolute", "RevoluteUnbounded",
-    "Spherical", "aba", "crba", "errors", "gravity", "minverse", "nonlinear_effects", "rnea",
+    "Data",
+    "Fixed",
+    "batch",
+    "difference",
+    "integrate",
+    "is_normalized",
+    "neutral",
+    "normalize",
+    "random_configuration",
+    "FreeFlyer",
+    "Inertia",
+    "Model",
+    "Prismatic",
+    "Revolute",
+    "RevoluteUnbounded",
+    "Spherical",
+    "aba",
+    "crba",
+    "errors",
+    "forward_kinematics",
+    "frame_jacobian",
+    "frame_jacobian_time_variation",
+    "frame_placement",
+    "gravity",
+    "load_urdf",
+    "minverse",
+    "nonlinear_effects",
+    "rnea",
+    "update_frame_placements",
 ]
