@@ -9,7 +9,7 @@ Quick start::
     tau = ld.rnea(model, data, q, v, a)
 """
 
-from . import batch, errors
+from . import batch, errors, robots
 from .algorithms import aba, crba, gravity, minverse, nonlinear_effects, rnea
 from .algorithms.kinematics import (
     forward_kinematics,
@@ -43,6 +43,7 @@ __all__ = [
     "neutral",
     "normalize",
     "random_configuration",
+    "robots",
     "FreeFlyer",
     "Inertia",
     "Model",
