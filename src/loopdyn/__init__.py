@@ -13,9 +13,12 @@ from . import batch, errors, robots
 from .algorithms import aba, crba, gravity, minverse, nonlinear_effects, rnea
 from .algorithms.kinematics import (
     forward_kinematics,
+    frame_acceleration,
+    frame_classical_acceleration,
     frame_jacobian,
     frame_jacobian_time_variation,
     frame_placement,
+    frame_velocity,
     update_frame_placements,
 )
 from .io import load_urdf
@@ -55,6 +58,9 @@ __all__ = [
     "crba",
     "errors",
     "forward_kinematics",
+    "frame_acceleration",
+    "frame_classical_acceleration",
+    "frame_velocity",
     "frame_jacobian",
     "frame_jacobian_time_variation",
     "frame_placement",

@@ -260,3 +260,47 @@ def frame_jacobian_time_variation(model, data, q, v, frame, reference: str = "lo
     velocity ``v`` — Pinocchio's ``getFrameJacobianTimeVariation``. ``J̇ v`` is the bias term of the
     frame's spatial acceleration ``J a + J̇ v`` in that reference."""
     return _jacobians(model, data, q, v, frame, reference)[1]
+
+
+def _frame_motion(model, data, frame, reference: str, column: int) -> np.ndarray:
+    """A body motion (velocity or acceleration, from the last forward_kinematics) seen from
+    ``frame`` in ``reference``, rows [linear; angular]."""
+    ref = _reference(reference)
+    fid = model._frame_index(frame)
+    b = int(data.frame_body[fid])
+    m = data.ws[b, column : column + 6]
+    w_b, u_b = m[:3], m[3:]
+    fR = data.frame_placement[fid, :9].reshape(3, 3)
+    fp = data.frame_placement[fid, 9:]
+    # at the frame origin, body axes
+    u_f = u_b + np.cross(w_b, fp)
+    if ref == LOCAL:
+        return np.concatenate([fR.T @ u_f, fR.T @ w_b])
+    oR = data.ws[b, L.W_OR : L.W_OR + 9].reshape(3, 3)
+    w_o, u_fo = oR @ w_b, oR @ u_f
+    if ref == LOCAL_WORLD_ALIGNED:
+        return np.concatenate([u_fo, w_o])
+    p_f = data.ws[b, L.W_OP : L.W_OP + 3] + oR @ fp  # WORLD: measured at the world origin
+    return np.concatenate([u_fo - np.cross(w_o, p_f), w_o])
+
+
+def frame_velocity(model, data, frame, reference: str = "local") -> np.ndarray:
+    """Spatial velocity ``[linear; angular]`` of ``frame`` in ``reference``, from the last
+    :func:`forward_kinematics` with ``v`` (Pinocchio's ``getFrameVelocity``)."""
+    return _frame_motion(model, data, frame, reference, L.W_V)
+
+
+def frame_acceleration(model, data, frame, reference: str = "local") -> np.ndarray:
+    """Spatial acceleration ``[linear; angular]`` of ``frame`` in ``reference``, from the last
+    :func:`forward_kinematics` with ``v`` and ``a`` (Pinocchio's ``getFrameAcceleration``)."""
+    return _frame_motion(model, data, frame, reference, L.W_A)
+
+
+def frame_classical_acceleration(model, data, frame, reference: str = "local") -> np.ndarray:
+    """Classical acceleration ``[linear; angular]`` of ``frame``'s origin — the second time derivative
+    of its position, ``a_spatial + ω × v`` — in ``reference`` (Pinocchio's
+    ``getFrameClassicalAcceleration``)."""
+    acc = frame_acceleration(model, data, frame, reference)
+    vel = frame_velocity(model, data, frame, reference)
+    acc[:3] += np.cross(vel[3:], vel[:3])
+    return acc
