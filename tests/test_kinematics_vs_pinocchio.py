@@ -22,7 +22,7 @@ REFERENCES = {
 }
 
 
-def frames_for_state(pairs, s: int, at_least: int = 3):
+def frames_for_state(pairs, s: int, at_least: int = 8):
     """A rotating subset of the frame pairs for state ``s``, so that all frames are covered over
     50 states while each state checks only a few."""
     k = min(len(pairs), max(at_least, math.ceil(len(pairs) / 50)))
