@@ -91,32 +91,28 @@ def _check(model, status, names, sizes) -> None:
             raise type(exc)(f"row {k}: {exc}") from None
 
 
-def rnea(model, Q, V, A) -> np.ndarray:
-    """Inverse dynamics for N states: returns τ of shape (N, nv)."""
+def _state_batch(kern, model, Q, V, X, names) -> np.ndarray:
+    """Run a (Q, V, X) → (N, nv) batch kernel with validated inputs."""
     c = model.compiled()
-    Q = _rows(Q, "Q", None, model.nq)
+    Q = _rows(Q, names[0], None, model.nq)
     n = Q.shape[0]
-    V = _rows(V, "V", n, model.nv)
-    A = _rows(A, "A", n, model.nv)
+    V = _rows(V, names[1], n, model.nv)
+    X = _rows(X, names[2], n, model.nv)
     out = np.empty((n, model.nv))
     status = np.zeros(n, dtype=np.int64)
-    rnea_batch_kernel(np.array(c.ib), np.array(c.ws), Q, V, A, out, status, _chunks(n))
-    _check(model, status, ("q", "v", "a"), (model.nq, model.nv, model.nv))
+    kern(np.array(c.ib), np.array(c.ws), Q, V, X, out, status, _chunks(n))
+    _check(model, status, tuple(x.lower() for x in names), (model.nq, model.nv, model.nv))
     return out
+
+
+def rnea(model, Q, V, A) -> np.ndarray:
+    """Inverse dynamics for N states: returns τ of shape (N, nv)."""
+    return _state_batch(rnea_batch_kernel, model, Q, V, A, ("Q", "V", "A"))
 
 
 def aba(model, Q, V, TAU) -> np.ndarray:
     """Forward dynamics for N states: returns accelerations of shape (N, nv)."""
-    c = model.compiled()
-    Q = _rows(Q, "Q", None, model.nq)
-    n = Q.shape[0]
-    V = _rows(V, "V", n, model.nv)
-    TAU = _rows(TAU, "TAU", n, model.nv)
-    out = np.empty((n, model.nv))
-    status = np.zeros(n, dtype=np.int64)
-    aba_batch_kernel(np.array(c.ib), np.array(c.ws), Q, V, TAU, out, status, _chunks(n))
-    _check(model, status, ("q", "v", "tau"), (model.nq, model.nv, model.nv))
-    return out
+    return _state_batch(aba_batch_kernel, model, Q, V, TAU, ("Q", "V", "TAU"))
 
 
 def crba(model, Q) -> np.ndarray:

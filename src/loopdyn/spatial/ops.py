@@ -414,46 +414,17 @@ def store_inertia_matrix(a, i, c, I):
 
 
 @njit(cache=True, inline="always")
+def row6_dot(a, i, c, m):
+    """a[i, c:c+6] · m."""
+    return (a[i, c] * m[0] + a[i, c + 1] * m[1] + a[i, c + 2] * m[2]
+            + a[i, c + 3] * m[3] + a[i, c + 4] * m[4] + a[i, c + 5] * m[5])  # fmt: skip
+
+
+@njit(cache=True, inline="always")
 def mat6_mul(a, i, c, m):
-    """A m for the 6×6 matrix A stored at a[i, c:c+36]."""
-    return (
-        a[i, c] * m[0]
-        + a[i, c + 1] * m[1]
-        + a[i, c + 2] * m[2]
-        + a[i, c + 3] * m[3]
-        + a[i, c + 4] * m[4]
-        + a[i, c + 5] * m[5],
-        a[i, c + 6] * m[0]
-        + a[i, c + 7] * m[1]
-        + a[i, c + 8] * m[2]
-        + a[i, c + 9] * m[3]
-        + a[i, c + 10] * m[4]
-        + a[i, c + 11] * m[5],
-        a[i, c + 12] * m[0]
-        + a[i, c + 13] * m[1]
-        + a[i, c + 14] * m[2]
-        + a[i, c + 15] * m[3]
-        + a[i, c + 16] * m[4]
-        + a[i, c + 17] * m[5],
-        a[i, c + 18] * m[0]
-        + a[i, c + 19] * m[1]
-        + a[i, c + 20] * m[2]
-        + a[i, c + 21] * m[3]
-        + a[i, c + 22] * m[4]
-        + a[i, c + 23] * m[5],
-        a[i, c + 24] * m[0]
-        + a[i, c + 25] * m[1]
-        + a[i, c + 26] * m[2]
-        + a[i, c + 27] * m[3]
-        + a[i, c + 28] * m[4]
-        + a[i, c + 29] * m[5],
-        a[i, c + 30] * m[0]
-        + a[i, c + 31] * m[1]
-        + a[i, c + 32] * m[2]
-        + a[i, c + 33] * m[3]
-        + a[i, c + 34] * m[4]
-        + a[i, c + 35] * m[5],
-    )
+    """A m for the 6×6 matrix A stored row-major at a[i, c:c+36]."""
+    return (row6_dot(a, i, c, m), row6_dot(a, i, c + 6, m), row6_dot(a, i, c + 12, m),
+            row6_dot(a, i, c + 18, m), row6_dot(a, i, c + 24, m), row6_dot(a, i, c + 30, m))  # fmt: skip
 
 
 @njit(cache=True, inline="always")
