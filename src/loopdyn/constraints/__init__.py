@@ -1,0 +1,21 @@
+"""Loop-closure constraints: symbolic formulas compiled into tapes run by one Numba interpreter."""
+
+from .tape import (
+    OPCODES,
+    ConstraintProgram,
+    PackedPrograms,
+    compile_constraint,
+    evaluate,
+    evaluate_phi,
+    pack_programs,
+)
+
+__all__ = [
+    "OPCODES",
+    "ConstraintProgram",
+    "PackedPrograms",
+    "compile_constraint",
+    "evaluate",
+    "evaluate_phi",
+    "pack_programs",
+]
