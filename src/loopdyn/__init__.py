@@ -32,12 +32,24 @@ from .model.configuration import (
     random_configuration,
 )
 from .model.data import Data
+from .model.state import (
+    ProjectionError,
+    constraint_residual,
+    project_configuration,
+    spanning_tree,
+    to_spanning,
+)
 from .spatial import Inertia
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Data",
+    "ProjectionError",
+    "constraint_residual",
+    "project_configuration",
+    "spanning_tree",
+    "to_spanning",
     "Fixed",
     "batch",
     "difference",

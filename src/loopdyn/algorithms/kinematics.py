@@ -172,8 +172,13 @@ def jacobian_kernel(ib, ws, q, v, body, fp, ref, J, dJ):
 # Python API
 def forward_kinematics(model, data, q, v=None, a=None) -> None:
     """Placements (``data.oMi``), and if given velocities (``data.v``) and accelerations
-    (``data.a``, gravity excluded) of every body."""
+    (``data.a``, gravity excluded) of every body. For a model with loops, ``q``, ``v``, ``a`` are the
+    cluster state (independent velocities and accelerations)."""
     if data.model_key is not model._key:
+        if model.has_constraints:
+            from .cluster_kinematics import cluster_forward_kinematics
+
+            return cluster_forward_kinematics(model, data, q, v, a)
         check_data(model, data)
     if a is not None and v is None:
         raise InputError("forward_kinematics: accelerations need velocities (pass v)")

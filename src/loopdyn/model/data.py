@@ -32,11 +32,22 @@ class Data:
         "empty",
         "frame_body",
         "frame_placement",
+        "source_key",
+        "ic",
+        "cb",
+        "wc",
+        "code",
+        "consts",
+        "table",
+        "outputs",
     )
 
     def __init__(self, model):
         c = model.compiled()
-        self.model_key = model._key
+        # model_key is what the tree algorithms' fast path compares with the model's key; a model with
+        # loops never matches it (its algorithms take another path), source_key says where data came from
+        self.source_key = model._key
+        self.model_key = model._key if not model.has_constraints else None
         self.model_name = model.name
         self.ib = np.array(c.ib, dtype=np.int64, order="C")
         self.ws = np.array(c.ws, dtype=np.float64, order="C")
@@ -47,6 +58,12 @@ class Data:
         self.empty = np.zeros(0)  # 'not given' vector argument of the kernels
         self.frame_body = np.array(c.frame_body)
         self.frame_placement = np.array(c.frame_placement)
+        cc = c.clusters
+        if cc is not None:  # a model with loops: the cluster arrays (private copies of the workspace)
+            self.ic, self.cb, self.wc = cc.ic, cc.cb, np.array(cc.wc)
+            self.code, self.consts, self.table, self.outputs = cc.code, cc.consts, cc.table, cc.outputs
+        else:
+            self.ic = self.cb = self.wc = self.code = self.consts = self.table = self.outputs = None
         # the universe: identity placement, at rest
         self.ws[0, L.W_OR : L.W_OR + 9] = np.eye(3).reshape(-1)
         self.ws[0, L.W_R : L.W_R + 9] = np.eye(3).reshape(-1)

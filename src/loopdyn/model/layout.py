@@ -19,7 +19,11 @@ I_IQ = 2  # first index in q
 I_IV = 3  # first index in v
 I_NQ = 4  # number of configuration coordinates
 I_NV = 5  # number of velocity coordinates
-NI = 8
+I_CLUSTER = 6  # cluster of the body (row index in the cluster table, from 1)
+I_OUT = 7  # output body Λ(i): nearest supporting body outside the body's cluster (0 = universe)
+I_CPAR = 8  # parent body if it is in the same cluster, else 0
+I_SUB = 9  # index of the body inside its cluster
+NI = 12
 # row 0 of ib: model sizes
 I0_NBODIES = 0
 I0_NQ = 1
@@ -49,4 +53,41 @@ W_DINV = 151  # D^-1 (nv x nv, row-major), 36
 W_UU = 187  # u = tau - S^T pA, 6
 W_IC = 193  # composite rigid-body inertia (compact, 10)
 W_TMP = 203  # scratch: per-body rows use the first 42; row 0 holds the kernels' global scratch, 168
-NW = 371
+# cluster kinematics (bodies of multi-body clusters), all in the frame of the output body Λ(i)
+W_XR = 371  # rotation of the body frame in Λ(i)'s frame, 9
+W_XP = 380  # origin of the body in Λ(i)'s frame, 3
+W_ST = 383  # the joint's motion subspace column expressed in Λ(i)'s frame, 6
+W_WR = 389  # velocity of the body relative to Λ(i), 6
+W_DW = 395  # its time derivative (seen from Λ(i)) with the given accelerations, 6
+W_DW0 = 401  # the same with zero independent accelerations (the bias), 6
+NW = 407
+
+# ---- cluster table ic (int64, (nclusters + 1, NC)); row 0 = header -------------------------------
+C_FIRST = 0  # offset of the cluster's bodies in cb
+C_NB = 1  # number of bodies
+C_KIND = 2  # 0 = single body with its tree joint, 1 = explicit constraints, 2 = implicit
+C_N = 3  # spanning coordinates
+C_M = 4  # independent coordinates
+C_IQ = 5  # offset in q (cluster state)
+C_NQ = 6
+C_IV = 7  # offset in v
+C_NV = 8
+C_PROG = 9  # constraint program (tape) index, −1 if none
+C_NROW = 10  # independent constraint rows (= N − M)
+C_IND = 11  # offset in cb of the local indices of the independent coordinates (M)
+C_DEP = 12  # offset in cb of the local indices of the dependent coordinates (NROW)
+C_G = 13  # offset in wc of G (N × M, row-major)
+C_GB = 14  # offset in wc of g (N)
+C_S = 15  # offset in wc of the cluster motion subspace S (6 NB × M, row-major)
+C_SCR = 16  # offset in wc of the cluster's scratch: q, q̇ (N each), φ, K, k, LU (see clusters.py)
+C_PARENT = 17  # parent cluster (0 = world)
+C_ROWS = 18  # offset in cb of the tape rows kept (NROW)
+NC = 20
+# header row 0
+C0_NCL = 0  # number of clusters
+C0_QS = 1  # offset in wc of the spanning-tree configuration
+C0_QDS = 2  # ... velocity
+C0_QDDS = 3  # ... acceleration
+C0_REGS = 4  # offset in wc of the tape registers
+C0_NQS = 5  # spanning nq
+C0_NVS = 6  # spanning nv

@@ -83,8 +83,9 @@ class Body:
     rotation: np.ndarray  # joint placement in the parent body's frame
     translation: np.ndarray
     inertia: Inertia
-    idx_q: int
-    idx_v: int
+    idx_q: int  # index in the spanning-tree configuration
+    idx_v: int  # index in the spanning-tree velocity
+    independent: bool = True  # inside a cluster: is this joint's coordinate an independent one?
 
 
 class Model:
@@ -107,14 +108,43 @@ class Model:
         self.bodies: list[Body] = []
         self.frames: list[Frame] = [Frame("universe", 0, np.eye(3), np.zeros(3), FIXED_JOINT_FRAME)]
         self.universe_inertia = Inertia.zero()  # what fixed links attached to the world add up to
-        self.nq = 0
-        self.nv = 0
+        self.constraints: list = []  # loop and coupling constraints (loopdyn.constraints.definitions)
+        self.declared_clusters: list[tuple[str, ...]] = []  # clusters declared with add_cluster
+        self._nq = 0  # spanning-tree sizes
+        self._nv = 0
+        self._clusters = None
         self._version = 0
         self._key = object()  # identity token: a Data is valid while its token is the model's
         self._compiled = None
 
     # ------------------------------------------------------------------------------------------
     # sizes and names
+    @property
+    def has_constraints(self) -> bool:
+        """True if the model has loop or coupling constraints (it is then a tree of clusters)."""
+        return bool(self.constraints or self.declared_clusters)
+
+    @property
+    def nq(self) -> int:
+        """Size of the configuration vector: the spanning tree's for a tree model; for a model with
+        constraints, per cluster the independent positions (explicit constraints) or the spanning
+        positions (implicit constraints)."""
+        return self.clusters().nq if self.has_constraints else self._nq
+
+    @property
+    def nv(self) -> int:
+        """Number of independent velocities."""
+        return self.clusters().nv if self.has_constraints else self._nv
+
+    @property
+    def spanning_nq(self) -> int:
+        """Configuration size of the spanning tree (all bodies, no constraints)."""
+        return self._nq
+
+    @property
+    def spanning_nv(self) -> int:
+        return self._nv
+
     @property
     def nbodies(self) -> int:
         """Number of moving bodies (= number of joints, universe excluded)."""
@@ -149,7 +179,15 @@ class Model:
 
     @property
     def velocity_names(self) -> list[str]:
-        """One name per velocity coordinate: the joint name, ``name[k]`` for multi-DoF joints."""
+        """One name per velocity coordinate: the joint name, ``name[k]`` for multi-DoF joints; for a
+        model with constraints, the independent joints in state order."""
+        if self.has_constraints:
+            return self.clusters().velocity_names
+        return self.spanning_velocity_names
+
+    @property
+    def spanning_velocity_names(self) -> list[str]:
+        """Velocity names of the spanning tree."""
         out = []
         for b in self.bodies:
             if b.joint.nv == 1:
@@ -233,6 +271,7 @@ class Model:
         inertia: Inertia | None = None,
         *,
         joint_name: str | None = None,
+        independent: bool = True,
     ) -> int:
         """Add a body moved by ``joint`` relative to ``parent``.
 
@@ -253,6 +292,9 @@ class Model:
             :class:`~loopdyn.spatial.inertia.Inertia` of the body in its own (joint) frame.
         joint_name:
             Name of the joint (default: ``name``).
+        independent:
+            For a joint that ends up inside a cluster (a loop or a coupling): whether its coordinate is
+            one of the cluster's independent coordinates (URDF+ ``independent``). Ignored otherwise.
 
         Returns
         -------
@@ -291,11 +333,11 @@ class Model:
             self._touch()
             return parent_body
 
-        body = Body(name, jname, parent_body, joint, Rj, pj, inertia, self.nq, self.nv)
+        body = Body(name, jname, parent_body, joint, Rj, pj, inertia, self._nq, self._nv, bool(independent))
         self.bodies.append(body)
         idx = len(self.bodies)
-        self.nq += joint.nq
-        self.nv += joint.nv
+        self._nq += joint.nq
+        self._nv += joint.nv
         self.frames.append(Frame(jname, idx, np.eye(3), np.zeros(3), JOINT_FRAME))
         self.frames.append(Frame(name, idx, np.eye(3), np.zeros(3), BODY_FRAME))
         self._touch()
@@ -315,10 +357,131 @@ class Model:
         self._touch()
         return len(self.frames) - 1
 
+    # ------------------------------------------------------------------------------------------
+    # constraints and clusters
+    def _check_constraint_name(self, name: str) -> None:
+        self._check_new_name(name, "constraint")
+        if any(c.name == name for c in self.constraints):
+            raise ModelError(f"duplicate constraint name {name!r}")
+
+    def _moving_body(self, name: str, what: str) -> int:
+        """Index of a moving body named ``name`` (a link merged by a fixed joint is refused)."""
+        try:
+            return self.body_id(name)
+        except KeyError:
+            pass
+        if any(f.name == name for f in self.frames):
+            raise ModelError(
+                f"{what}: {name!r} is a link merged into its parent by a fixed joint; constrain a moving body"
+            )
+        raise ModelError(f"{what}: no body named {name!r} in model {self.name!r}")
+
+    def _joint(self, name: str, what: str) -> int:
+        try:
+            return self.joint_id(name)
+        except KeyError:
+            raise ModelError(f"{what}: no joint named {name!r} in model {self.name!r}") from None
+
+    def add_coupling(self, name: str, predecessor: str, successor: str, ratio: float) -> None:
+        """Couple two bodies: ``ratio · Σ_{b∈P} q_b = Σ_{b∈Q} q_b`` where P and Q are the bodies from
+        the bodies' nearest common ancestor (exclusive) to ``predecessor`` and ``successor``.
+        A geared motor: ``add_coupling("knee_gear", "shank", "knee_rotor", ratio=N)``."""
+        from ..constraints.definitions import Coupling
+
+        self._check_constraint_name(name)
+        self._moving_body(predecessor, name)
+        self._moving_body(successor, name)
+        r = float(ratio)
+        if not np.isfinite(r) or r == 0.0:
+            raise ModelError(f"{name}: coupling ratio must be finite and non-zero, got {ratio!r}")
+        self.constraints.append(Coupling(name, predecessor, successor, r))
+        self._touch()
+
+    def add_linear_constraint(self, name: str, joints, K) -> None:
+        """Constrain joints linearly: ``K · q[joints] = 0`` with a constant ``K`` (c × len(joints))."""
+        from ..constraints.definitions import LinearConstraint
+
+        self._check_constraint_name(name)
+        joints = tuple(joints)
+        for j in joints:
+            self._joint(j, name)
+        Km = np.atleast_2d(np.array(K, dtype=float))
+        if Km.shape[1] != len(joints) or not np.all(np.isfinite(Km)):
+            raise ModelError(f"{name}: K must be finite with {len(joints)} columns, got shape {Km.shape}")
+        self.constraints.append(LinearConstraint(name, joints, Km))
+        self._touch()
+
+    def add_loop(
+        self,
+        name: str,
+        predecessor: str,
+        successor: str,
+        kind: str = "point",
+        predecessor_placement=None,
+        successor_placement=None,
+        axis=(1.0, 0.0, 0.0),
+    ) -> None:
+        """Close a loop with a joint of ``kind`` (``"point"``, ``"spherical"``, ``"revolute"``,
+        ``"prismatic"``, ``"weld"``) between a frame on ``predecessor`` and a frame on ``successor``
+        (placements: 4×4 or ``(R, p)`` in each body's frame; ``axis`` in the predecessor frame)."""
+        from ..constraints.definitions import LOOP_KINDS, LoopJoint
+
+        self._check_constraint_name(name)
+        if kind not in LOOP_KINDS:
+            raise ModelError(f"{name}: loop kind must be one of {LOOP_KINDS}, got {kind!r}")
+        self._moving_body(predecessor, name)
+        self._moving_body(successor, name)
+        Ra, pa = as_placement(predecessor_placement, f"{name}: predecessor placement")
+        Rb, pb = as_placement(successor_placement, f"{name}: successor placement")
+        a = np.array(axis, dtype=float).reshape(-1)
+        if a.shape != (3,) or not np.all(np.isfinite(a)) or np.linalg.norm(a) < 1e-12:
+            raise ModelError(f"{name}: axis must be a non-zero 3-vector, got {axis!r}")
+        self.constraints.append(
+            LoopJoint(name, kind, predecessor, successor, (Ra, pa), (Rb, pb), tuple(a / np.linalg.norm(a)))
+        )
+        self._touch()
+
+    def add_implicit_constraint(self, name: str, joints, phi) -> None:
+        """Constrain joints by a formula ``phi(q) = 0``: ``phi`` receives a list of sympy symbols (the
+        coordinates of ``joints``, in order) and returns a list of sympy expressions (use ``sympy.sin``
+        etc.). K = ∂φ/∂q and k = −K̇q̇ are derived symbolically."""
+        from ..constraints.definitions import ImplicitConstraint
+
+        self._check_constraint_name(name)
+        joints = tuple(joints)
+        if not joints:
+            raise ModelError(f"{name}: an implicit constraint needs at least one joint")
+        for j in joints:
+            self._joint(j, name)
+        if not callable(phi):
+            raise ModelError(f"{name}: phi must be a function of a list of sympy symbols")
+        self.constraints.append(ImplicitConstraint(name, joints, phi))
+        self._touch()
+
+    def add_cluster(self, bodies) -> None:
+        """Declare that ``bodies`` (names) form one cluster. Clusters are otherwise found
+        automatically from the constraints; a declared cluster must satisfy the tree condition."""
+        names = tuple(bodies)
+        if not names:
+            raise ModelError("add_cluster: a cluster needs at least one body")
+        for b in names:
+            self._moving_body(b, "add_cluster")
+        self.declared_clusters.append(names)
+        self._touch()
+
+    def clusters(self):
+        """The tree of clusters (:class:`loopdyn.model.clusters.ClusterTree`), built on first use."""
+        if self._clusters is None:
+            from .clusters import build_cluster_tree
+
+            self._clusters = build_cluster_tree(self)
+        return self._clusters
+
     def _touch(self) -> None:
         self._version += 1
         self._key = object()
         self._compiled = None
+        self._clusters = None
 
     # ------------------------------------------------------------------------------------------
     # limits and summary
@@ -381,6 +544,7 @@ class CompiledModel:
     frame_body: np.ndarray  # (nframes,) int64
     frame_placement: np.ndarray  # (nframes, 12) float64: R row-major (9), p (3)
     version: int
+    clusters: object = None  # CompiledClusters for a model with constraints
 
 
 def _compile(model: Model) -> CompiledModel:
@@ -388,8 +552,8 @@ def _compile(model: Model) -> CompiledModel:
     ib = np.zeros((nb + 1, L.NI), dtype=np.int64)
     ws = np.zeros((nb + 1, L.NW), dtype=np.float64)
     ib[0, L.I0_NBODIES] = nb
-    ib[0, L.I0_NQ] = model.nq
-    ib[0, L.I0_NV] = model.nv
+    ib[0, L.I0_NQ] = model._nq
+    ib[0, L.I0_NV] = model._nv
     ws[0, L.W0_GRAVITY : L.W0_GRAVITY + 3] = model._gravity
     for i, b in enumerate(model.bodies, start=1):
         ib[i, L.I_PARENT] = b.parent
@@ -409,6 +573,11 @@ def _compile(model: Model) -> CompiledModel:
     for k, f in enumerate(model.frames):
         frame_placement[k, :9] = f.rotation.reshape(-1)
         frame_placement[k, 9:] = f.translation
+    compiled_clusters = None
+    if model.has_constraints:
+        from .clusters import compile_clusters
+
+        compiled_clusters = compile_clusters(model, model.clusters(), ib)
     for arr in (ib, ws, frame_body, frame_placement):
         arr.setflags(write=False)
-    return CompiledModel(ib, ws, frame_body, frame_placement, model._version)
+    return CompiledModel(ib, ws, frame_body, frame_placement, model._version, compiled_clusters)

@@ -1,0 +1,361 @@
+"""Kinematics of a tree of clusters (Chignoli et al. 2024 §V; spec §1.9–1.10, §2.0).
+
+For every cluster, in regular order:
+
+1. its spanning coordinates: ``q = G y`` (explicit), or the stored spanning positions (implicit, which
+   must satisfy φ(q) = 0);
+2. ``G`` and ``g``: constant (explicit) or from the constraint program — K(q), k(q, q̇) — by the
+   partition ``G = P[1; −K_d⁻¹K_i]``, ``g = P[0; K_d⁻¹k]`` (eq. 3 and §1.2);
+3. for each body i, its placement in the frame of its output body Λ(i) and, in that frame, its
+   velocity relative to Λ(i), ``w_i = Σ_{j ∈ path(i)} s̃_j q̇_j``, and the derivative of that
+   velocity, ``ẇ_i = Σ_j (s̃_j q̈_j + (w_j × s̃_j) q̇_j)`` (s̃_j = joint j's subspace in Λ's frame);
+4. the cluster motion subspace 𝖲 (eq. 24): block i = ᶦX_Λ Σ_{j ∈ path(i)} s̃_j G[j, :], and the bias
+   𝖼 (eqs. 25–26 with the v × vJ term of §7.4): block i = ᶦX_Λ (ẇ_i|_{ÿ=0} + v_Λ × w_i);
+5. ``v_i = ᶦX_Λ (v_Λ + w_i)`` and ``a_i = ᶦX_Λ (a_Λ + ẇ_i + v_Λ × w_i)``.
+
+Single-body clusters use the tree recursion unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..constraints.tape import evaluate
+from ..errors import ConfigurationError
+from ..model import layout as L
+from ..model.joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
+from ..spatial import ops
+from .common import (
+    BAD_QUAT,
+    BAD_UNIT_COMPLEX,
+    STATUS_BASE,
+    UNIT_TOL,
+    as_float_vector,
+    check_vector,
+    jcalc,
+    kernel,
+    raise_for_status,
+    s_column,
+    s_mul,
+    velocity_pass,
+)
+from .validation import check_data
+
+PHI_TOL = 1e-8  # largest |φ| accepted for the stored positions of an implicit cluster
+CONSTRAINT_VIOLATED = 24  # status kind; index = cluster
+SINGULAR_CLUSTER = 25  # K_d singular; index = cluster
+
+
+@njit(cache=True)
+def lu_solve_inplace(A, a0, n, B, b0, nrhs):
+    """Solve A X = B for the n × n matrix at A[a0:] (row-major) and n × nrhs right-hand sides at
+    B[b0:] (row-major), by Gaussian elimination with partial pivoting, in place. False if singular."""
+    scale = 0.0
+    for k in range(n * n):
+        scale = max(scale, abs(A[a0 + k]))
+    for col in range(n):
+        piv = col
+        best = abs(A[a0 + col * n + col])
+        for r in range(col + 1, n):
+            x = abs(A[a0 + r * n + col])
+            if x > best:
+                best, piv = x, r
+        if not best > 1e-12 * max(scale, 1e-300):
+            return False
+        if piv != col:
+            for k in range(n):
+                A[a0 + col * n + k], A[a0 + piv * n + k] = A[a0 + piv * n + k], A[a0 + col * n + k]
+            for k in range(nrhs):
+                B[b0 + col * nrhs + k], B[b0 + piv * nrhs + k] = (
+                    B[b0 + piv * nrhs + k],
+                    B[b0 + col * nrhs + k],
+                )
+        d = A[a0 + col * n + col]
+        for r in range(col + 1, n):
+            f = A[a0 + r * n + col] / d
+            if f != 0.0:
+                for k in range(col, n):
+                    A[a0 + r * n + k] -= f * A[a0 + col * n + k]
+                for k in range(nrhs):
+                    B[b0 + r * nrhs + k] -= f * B[b0 + col * nrhs + k]
+    for col in range(n - 1, -1, -1):
+        d = A[a0 + col * n + col]
+        for k in range(nrhs):
+            acc = B[b0 + col * nrhs + k]
+            for j in range(col + 1, n):
+                acc -= A[a0 + col * n + j] * B[b0 + j * nrhs + k]
+            B[b0 + col * nrhs + k] = acc / d
+    return True
+
+
+@njit(cache=True)
+def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a):
+    """Spanning q, q̇, q̈ of cluster k into the spanning buffers, and G, g into wc. Returns a status."""
+    row = ic[k]
+    kind = row[L.C_KIND]
+    first = row[L.C_FIRST]
+    QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
+    iq, iv = row[L.C_IQ], row[L.C_IV]
+    if kind == 0:
+        b = cb[first]
+        for j in range(ib[b, L.I_NQ]):
+            wc[QS + ib[b, L.I_IQ] + j] = q[iq + j]
+        for j in range(ib[b, L.I_NV]):
+            wc[QDS + ib[b, L.I_IV] + j] = v[iv + j]
+            wc[QDDS + ib[b, L.I_IV] + j] = a[iv + j] if a.shape[0] != 0 else 0.0
+        return 0
+    n, m, nrow = row[L.C_N], row[L.C_M], row[L.C_NROW]
+    G, gb = row[L.C_G], row[L.C_GB]
+    ind, dep = row[L.C_IND], row[L.C_DEP]
+    scr = row[L.C_SCR]
+    ql, qdl = scr, scr + n
+    phi, K = scr + 2 * n, scr + 2 * n + nrow
+    kb = K + nrow * n
+    lu = kb + nrow
+    rhs = lu + nrow * nrow
+    if kind == 1:  # explicit: q = G y with constant G, g = 0
+        for j in range(n):
+            acc = 0.0
+            for l in range(m):
+                acc += wc[G + j * m + l] * q[iq + l]
+            wc[ql + j] = acc
+            wc[gb + j] = 0.0
+    else:  # implicit: spanning positions stored; check φ, then G from K(q)
+        for j in range(n):
+            wc[ql + j] = q[iq + j]
+            wc[qdl + j] = 0.0
+        p = row[L.C_PROG]
+        evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
+                 wc[phi : phi + nrow], wc[K : K + nrow * n], wc[kb : kb + nrow])  # fmt: skip
+        for r in range(nrow):
+            if not abs(wc[phi + r]) <= PHI_TOL:
+                return CONSTRAINT_VIOLATED * STATUS_BASE + k
+        # K_d X = [K_i | 0] → G_dep = −X ; the last column is filled with k below
+        for r in range(nrow):
+            for c in range(nrow):
+                wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
+            for l in range(m):
+                wc[rhs + r * (m + 1) + l] = wc[K + r * n + cb[ind + l]]
+            wc[rhs + r * (m + 1) + m] = 0.0
+        if not lu_solve_inplace(wc, lu, nrow, wc, rhs, m + 1):
+            return SINGULAR_CLUSTER * STATUS_BASE + k
+        for j in range(n * m):
+            wc[G + j] = 0.0
+        for l in range(m):
+            wc[G + cb[ind + l] * m + l] = 1.0
+        for r in range(nrow):
+            for l in range(m):
+                wc[G + cb[dep + r] * m + l] = -wc[rhs + r * (m + 1) + l]
+    # q̇ = G ẏ
+    for j in range(n):
+        acc = 0.0
+        for l in range(m):
+            acc += wc[G + j * m + l] * v[iv + l]
+        wc[qdl + j] = acc
+    if kind == 2:  # k(q, q̇) → g = P[0; K_d⁻¹ k] (K_d re-factorised: the LU above was done in place)
+        p = row[L.C_PROG]
+        evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
+                 wc[phi : phi + nrow], wc[K : K + nrow * n], wc[kb : kb + nrow])  # fmt: skip
+        for r in range(nrow):
+            for c in range(nrow):
+                wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
+            wc[rhs + r] = wc[kb + r]
+        if not lu_solve_inplace(wc, lu, nrow, wc, rhs, 1):
+            return SINGULAR_CLUSTER * STATUS_BASE + k
+        for j in range(n):
+            wc[gb + j] = 0.0
+        for r in range(nrow):
+            wc[gb + cb[dep + r]] = wc[rhs + r]
+    for j in range(n):  # scatter into the spanning buffers (1-DoF joints: q index = body's)
+        b = cb[first + j]
+        wc[QS + ib[b, L.I_IQ]] = wc[ql + j]
+        wc[QDS + ib[b, L.I_IV]] = wc[qdl + j]
+        acc = wc[gb + j]
+        if a.shape[0] != 0:
+            for l in range(m):
+                acc += wc[G + j * m + l] * a[iv + l]
+        wc[QDDS + ib[b, L.I_IV]] = acc
+    return 0
+
+
+@njit(cache=True)
+def cluster_bodies(ib, ws, ic, cb, wc, k):
+    """Placements, velocities, accelerations, 𝖲 and 𝖼 of the bodies of cluster k (coordinates done)."""
+    row = ic[k]
+    first, nb = row[L.C_FIRST], row[L.C_NB]
+    QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
+    qs = wc[QS : QS + ic[0, L.C0_NQS]]
+    if row[L.C_KIND] == 0:
+        i = cb[first]
+        R, p = jcalc(ib, ws, i, qs)
+        vi = velocity_pass(ib, ws, i, wc[QDS : QDS + ic[0, L.C0_NVS]], R, p)
+        ai = ops.add6(ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A)),
+                      s_mul(ib, ws, i, wc[QDDS : QDDS + ic[0, L.C0_NVS]]))  # fmt: skip
+        ops.store6(ws, i, L.W_A, ops.add6(ai, ops.load6(ws, i, L.W_C)))
+        return vi
+    m = row[L.C_M]
+    G, gb, S = row[L.C_G], row[L.C_GB], row[L.C_S]
+    zero6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for j in range(nb):
+        i = cb[first + j]
+        R, p = jcalc(ib, ws, i, qs)
+        cp = ib[i, L.I_CPAR]
+        if cp != 0:  # placement in Λ's frame through the in-cluster parent
+            XR0 = ops.load9(ws, cp, L.W_XR)
+            t = ops.rot_vec(XR0, p)
+            XR = ops.rot_mul(XR0, R)
+            XP = (ws[cp, L.W_XP] + t[0], ws[cp, L.W_XP + 1] + t[1], ws[cp, L.W_XP + 2] + t[2])
+            w0 = ops.load6(ws, cp, L.W_WR)
+            dw0 = ops.load6(ws, cp, L.W_DW)
+            dwb = ops.load6(ws, cp, L.W_DW0)
+        else:
+            XR, XP = R, p
+            w0 = dw0 = dwb = zero6
+        ops.store9(ws, i, L.W_XR, XR)
+        ops.store3(ws, i, L.W_XP, XP)
+        st = ops.motion_to_parent(XR, XP, s_column(ib, ws, i, 0))
+        ops.store6(ws, i, L.W_ST, st)
+        qd = wc[QDS + ib[i, L.I_IV]]
+        w = ops.add6(w0, ops.scale6(st, qd))
+        wxs = ops.scale6(ops.cross_motion(w, st), qd)
+        ops.store6(ws, i, L.W_WR, w)
+        ops.store6(ws, i, L.W_DW, ops.add6(ops.add6(dw0, ops.scale6(st, wc[QDDS + ib[i, L.I_IV]])), wxs))
+        ops.store6(ws, i, L.W_DW0, ops.add6(ops.add6(dwb, ops.scale6(st, wc[gb + j])), wxs))
+        # 𝖲 block in Λ's frame, accumulated along the in-cluster path (transformed below)
+        for l in range(m):
+            g_jl = wc[G + j * m + l]
+            for r in range(6):
+                base = wc[S + (6 * ib[cp, L.I_SUB] + r) * m + l] if cp != 0 else 0.0
+                wc[S + (6 * j + r) * m + l] = base + st[r] * g_jl
+    for j in range(nb):
+        i = cb[first + j]
+        lam = ib[i, L.I_OUT]
+        XR = ops.load9(ws, i, L.W_XR)
+        XP = ops.load3(ws, i, L.W_XP)
+        vl = ops.load6(ws, lam, L.W_V)
+        w = ops.load6(ws, i, L.W_WR)
+        vxw = ops.cross_motion(vl, w)
+        ops.store6(ws, i, L.W_V, ops.motion_to_child(XR, XP, ops.add6(vl, w)))
+        ops.store6(
+            ws,
+            i,
+            L.W_A,
+            ops.motion_to_child(
+                XR, XP, ops.add6(ops.add6(ops.load6(ws, lam, L.W_A), ops.load6(ws, i, L.W_DW)), vxw)
+            ),
+        )
+        ops.store6(ws, i, L.W_C, ops.motion_to_child(XR, XP, ops.add6(ops.load6(ws, i, L.W_DW0), vxw)))
+    for j in range(nb - 1, -1, -1):  # 𝖲 blocks to body frames (children first: parents' sums were used)
+        i = cb[first + j]
+        XR = ops.load9(ws, i, L.W_XR)
+        XP = ops.load3(ws, i, L.W_XP)
+        for l in range(m):
+            o = S + 6 * j * m + l
+            col = (wc[o], wc[o + m], wc[o + 2 * m], wc[o + 3 * m], wc[o + 4 * m], wc[o + 5 * m])
+            col = ops.motion_to_child(XR, XP, col)
+            for r in range(6):
+                wc[S + (6 * j + r) * m + l] = col[r]
+    return zero6
+
+
+@njit(cache=True)
+def cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a):
+    """Cluster forward kinematics for the whole tree (see the module docstring). Returns a status."""
+    ops.store6(ws, 0, L.W_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    ops.store6(ws, 0, L.W_A, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
+        if st != 0:
+            return st
+        cluster_bodies(ib, ws, ic, cb, wc, k)
+    return 0
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
+    "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1])"
+)
+def cluster_fk_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a):
+    """Validated cluster forward kinematics (a may be empty: no accelerations)."""
+    nq = 0
+    nv = 0
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        nq += ic[k, L.C_NQ]
+        nv += ic[k, L.C_NV]
+    st = check_vector(q, nq, 0)
+    if st == 0:
+        st = check_vector(v, nv, 1)
+    if st == 0 and a.shape[0] != 0:
+        st = check_vector(a, nv, 2)
+    if st == 0:
+        st = check_cluster_quaternions(ib, ic, cb, q)
+    if st != 0:
+        return st
+    return cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a)
+
+
+@njit(cache=True)
+def check_cluster_quaternions(ib, ic, cb, q):
+    """Unit quaternions / (cos, sin) pairs of single-body clusters, in cluster-state indexing."""
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        if ic[k, L.C_KIND] != 0:
+            continue
+        b = cb[ic[k, L.C_FIRST]]
+        jt = ib[b, L.I_JTYPE]
+        o = ic[k, L.C_IQ]
+        if jt == SPHERICAL or jt == FREEFLYER:
+            o = o + 3 if jt == FREEFLYER else o
+            n2 = q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3]
+            if abs(math.sqrt(n2) - 1.0) > UNIT_TOL:
+                return BAD_QUAT * STATUS_BASE + b
+        elif jt == REVOLUTE_UNBOUNDED:
+            if abs(math.sqrt(q[o] * q[o] + q[o + 1] * q[o + 1]) - 1.0) > UNIT_TOL:
+                return BAD_UNIT_COMPLEX * STATUS_BASE + b
+    return 0
+
+
+def raise_cluster_status(model, status: int, names=("q", "v", "a"), sizes=None) -> None:
+    kind, index = divmod(int(status), STATUS_BASE)
+    if kind in (CONSTRAINT_VIOLATED, SINGULAR_CLUSTER):
+        c = model.clusters().clusters[index - 1]
+        bodies = [model.bodies[b - 1].name for b in c.bodies]
+        if kind == CONSTRAINT_VIOLATED:
+            raise ConfigurationError(
+                f"q: the positions of cluster {bodies} violate its constraints by more than {PHI_TOL:g} "
+                "(loopdyn.project_configuration moves them onto the constraints)"
+            )
+        dep = [model.bodies[c.bodies[k] - 1].joint_name for k in c.dependent]
+        raise ConfigurationError(
+            f"q: cluster {bodies} is at a singular configuration: K_d (dependent joints {dep}) is singular"
+        )
+    raise_for_status(model, status, names, sizes or (model.nq, model.nv, model.nv))
+
+
+def cluster_forward_kinematics(model, data, q, v=None, a=None) -> None:
+    """Forward kinematics of a model with loops (placements, and velocities / accelerations of every
+    body when given); fills ``data`` like :func:`loopdyn.forward_kinematics`."""
+    check_data(model, data, clusters_supported=True)
+    args = [as_float_vector(x, n) for x, n in ((q, "q"), (v, "v"))] if v is not None else [
+        as_float_vector(q, "q"), np.zeros(model.nv)]  # fmt: skip
+    aa = data.empty if a is None else as_float_vector(a, "a")
+    st = cluster_fk_kernel(data.ib, data.ws, data.ic, data.cb, data.wc, data.code, data.consts, data.table,
+                           data.outputs, args[0], args[1], aa)  # fmt: skip
+    if st:
+        raise_cluster_status(model, st)
+    # world placements, from the parent placements just computed
+    placements_from_parents(data.ib, data.ws)
+
+
+@njit(cache=True)
+def placements_from_parents(ib, ws):
+    for i in range(1, ib[0, L.I0_NBODIES] + 1):
+        par = ib[i, L.I_PARENT]
+        oR = ops.load9(ws, par, L.W_OR)
+        t = ops.rot_vec(oR, ops.load3(ws, i, L.W_P))
+        ops.store9(ws, i, L.W_OR, ops.rot_mul(oR, ops.load9(ws, i, L.W_R)))
+        ops.store3(
+            ws, i, L.W_OP, (ws[par, L.W_OP] + t[0], ws[par, L.W_OP + 1] + t[1], ws[par, L.W_OP + 2] + t[2])
+        )

@@ -1,0 +1,575 @@
+"""The tree of clusters of a model with loops and couplings (constraint embedding).
+
+Bodies tied together by constraints are grouped into *clusters* so that the clusters form a tree
+(Chignoli et al. 2024 §IV; Jain's constraint embedding). For each constraint the cluster holds every
+body of the loop except the nearest common ancestor (NCA); clusters sharing bodies merge, and
+automatically found clusters grow until each has a single parent cluster (the aggregation
+condition). A body tied by nothing is a cluster of its own, so a tree model is the special case of one
+body per cluster.
+
+Per cluster with constraints:
+
+* the constraint rows, ``K(q) q̇ = 0`` and ``K q̈ = k``, with redundant rows removed (a planar
+  linkage closed by a revolute joint gives 5 equations of rank 2);
+* the partition of its n spanning coordinates into m independent ones y and n − m dependent ones,
+  from the joints' ``independent`` flags (URDF+), or chosen automatically when no flag is given;
+* *explicit* clusters (only linear constraints) store y and complete ``q = G y`` with a constant G;
+  *implicit* clusters (loops, formulas) store their spanning positions, which must satisfy φ = 0,
+  and recompute ``G = P[1; −K_d⁻¹K_i]``, ``g = P[0; K_d⁻¹k]`` at every state.
+
+State layout: clusters in regular order (each cluster after its parent, ordered by their first body),
+each contributing its positions (nq) and its independent velocities (nv).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelError, UnsupportedFeatureError
+from .joints import PRISMATIC, REVOLUTE
+
+EXPLICIT = 1
+IMPLICIT = 2
+RANK_TOL = 1e-9
+
+
+@dataclass
+class Cluster:
+    """One node of the cluster tree."""
+
+    index: int
+    bodies: list[int]  # in regular order
+    parent: int  # parent cluster index, −1 for the world
+    constraints: list = field(default_factory=list)
+    kind: int = 0  # 0 = no constraint (a tree joint), EXPLICIT, IMPLICIT
+    n: int = 0  # spanning coordinates (velocity)
+    m: int = 0  # independent coordinates
+    independent: list[int] = field(default_factory=list)  # local indices of the independent coordinates
+    dependent: list[int] = field(default_factory=list)
+    auto_independent: bool = False  # chosen automatically (no flags given)
+    rows_total: int = 0  # constraint rows before removing redundant ones
+    rows: list[int] = field(default_factory=list)  # the independent rows kept
+    K_const: np.ndarray | None = None  # explicit clusters: constant K (kept rows)
+    G_const: np.ndarray | None = None  # explicit clusters: constant G
+    phi_exprs: list | None = None  # implicit clusters: sympy φ rows (kept rows)
+    symbols: list | None = None  # implicit clusters: the sympy coordinate symbols
+    q_ref: np.ndarray | None = None  # a configuration of the cluster that satisfies the constraints
+    iq: int = 0  # offsets in the cluster state
+    nq: int = 0
+    iv: int = 0
+    nv: int = 0
+
+    @property
+    def output_body(self) -> int:
+        """Not defined per cluster: see ClusterTree.output_body per body."""
+        raise AttributeError
+
+
+@dataclass
+class ClusterTree:
+    """Clusters of a model, their order and state layout (see the module docstring)."""
+
+    clusters: list[Cluster]
+    body_cluster: np.ndarray  # (nbodies + 1,) cluster of each body, −1 for the universe
+    output_body: np.ndarray  # (nbodies + 1,) Λ(i): nearest supporting body outside i's cluster
+    nq: int
+    nv: int
+    velocity_names: list[str]
+    position_names: list[str]
+
+    def summary(self, model) -> str:
+        lines = []
+        for c in self.clusters:
+            if c.kind == 0:
+                continue
+            names = [model.bodies[b - 1].name for b in c.bodies]
+            kind = "explicit" if c.kind == EXPLICIT else "implicit"
+            ind = [model.bodies[c.bodies[k] - 1].joint_name for k in c.independent]
+            extra = ""
+            if c.rows_total != len(c.rows):
+                extra += f"; {c.rows_total} constraint rows of rank {len(c.rows)} (redundant rows dropped)"
+            if c.auto_independent:
+                extra += "; independent coordinates chosen automatically"
+            lines.append(
+                f"  cluster {c.index}: {names} — {kind}, {c.n} spanning / {c.m} independent "
+                f"({', '.join(ind)}); constraints {[k.name for k in c.constraints]}{extra}"
+            )
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# tree helpers
+def _ancestors(model, b: int) -> list[int]:
+    """[b, parent(b), ..., 0]."""
+    out = [b]
+    while b != 0:
+        b = model.bodies[b - 1].parent
+        out.append(b)
+    return out
+
+
+def nearest_common_ancestor(model, bodies) -> int:
+    bodies = list(bodies)
+    common = set(_ancestors(model, bodies[0]))
+    for b in bodies[1:]:
+        common &= set(_ancestors(model, b))
+    return max(common)  # regular numbering: the deepest common ancestor has the largest index
+
+
+def _path(model, nca: int, b: int) -> list[int]:
+    """Bodies from nca (exclusive) to b (inclusive)."""
+    out = []
+    while b != nca:
+        out.append(b)
+        b = model.bodies[b - 1].parent
+    return out
+
+
+def _constraint_bodies(model, con) -> tuple[set[int], int]:
+    """The bodies a constraint ties together (a loop minus its NCA), and the NCA."""
+    from ..constraints.definitions import Coupling, LoopJoint
+
+    if isinstance(con, Coupling | LoopJoint):
+        ends = [model.body_id(con.predecessor), model.body_id(con.successor)]
+        nca = nearest_common_ancestor(model, ends)
+    else:  # every named joint's body belongs to the cluster, even one that supports the others
+        ends = [model.joint_id(j) for j in con.joints]
+        nca = nearest_common_ancestor(model, ends)
+        if nca in ends:
+            nca = model.bodies[nca - 1].parent
+    members: set[int] = set()
+    for e in ends:
+        members.update(_path(model, nca, e))
+    if not members:
+        raise ModelError(f"constraint {con.name!r} ties no moving body (its ends are the same body)")
+    return members, nca
+
+
+# ---------------------------------------------------------------------------------------------
+def build_cluster_tree(model) -> ClusterTree:
+    nb = model.nbodies
+    parent = [0] + [b.parent for b in model.bodies]
+    # union-find over bodies
+    root = list(range(nb + 1))
+
+    def find(x: int) -> int:
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    def union(xs) -> None:
+        xs = list(xs)
+        for x in xs[1:]:
+            a, b = find(xs[0]), find(x)
+            if a != b:
+                root[max(a, b)] = min(a, b)
+
+    _check_coupling_cycles(model)
+    con_bodies = []
+    for con in model.constraints:
+        members, _ = _constraint_bodies(model, con)
+        con_bodies.append(members)
+        union(members)
+    declared = []
+    for names in model.declared_clusters:
+        ids = {model.body_id(n) for n in names}
+        declared.append(ids)
+        union(ids)
+
+    # aggregation condition: every cluster has a single parent cluster
+    while True:
+        groups: dict[int, set[int]] = {}
+        for b in range(1, nb + 1):
+            groups.setdefault(find(b), set()).add(b)
+        changed = False
+        for members in groups.values():
+            outside = {parent[b] for b in members if parent[b] not in members}
+            parent_clusters = {find(p) if p else 0 for p in outside}
+            if len(parent_clusters) <= 1:
+                continue
+            if any(members == d for d in declared):
+                names = sorted(model.bodies[b - 1].name for b in members)
+                raise ModelError(
+                    f"declared cluster {names} breaks the tree condition: its bodies hang from "
+                    f"{sorted(model.body_names[p] for p in outside)}, which lie in different clusters"
+                )
+            nca = nearest_common_ancestor(model, outside)
+            extra: set[int] = set()
+            for p in outside:
+                extra.update(_path(model, nca, p))
+            union(list(members) + list(extra))
+            changed = True
+            break
+        if not changed:
+            break
+
+    groups = {}
+    for b in range(1, nb + 1):
+        groups.setdefault(find(b), []).append(b)
+    ordered = sorted((sorted(v) for v in groups.values()), key=lambda bs: bs[0])
+    body_cluster = np.full(nb + 1, -1, dtype=np.int64)
+    for k, bs in enumerate(ordered):
+        body_cluster[bs] = k
+    clusters = []
+    for k, bs in enumerate(ordered):
+        outside = [parent[b] for b in bs if body_cluster[parent[b]] != k or parent[b] == 0]
+        pc = int(body_cluster[outside[0]]) if outside and outside[0] != 0 else -1
+        clusters.append(Cluster(k, bs, pc))
+    output_body = np.zeros(nb + 1, dtype=np.int64)
+    for b in range(1, nb + 1):
+        a = parent[b]
+        while a != 0 and body_cluster[a] == body_cluster[b]:
+            a = parent[a]
+        output_body[b] = a
+
+    for con, members in zip(model.constraints, con_bodies, strict=True):
+        clusters[body_cluster[min(members)]].constraints.append(con)
+    for c in clusters:
+        if len(c.bodies) > 1 or c.constraints:
+            _setup_constrained(model, c)
+
+    # state layout
+    iq = iv = 0
+    vnames, qnames = [], []
+    for c in clusters:
+        c.iq, c.iv = iq, iv
+        if c.kind == 0:
+            (b,) = c.bodies
+            j = model.bodies[b - 1]
+            c.nq, c.nv = j.joint.nq, j.joint.nv
+            c.n = c.m = j.joint.nv
+            vnames += [j.joint_name] if c.nv == 1 else [f"{j.joint_name}[{k}]" for k in range(c.nv)]
+            qnames += [j.joint_name] if c.nq == 1 else [f"{j.joint_name}[{k}]" for k in range(c.nq)]
+        else:
+            c.nv = c.m
+            names = [model.bodies[b - 1].joint_name for b in c.bodies]
+            vnames += [names[k] for k in c.independent]
+            if c.kind == EXPLICIT:
+                c.nq = c.m
+                qnames += [names[k] for k in c.independent]
+            else:
+                c.nq = c.n
+                qnames += names
+        iq += c.nq
+        iv += c.nv
+    return ClusterTree(clusters, body_cluster, output_body, iq, iv, vnames, qnames)
+
+
+def _check_coupling_cycles(model) -> None:
+    """Couplings form a forest over bodies: a coupling between two bodies already tied by a chain of
+    couplings would fix their ratio twice (inconsistent, or redundant at best) — refused."""
+    from ..constraints.definitions import Coupling
+
+    root: dict[str, str] = {}
+    chain: dict[str, list[str]] = {}
+
+    def find(x: str) -> str:
+        while root.get(x, x) != x:
+            x = root[x]
+        return x
+
+    for con in model.constraints:
+        if not isinstance(con, Coupling):
+            continue
+        a, b = find(con.predecessor), find(con.successor)
+        if a == b:
+            names = chain.get(a, []) + [con.name]
+            raise ModelError(
+                f"coupling {con.name!r} between {con.predecessor!r} and {con.successor!r} closes a cycle of "
+                f"couplings ({names}): these bodies are already coupled"
+            )
+        root[b] = a
+        chain[a] = chain.get(a, []) + chain.pop(b, []) + [con.name]
+
+
+def _setup_constrained(model, c: Cluster) -> None:
+    """Constraint rows, redundancy, independent coordinates and G of one multi-body cluster."""
+    from ..constraints.definitions import Coupling, LinearConstraint
+
+    names = [model.bodies[b - 1].name for b in c.bodies]
+    for b in c.bodies:
+        j = model.bodies[b - 1]
+        if j.joint.code not in (REVOLUTE, PRISMATIC):
+            raise UnsupportedFeatureError(
+                f"joint {j.joint_name!r} ({j.joint.kind}) is inside cluster {names}: only revolute and "
+                "prismatic joints can be part of a loop or a coupling"
+            )
+    c.n = len(c.bodies)
+    local = {b: k for k, b in enumerate(c.bodies)}
+    if not c.constraints:  # a declared cluster without constraints: all coordinates independent
+        c.kind = EXPLICIT
+        c.K_const = np.zeros((0, c.n))
+        c.rows_total = 0
+        _choose_partition(model, c, np.zeros((0, c.n)), names)
+        c.G_const = np.eye(c.n)
+        c.q_ref = np.zeros(c.n)
+        return
+    linear = all(isinstance(k, Coupling | LinearConstraint) for k in c.constraints)
+    if linear:
+        rows = []
+        for con in c.constraints:
+            if isinstance(con, Coupling):
+                nca = nearest_common_ancestor(
+                    model, [model.body_id(con.predecessor), model.body_id(con.successor)]
+                )
+                row = np.zeros(c.n)
+                for b in _path(model, nca, model.body_id(con.predecessor)):
+                    row[local[b]] += con.ratio
+                for b in _path(model, nca, model.body_id(con.successor)):
+                    row[local[b]] -= 1.0
+                rows.append(row)
+            else:
+                for r in con.K:
+                    row = np.zeros(c.n)
+                    for jn, val in zip(con.joints, r, strict=True):
+                        row[local[model.joint_id(jn)]] += val
+                    rows.append(row)
+        K = np.array(rows)
+        c.kind = EXPLICIT
+        c.rows_total = K.shape[0]
+        c.rows = _independent_rows(K)
+        K = K[c.rows]
+        c.K_const = K
+        _choose_partition(model, c, K, names)
+        c.G_const = _G_from_K(K, c)
+        c.q_ref = np.zeros(c.n)
+        return
+    # implicit: symbolic φ of every constraint, stacked
+    import sympy as sp
+
+    from ..constraints.definitions import ImplicitConstraint, LoopJoint
+    from ..constraints.geometry import loop_joint_phi
+
+    syms = list(sp.symbols(f"q0:{c.n}", real=True))
+    by_body = {b: syms[local[b]] for b in c.bodies}
+    exprs = []
+    for con in c.constraints:
+        if isinstance(con, LoopJoint):
+            _, nca = _constraint_bodies(model, con)
+            exprs += loop_joint_phi(model, con, nca, by_body)
+        elif isinstance(con, ImplicitConstraint):
+            args = [by_body[model.joint_id(j)] for j in con.joints]
+            try:
+                out = con.phi(args)
+            except Exception as exc:  # noqa: BLE001 - report any failure of the user's formula
+                raise ModelError(
+                    f"constraint {con.name!r}: calling phi with sympy symbols failed: {exc}"
+                ) from exc
+            out = list(out) if isinstance(out, list | tuple) or hasattr(out, "__iter__") else [out]
+            exprs += [sp.sympify(e) for e in out]
+        elif isinstance(con, Coupling):
+            nca = nearest_common_ancestor(
+                model, [model.body_id(con.predecessor), model.body_id(con.successor)]
+            )
+            e = sum(con.ratio * by_body[b] for b in _path(model, nca, model.body_id(con.predecessor)))
+            e -= sum(by_body[b] for b in _path(model, nca, model.body_id(con.successor)))
+            exprs.append(e)
+        else:
+            for r in con.K:
+                exprs.append(
+                    sum(val * by_body[model.joint_id(jn)] for jn, val in zip(con.joints, r, strict=True))
+                )
+    c.kind = IMPLICIT
+    c.symbols = syms
+    c.rows_total = len(exprs)
+    phi_f = sp.lambdify([syms], exprs, modules="numpy")
+    K_f = sp.lambdify([syms], sp.Matrix(exprs).jacobian(syms), modules="numpy")
+    # rows and partition at a generic configuration: the rank drops at singular ones (a four-bar's
+    # collinear toggle). Among several solutions keep those of maximal rank that are well conditioned,
+    # and of these the one nearest zero (the mechanism's assembly branch for most models).
+    cands = []
+    for q in _consistent_configurations(c, names, phi_f, K_f):
+        K = np.atleast_2d(np.array(K_f(q), dtype=float))
+        rows = _independent_rows(K)
+        sv = np.linalg.svd(K[rows], compute_uv=False) if rows else np.ones(1)
+        cands.append((len(rows), float(sv[-1] / max(sv[0], 1e-300)), q, K, rows))
+    rank = max(cd[0] for cd in cands)
+    cands = [cd for cd in cands if cd[0] == rank]
+    good = [cd for cd in cands if cd[1] > 1e-3] or sorted(cands, key=lambda cd: -cd[1])[:1]
+    best = min(good, key=lambda cd: float(np.linalg.norm(cd[2])))
+    best = (None, best[2], best[3], best[4])
+    _, q_ref, K, c.rows = best
+    c.phi_exprs = [exprs[r] for r in c.rows]
+    c.q_ref = q_ref
+    _choose_partition(model, c, K[c.rows], names)
+
+
+def _independent_rows(K: np.ndarray) -> list[int]:
+    """Indices of a maximal set of linearly independent rows of K (column-pivoted QR of Kᵀ)."""
+    if K.shape[0] == 0:
+        return []
+    from scipy.linalg import qr
+
+    _, Rq, piv = qr(K.T, pivoting=True, mode="economic")
+    d = np.abs(np.diag(Rq))
+    scale = max(1.0, float(d[0])) if d.size else 1.0
+    rank = int(np.sum(d > RANK_TOL * scale))
+    return sorted(int(p) for p in piv[:rank])
+
+
+def _choose_partition(model, c: Cluster, K: np.ndarray, names) -> None:
+    """Independent / dependent coordinates from the joints' flags, or automatically."""
+    rank = K.shape[0]
+    c.m = c.n - rank
+    flags = [model.bodies[b - 1].independent for b in c.bodies]
+    if all(flags) and rank > 0:
+        # no choice made: take as dependent the columns giving the best-conditioned K_d
+        from scipy.linalg import qr
+
+        _, _, piv = qr(K, pivoting=True, mode="economic")
+        dep = sorted(int(p) for p in piv[:rank])
+        c.auto_independent = True
+    else:
+        dep = [k for k, f in enumerate(flags) if not f]
+        if len(dep) != rank:
+            ind_names = [model.bodies[c.bodies[k] - 1].joint_name for k, f in enumerate(flags) if f]
+            raise ModelError(
+                f"cluster {names}: the constraints leave {c.m} independent coordinate(s) but "
+                f"{c.n - len(dep)} joint(s) are marked independent ({ind_names})"
+            )
+    c.dependent = dep
+    c.independent = [k for k in range(c.n) if k not in dep]
+    if rank:
+        Kd = K[:, dep]
+        s = np.linalg.svd(Kd, compute_uv=False)
+        if s[-1] < RANK_TOL * max(1.0, s[0]):
+            dep_names = [model.bodies[c.bodies[k] - 1].joint_name for k in dep]
+            raise ModelError(
+                f"cluster {names}: with {dep_names} dependent, K_d is singular at the reference "
+                "configuration — choose other independent joints"
+            )
+
+
+def _G_from_K(K: np.ndarray, c: Cluster) -> np.ndarray:
+    """G = P[1; −K_d⁻¹K_i] for the partition of c."""
+    G = np.zeros((c.n, c.m))
+    G[c.independent, np.arange(c.m)] = 1.0
+    if K.shape[0]:
+        G[c.dependent, :] = -np.linalg.solve(K[:, c.dependent], K[:, c.independent])
+    return G
+
+
+def _newton(phi_f, K_f, q: np.ndarray, iters: int = 100) -> np.ndarray | None:
+    """Gauss–Newton (least squares, so redundant rows are fine) from q; None if it fails."""
+    for _ in range(iters):
+        r = np.atleast_1d(np.array(phi_f(q), dtype=float))
+        if not np.all(np.isfinite(r)):
+            return None
+        if np.max(np.abs(r)) < 1e-13:
+            return q
+        J = np.atleast_2d(np.array(K_f(q), dtype=float))
+        step, *_ = np.linalg.lstsq(J, -r, rcond=None)
+        q = q + step
+    r = np.atleast_1d(np.array(phi_f(q), dtype=float))
+    return q if np.all(np.isfinite(r)) and np.max(np.abs(r)) < 1e-11 else None
+
+
+def _consistent_configurations(c: Cluster, names, phi_f, K_f, wanted: int = 6, attempts: int = 60) -> list:
+    """Several configurations with φ = 0: Gauss–Newton from zero and from random points."""
+    rng = np.random.default_rng(0)
+    found = []
+    for attempt in range(attempts):
+        # zero, then small perturbations of it (the assembly configuration), then anywhere
+        scale = 0.0 if attempt == 0 else (0.3 if attempt < 6 else np.pi)
+        start = rng.uniform(-scale, scale, c.n)
+        q = _newton(phi_f, K_f, start)
+        if q is not None:
+            found.append(q)
+            if len(found) >= wanted:
+                break
+    if not found:
+        raise ModelError(
+            f"cluster {names}: no configuration satisfying its constraints was found (is the loop closable?)"
+        )
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# compiled form
+@dataclass(frozen=True)
+class CompiledClusters:
+    """The flat arrays the cluster kernels read (layout: :mod:`loopdyn.model.layout`)."""
+
+    ic: np.ndarray  # int64 (ncl + 1, NC)
+    cb: np.ndarray  # int64: bodies, independent / dependent local indices, kept tape rows
+    wc: np.ndarray  # float64 template: constant G, workspace
+    code: np.ndarray  # constraint programs (loopdyn.constraints.tape.pack_programs)
+    consts: np.ndarray
+    table: np.ndarray
+    outputs: np.ndarray
+
+
+def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledClusters:
+    """Fill the cluster columns of ``ib`` and build the cluster arrays."""
+    from ..constraints.tape import compile_constraint, pack_programs
+    from . import layout as L
+
+    ncl = len(tree.clusters)
+    ic = np.zeros((ncl + 1, L.NC), dtype=np.int64)
+    cb: list[int] = []
+    wc_size = 0
+    programs = []
+    G_init = []
+
+    def alloc(n: int) -> int:
+        nonlocal wc_size
+        off = wc_size
+        wc_size += int(n)
+        return off
+
+    for c in tree.clusters:
+        r = c.index + 1
+        row = ic[r]
+        row[L.C_FIRST] = len(cb)
+        cb.extend(c.bodies)
+        row[L.C_NB] = len(c.bodies)
+        row[L.C_KIND] = c.kind
+        row[L.C_N] = c.n
+        row[L.C_M] = c.m
+        row[L.C_IQ], row[L.C_NQ], row[L.C_IV], row[L.C_NV] = c.iq, c.nq, c.iv, c.nv
+        row[L.C_PARENT] = c.parent + 1
+        row[L.C_PROG] = -1
+        for k, b in enumerate(c.bodies):
+            ib[b, L.I_CLUSTER] = r
+            ib[b, L.I_OUT] = tree.output_body[b]
+            p = model.bodies[b - 1].parent
+            ib[b, L.I_CPAR] = p if p != 0 and tree.body_cluster[p] == c.index else 0
+            ib[b, L.I_SUB] = k
+        if c.kind == 0:
+            continue
+        nrow = c.n - c.m
+        row[L.C_NROW] = nrow
+        row[L.C_IND] = len(cb)
+        cb.extend(c.independent)
+        row[L.C_DEP] = len(cb)
+        cb.extend(c.dependent)
+        row[L.C_ROWS] = len(cb)
+        cb.extend(range(nrow))
+        row[L.C_G] = alloc(c.n * c.m)
+        row[L.C_GB] = alloc(c.n)
+        row[L.C_S] = alloc(6 * len(c.bodies) * max(c.m, 1))
+        # scratch: q, q̇ (n each), φ (nrow), K (nrow × n), k (nrow), LU of K_d (nrow²), rhs (nrow × (m + 1))
+        row[L.C_SCR] = alloc(2 * c.n + nrow + nrow * c.n + nrow + nrow * nrow + nrow * (c.m + 1))
+        if c.kind == EXPLICIT:
+            G_init.append((row[L.C_G], c.G_const))
+        else:
+            row[L.C_PROG] = len(programs)
+            programs.append(compile_constraint(c.phi_exprs, c.symbols))
+    nqs, nvs = model.spanning_nq, model.spanning_nv
+    ic[0, L.C0_NCL] = ncl
+    ic[0, L.C0_NQS] = nqs
+    ic[0, L.C0_NVS] = nvs
+    ic[0, L.C0_QS] = alloc(nqs)
+    ic[0, L.C0_QDS] = alloc(nvs)
+    ic[0, L.C0_QDDS] = alloc(nvs)
+    packed = pack_programs(programs)
+    ic[0, L.C0_REGS] = alloc(max(int(packed.max_reg), 1))
+    wc = np.zeros(wc_size)
+    for off, G in G_init:
+        wc[off : off + G.size] = G.reshape(-1)
+    return CompiledClusters(
+        ic, np.array(cb, dtype=np.int64), wc, packed.code, packed.consts, packed.table, packed.outputs
+    )
