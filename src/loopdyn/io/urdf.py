@@ -20,6 +20,38 @@ Unsupported: ``planar`` joints, and ``<mimic>`` on a moving joint unless ``mimic
 passed (the mimicking joint is then an ordinary independent joint, as in Pinocchio's default).
 ``<mimic>`` on a ``fixed`` joint is ignored, as Pinocchio ignores it.
 
+URDF+ (the kinematic-loop extension read by GRBDA, Chignoli et al. 2024) is read as well:
+
+* ``<joint independent="true|false">``: whether the joint's coordinate is one of its cluster's
+  independent coordinates. Default true; as in GRBDA only the exact strings ``"true"`` and ``"True"``
+  mean true, anything else means false. The flag matters only for a joint that ends up in a cluster
+  (a body tied by a ``<loop>`` or ``<coupling>``); elsewhere it is ignored. In particular a file with
+  ``independent="false"`` flags but no constraints (GRBDA's ``tello_humanoid.urdf``, whose
+  differentials are added in code, see :mod:`loopdyn.robots.tello`) loads as a plain tree: every
+  body is a cluster of its own and every joint is independent. The flags are kept on the bodies
+  (``Body.independent``), so constraints added later with the :class:`~loopdyn.model.model.Model` API
+  use them.
+* ``<coupling name><predecessor link/><successor link/><ratio value/></coupling>`` (a top-level
+  element; a ``type`` attribute, e.g. ``"rolling"``, is accepted and ignored) becomes
+  :meth:`Model.add_coupling <loopdyn.model.model.Model.add_coupling>`:
+  ``ratio·Σ_{b∈P} q_b − Σ_{b∈Q} q_b = 0``. Both links must be moved by a joint of their own.
+* ``<loop name type><predecessor link><origin/></predecessor><successor link><origin/></successor>
+  <axis/></loop>`` becomes :meth:`Model.add_loop <loopdyn.model.model.Model.add_loop>`; each
+  ``<origin>`` is the constraint frame in its link's frame and ``<axis>`` (default ``(1, 0, 0)``) is
+  expressed in the predecessor's constraint frame. With ``loops="exact"`` (default) the loop type is
+  honoured: ``revolute``/``continuous`` → a revolute loop joint, ``prismatic`` → prismatic,
+  ``fixed`` → weld, ``spherical``/``point`` → point coincidence; ``planar`` is not supported. With
+  ``loops="point"`` every loop constrains only the coincidence of the two frame origins, which is
+  what GRBDA does (its loop ``type`` and ``axis`` are ignored). A loop end may be a link merged by a
+  ``fixed`` joint, or the root link of a fixed-base model: the constraint frame is then carried over
+  to the body the link is rigidly attached to (the universe for the root link).
+
+Loop and coupling names share one namespace and must be unique. The clusters are built when the file
+is loaded, so a cluster whose ``independent`` flags do not match its constraints is reported then,
+as a :class:`~loopdyn.errors.URDFError` pointing at one of the cluster's constraints. Unlike GRBDA,
+the axis sign is kept, ``fixed``/``prismatic``/``continuous`` tree joints are allowed outside
+clusters, and ``<inertial><origin rpy>`` is honoured.
+
 The reader is strict where urdfdom is strict (missing attributes, malformed numbers, ``<limit>``
 without ``effort``/``velocity``, revolute/prismatic joints without ``<limit>``) and a little stricter
 where Pinocchio silently builds a meaningless model (zero-length axis, empty names, inverted limits,
@@ -46,7 +78,18 @@ from ..spatial.inertia import Inertia
 __all__ = ["load_urdf"]
 
 MIMIC_MODES = ("error", "independent")
+LOOP_MODES = ("exact", "point")
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+# URDF+ <loop type> → loopdyn loop kind (loops="exact"); "planar" is known but not supported
+LOOP_TYPE_KINDS = {
+    "revolute": "revolute",
+    "continuous": "revolute",
+    "prismatic": "prismatic",
+    "fixed": "weld",
+    "spherical": "point",
+    "point": "point",
+}
+LOOP_TYPES = (*LOOP_TYPE_KINDS, "planar")
 
 # A decimal floating-point literal as urdfdom accepts it (no hex, no inf/nan, no '_' separators).
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -141,6 +184,37 @@ class _Joint:
     translation: np.ndarray
     joint: Joint | None  # None for planar (rejected when the model is built)
     mimic: str | None
+    line: int
+    independent: bool = True  # URDF+ ``independent`` attribute
+
+
+@dataclass
+class _LinkRef:
+    """A ``<predecessor>`` or ``<successor>`` of a URDF+ constraint: link, frame on it, line."""
+
+    link: str
+    rotation: np.ndarray
+    translation: np.ndarray
+    line: int
+
+
+@dataclass
+class _Coupling:
+    name: str
+    predecessor: _LinkRef
+    successor: _LinkRef
+    ratio: float
+    line: int
+
+
+@dataclass
+class _Loop:
+    name: str
+    type: str
+    kind: str  # the loopdyn loop kind
+    predecessor: _LinkRef
+    successor: _LinkRef
+    axis: tuple[float, float, float]
     line: int
 
 
@@ -288,7 +362,65 @@ class _Reader:
                     joint = cls(axis, **limits)
         except ModelError as exc:
             raise self.error(f"{what}: {exc}", element) from None
-        return _Joint(name, jtype, links[0], links[1], R, p, joint, mimic, element.line)
+        # URDF+: default true; GRBDA reads only the exact strings "true"/"True" as true
+        independent = element.attrib.get("independent", "true") in ("true", "True")
+        return _Joint(name, jtype, links[0], links[1], R, p, joint, mimic, element.line, independent)
+
+    # ------------------------------------------------------------------------------------------
+    # URDF+ constraints
+    def link_ref(self, element: _Element, tag: str, what: str, with_origin: bool) -> _LinkRef:
+        """The ``<predecessor>``/``<successor>`` child ``tag`` of a constraint element."""
+        ref_el = element.find(tag)
+        if ref_el is None:
+            raise self.error(f"{what}: no <{tag}> element", element)
+        link = self.attribute(ref_el, "link", what)
+        if not link:
+            raise self.error(f"{what}: <{tag}> names an empty link", ref_el)
+        if with_origin:
+            R, p = self.origin(ref_el, f"{what} {tag}")
+        else:
+            R, p = np.eye(3), np.zeros(3)
+        return _LinkRef(link, R, p, ref_el.line)
+
+    def coupling(self, element: _Element) -> _Coupling:
+        """A URDF+ ``<coupling>``: predecessor and successor links and the ratio."""
+        name = self.name(element)
+        what = f"coupling {name!r}"
+        pred = self.link_ref(element, "predecessor", what, with_origin=False)
+        succ = self.link_ref(element, "successor", what, with_origin=False)
+        ratio_el = element.find("ratio")
+        if ratio_el is None:
+            raise self.error(f"{what}: no <ratio> element", element)
+        ratio = self.number(self.attribute(ratio_el, "value", what), ratio_el, f"{what}: ratio")
+        if ratio == 0.0:
+            raise self.error(f"{what}: the ratio must be non-zero", ratio_el)
+        return _Coupling(name, pred, succ, ratio, element.line)
+
+    def loop(self, element: _Element, mode: str) -> _Loop:
+        """A URDF+ ``<loop>``: type, the constraint frames on the two links and the axis."""
+        name = self.name(element)
+        what = f"loop {name!r}"
+        ltype = self.attribute(element, "type", what)
+        if ltype not in LOOP_TYPES:
+            raise self.error(
+                f"{what}: unknown loop type {ltype!r} (expected one of {', '.join(LOOP_TYPES)})", element
+            )
+        if mode == "point":
+            kind = "point"
+        elif ltype == "planar":
+            exc = UnsupportedFeatureError(
+                f"{_where(self.source, element.line)}{what} is of type 'planar', which loopdyn does not "
+                "support; pass loops='point' to constrain only the coincidence of the two frame origins "
+                "(as GRBDA does)"
+            )
+            exc.line, exc.source = element.line, self.source
+            raise exc
+        else:
+            kind = LOOP_TYPE_KINDS[ltype]
+        pred = self.link_ref(element, "predecessor", what, with_origin=True)
+        succ = self.link_ref(element, "successor", what, with_origin=True)
+        axis = self.axis(element, what) if kind in ("revolute", "prismatic") else (1.0, 0.0, 0.0)
+        return _Loop(name, ltype, kind, pred, succ, axis, element.line)
 
     def axis(self, element: _Element, what: str) -> tuple[float, float, float]:
         """The normalised joint axis; ``(1, 0, 0)`` when there is no ``<axis>`` element."""
@@ -432,6 +564,7 @@ def load_urdf(
     floating_base: bool = False,
     *,
     mimic: str = "error",
+    loops: str = "exact",
     root_joint_name: str = "root_joint",
     gravity=(0.0, 0.0, -9.81),
 ) -> Model:
@@ -451,6 +584,12 @@ def load_urdf(
         :class:`~loopdyn.errors.UnsupportedFeatureError`. ``"independent"``: the ``<mimic>`` element is
         ignored and the joint is an ordinary independent joint (Pinocchio's default behaviour).
         ``<mimic>`` on a ``fixed`` joint is always ignored.
+    loops:
+        How URDF+ ``<loop>`` elements are read. ``"exact"`` (default): the loop ``type`` is honoured
+        (``revolute``/``continuous`` → revolute loop joint, ``prismatic`` → prismatic, ``fixed`` →
+        weld, ``spherical``/``point`` → point coincidence). ``"point"``: every loop only makes the
+        two frame origins coincide, as GRBDA does (exact for planar linkages with parallel axes,
+        under-constrained for spatial loops).
     root_joint_name:
         Name of the free-flyer joint added when ``floating_base`` is true.
     gravity:
@@ -459,20 +598,27 @@ def load_urdf(
     Returns
     -------
     Model
-        Joints, coordinates, placements, inertias and frames ordered as Pinocchio orders them.
+        Joints, coordinates, placements, inertias and frames ordered as Pinocchio orders them, plus
+        the URDF+ couplings and loops (in document order); its clusters are already built.
 
     Raises
     ------
     URDFError
         The document is malformed: not well-formed XML, missing or malformed attributes, unknown
-        joint type or link, links that do not form a single tree. ``line`` is the offending line.
+        joint type or link, links that do not form a single tree; or a URDF+ constraint is: missing
+        or non-finite ratio, unknown loop type, unknown link, duplicate name, coupling on a link
+        without a joint of its own, ``independent`` flags that do not fit a cluster's constraints.
+        ``line`` is the offending line.
     UnsupportedFeatureError
-        A ``planar`` joint, or a moving ``<mimic>`` joint with ``mimic="error"``.
+        A ``planar`` joint or loop (``loops="exact"``), a moving ``<mimic>`` joint with
+        ``mimic="error"``, a joint other than revolute/prismatic inside a cluster.
     FileNotFoundError
         ``source`` is a path that does not exist.
     """
     if mimic not in MIMIC_MODES:
         raise InputError(f"load_urdf: mimic must be one of {MIMIC_MODES}, got {mimic!r}")
+    if loops not in LOOP_MODES:
+        raise InputError(f"load_urdf: loops must be one of {LOOP_MODES}, got {loops!r}")
     robot, src = _read_source(source)
     reader = _Reader(src)
     if robot.tag != "robot":
@@ -481,6 +627,7 @@ def load_urdf(
 
     links: dict[str, _Link] = {}
     joints: dict[str, _Joint] = {}
+    constraints: dict[str, _Coupling | _Loop] = {}
     for element in robot.children:
         if element.tag == "link":
             link = reader.link(element)
@@ -498,6 +645,16 @@ def load_urdf(
                     element,
                 )
             joints[joint.name] = joint
+        elif element.tag in ("coupling", "loop"):
+            con = reader.coupling(element) if element.tag == "coupling" else reader.loop(element, loops)
+            if con.name in constraints:
+                first = constraints[con.name]
+                raise reader.error(
+                    f"duplicate constraint name {con.name!r} (first defined at line {first.line}; "
+                    "<loop> and <coupling> names share one namespace)",
+                    element,
+                )
+            constraints[con.name] = con
     if not links:
         raise reader.error(f"robot {robot_name!r} has no <link>", robot)
 
@@ -530,7 +687,91 @@ def load_urdf(
                 (joint.rotation, joint.translation),
                 links[joint.child].inertia,
                 joint_name=joint.name,
+                independent=joint.independent,
             )
         except ModelError as exc:
             raise URDFError(f"joint {joint.name!r}: {exc}", line=joint.line, source=src) from None
+    if constraints:
+        _add_constraints(model, list(constraints.values()), links, joints, src)
     return model
+
+
+# ----------------------------------------------------------------------------------------------
+# URDF+ constraints
+def _add_constraints(
+    model: Model,
+    constraints: list[_Coupling | _Loop],
+    links: dict[str, _Link],
+    joints: dict[str, _Joint],
+    src: str | None,
+) -> None:
+    """Add the URDF+ couplings and loops to ``model`` and build its clusters."""
+    parent_joint = {joint.child: joint for joint in joints.values()}
+
+    def carrier(con, ref: _LinkRef) -> tuple[str, np.ndarray, np.ndarray]:
+        """The model body ``ref.link`` is rigidly attached to, and ``ref``'s frame on that body."""
+        if ref.link not in links:
+            raise URDFError(
+                f"{_kind(con)} {con.name!r}: link {ref.link!r} is not defined by any <link>",
+                line=ref.line,
+                source=src,
+            )
+        frame = model.frames[model.frame_id(ref.link, BODY_FRAME)]
+        body = model.body_names[frame.body]
+        if isinstance(con, _Coupling) and body != ref.link:
+            if ref.link in parent_joint:
+                why = f"it is merged into {body!r} by the fixed joint {parent_joint[ref.link].name!r}"
+            else:
+                why = "it is the root link, welded to the world"
+            raise URDFError(
+                f"coupling {con.name!r}: link {ref.link!r} has no joint coordinate ({why}); a coupling "
+                "relates the coordinates of joints that move their links",
+                line=ref.line,
+                source=src,
+            )
+        return body, frame.rotation @ ref.rotation, frame.rotation @ ref.translation + frame.translation
+
+    for con in constraints:
+        pred = carrier(con, con.predecessor)
+        succ = carrier(con, con.successor)
+        try:
+            if isinstance(con, _Coupling):
+                model.add_coupling(con.name, pred[0], succ[0], con.ratio)
+            else:
+                model.add_loop(
+                    con.name,
+                    pred[0],
+                    succ[0],
+                    con.kind,
+                    predecessor_placement=(pred[1], pred[2]),
+                    successor_placement=(succ[1], succ[2]),
+                    axis=con.axis,
+                )
+        except ModelError as exc:
+            raise URDFError(f"{_kind(con)} {con.name!r}: {exc}", line=con.line, source=src) from None
+
+    # build the clusters now, so that inconsistent flags are reported against the file
+    try:
+        model.clusters()
+    except (ModelError, UnsupportedFeatureError) as exc:
+        con = _culprit(str(exc), constraints)
+        line = None if con is None else con.line
+        about = "" if con is None else f"{_kind(con)} {con.name!r}: "
+        if isinstance(exc, UnsupportedFeatureError):
+            err = UnsupportedFeatureError(f"{_where(src, line)}{about}{exc}")
+            err.line, err.source = line, src
+            raise err from None
+        raise URDFError(f"{about}{exc}", line=line, source=src) from None
+
+
+def _kind(con) -> str:
+    return "coupling" if isinstance(con, _Coupling) else "loop"
+
+
+def _culprit(message: str, constraints: list[_Coupling | _Loop]):
+    """The first constraint (document order) whose name or one of whose links the message quotes."""
+    for con in constraints:
+        names = (con.name, con.predecessor.link, con.successor.link)
+        if any(f"'{name}'" in message or f'"{name}"' in message for name in names):
+            return con
+    return None
