@@ -394,8 +394,51 @@ class Model:
         r = float(ratio)
         if not np.isfinite(r) or r == 0.0:
             raise ModelError(f"{name}: coupling ratio must be finite and non-zero, got {ratio!r}")
+        from .clusters import _check_coupling_cycles
+
         self.constraints.append(Coupling(name, predecessor, successor, r))
+        try:
+            _check_coupling_cycles(self)
+        except ModelError:
+            self.constraints.pop()  # refused: the model is left as it was
+            raise
         self._touch()
+
+    def add_explicit_constraint(self, name: str, joints, independent, G) -> None:
+        """Constrain joints explicitly: ``q[joints] = G · q[independent]`` with a constant ``G``
+        (len(joints) × len(independent)); ``independent`` ⊆ ``joints``, and their rows of G must be the
+        identity. Marks the other joints dependent."""
+        joints, independent = tuple(joints), tuple(independent)
+        Gm = np.atleast_2d(np.array(G, dtype=float))
+        if Gm.shape != (len(joints), len(independent)) or not np.all(np.isfinite(Gm)):
+            raise ModelError(f"{name}: G must be finite of shape ({len(joints)}, {len(independent)}), got {Gm.shape}")
+        if not set(independent) <= set(joints):
+            raise ModelError(f"{name}: independent joints {independent} must be among {joints}")
+        for k, y in enumerate(independent):
+            row = Gm[joints.index(y)]
+            if not np.allclose(row, np.eye(len(independent))[k], atol=1e-14, rtol=0):
+                raise ModelError(f"{name}: the row of G for independent joint {y!r} must be a unit row, got {row}")
+        rows = []
+        for r, j in enumerate(joints):
+            if j in independent:
+                continue
+            row = np.zeros(len(joints))
+            row[r] = 1.0
+            for k, y in enumerate(independent):
+                row[joints.index(y)] -= Gm[r, k]
+            rows.append(row)
+        self.add_linear_constraint(name, joints, np.array(rows).reshape(-1, len(joints)))
+        for j in joints:
+            self.bodies[self.joint_id(j) - 1].independent = j in independent
+
+    def remove_constraint(self, name: str) -> None:
+        """Remove the constraint called ``name`` (e.g. after the cluster tree refused it)."""
+        for k, c in enumerate(self.constraints):
+            if c.name == name:
+                del self.constraints[k]
+                self._touch()
+                return
+        raise KeyError(f"no constraint named {name!r} in model {self.name!r}")
 
     def add_linear_constraint(self, name: str, joints, K) -> None:
         """Constrain joints linearly: ``K · q[joints] = 0`` with a constant ``K`` (c × len(joints))."""
