@@ -411,13 +411,17 @@ class Model:
         joints, independent = tuple(joints), tuple(independent)
         Gm = np.atleast_2d(np.array(G, dtype=float))
         if Gm.shape != (len(joints), len(independent)) or not np.all(np.isfinite(Gm)):
-            raise ModelError(f"{name}: G must be finite of shape ({len(joints)}, {len(independent)}), got {Gm.shape}")
+            raise ModelError(
+                f"{name}: G must be finite of shape ({len(joints)}, {len(independent)}), got {Gm.shape}"
+            )
         if not set(independent) <= set(joints):
             raise ModelError(f"{name}: independent joints {independent} must be among {joints}")
         for k, y in enumerate(independent):
             row = Gm[joints.index(y)]
             if not np.allclose(row, np.eye(len(independent))[k], atol=1e-14, rtol=0):
-                raise ModelError(f"{name}: the row of G for independent joint {y!r} must be a unit row, got {row}")
+                raise ModelError(
+                    f"{name}: the row of G for independent joint {y!r} must be a unit row, got {row}"
+                )
         rows = []
         for r, j in enumerate(joints):
             if j in independent:
