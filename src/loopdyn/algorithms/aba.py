@@ -1,6 +1,7 @@
 """Forward dynamics by the articulated-body algorithm (ABA; Featherstone, RBDA Table 7.1).
 
-``a = aba(q, v, τ)`` solves ``M(q) a = τ − C(q, v) v − g(q) + Σ Jᵢᵀ fᵢ`` in O(n) without forming M.
+``a = aba(q, v, τ)`` solves ``M(q) a = τ − C(q, v) v − g(q) + Σ Jᵢᵀ fᵢ`` in O(n) without forming M
+(armature included: M + diag(armature), added to each joint's D = Sᵀ U).
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def aba_core(ib, ws, q, v, tau, fext, ddq):
             sk = s_column(ib, ws, i, k)
             ops.store6(ws, i, L.W_U + 6 * k, ops.mat6_mul(ws, i, L.W_IA, sk))
             ws[i, L.W_UU + k] = tau[iv + k] - ops.dot6(sk, pA)
-        if nv == 1:  # D = Sᵀ U
-            dd = ops.dot6(s_column(ib, ws, i, 0), ops.load6(ws, i, L.W_U))
+        if nv == 1:  # D = Sᵀ U + armature
+            dd = ops.dot6(s_column(ib, ws, i, 0), ops.load6(ws, i, L.W_U)) + ws[i, L.W_ARM]
             if not dd > 0.0:
                 return SINGULAR * STATUS_BASE + i
             ws[i, L.W_DINV] = 1.0 / dd
@@ -65,6 +66,7 @@ def aba_core(ib, ws, q, v, tau, fext, ddq):
                 sk = s_column(ib, ws, i, k)
                 for l in range(nv):
                     ws[0, T + nv * k + l] = ops.dot6(sk, ops.load6(ws, i, L.W_U + 6 * l))
+                ws[0, T + nv * k + k] += ws[i, L.W_ARM + k]  # armature
             if not ops.spd_inverse(ws, 0, T, nv, i, L.W_DINV, 0, T + 36):
                 return SINGULAR * STATUS_BASE + i
         par = ib[i, L.I_PARENT]
@@ -133,6 +135,10 @@ def aba(model, data, q, v, tau, f_ext=None) -> np.ndarray:
     Arguments as :func:`loopdyn.rnea` (with ``tau`` in place of ``a``). Returns ``a`` (nv), a new array.
     """
     if data.model_key is not model._key:
+        if model.has_constraints:  # a model with loops: C-ABA
+            from .cluster_dynamics import cluster_aba
+
+            return cluster_aba(model, data, q, v, tau, f_ext)
         check_data(model, data)
     out = np.empty(data.nv)
     try:

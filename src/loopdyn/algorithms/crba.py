@@ -23,7 +23,8 @@ from .validation import check_data
 
 @njit(cache=True)
 def crba_core(ib, ws, q, M):
-    """Fill the full symmetric mass matrix M (nv × nv) at configuration q (validated).
+    """Fill the full symmetric mass matrix M (nv × nv) at configuration q (validated), armature
+    included on the diagonal.
 
     Composite inertias Ic live in ws[i, W_IC]; for multi-DoF joints the 6 × nv block F = Ic S is
     kept in row 0's scratch (column k at W_TMP + 6 k).
@@ -47,7 +48,7 @@ def crba_core(ib, ws, q, M):
         ivi = ib[i, L.I_IV]
         if nvi == 1:  # the common case, with F in registers
             F = ops.inertia_mul(Ic, s_column(ib, ws, i, 0))
-            M[ivi, ivi] = ops.dot6(s_column(ib, ws, i, 0), F)
+            M[ivi, ivi] = ops.dot6(s_column(ib, ws, i, 0), F) + ws[i, L.W_ARM]
             j = i
             while ib[j, L.I_PARENT] > 0:
                 F = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), F)
@@ -64,6 +65,7 @@ def crba_core(ib, ws, q, M):
             sk = s_column(ib, ws, i, k)
             for l in range(nvi):
                 M[ivi + k, ivi + l] = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l))
+            M[ivi + k, ivi + k] += ws[i, L.W_ARM + k]  # armature
         j = i
         while ib[j, L.I_PARENT] > 0:  # F = ʲX_λᵀ F, H_ij = Fᵀ S_j
             R = ops.load9(ws, j, L.W_R)
@@ -179,8 +181,13 @@ def _slow(kern, model, data, q, out):
 
 
 def crba(model, data, q) -> np.ndarray:
-    """The joint-space mass matrix ``M(q)`` (nv × nv, full and symmetric; a new array)."""
+    """The joint-space mass matrix ``M(q)`` (nv × nv, full and symmetric; a new array); for a model with
+    loops, in independent coordinates: ``H = Gᵀ H_span G``."""
     if data.model_key is not model._key:
+        if model.has_constraints:
+            from .cluster_dynamics import cluster_crba
+
+            return cluster_crba(model, data, q)
         check_data(model, data)
     out = np.empty((data.nv, data.nv))
     try:
@@ -194,8 +201,15 @@ def crba(model, data, q) -> np.ndarray:
 
 def minverse(model, data, q) -> np.ndarray:
     """The inverse mass matrix ``M(q)⁻¹`` (nv × nv, full and symmetric), by the sparse LᵀL
-    factorisation of M, O(n d²) for a tree of depth d."""
+    factorisation of M, O(n d²) for a tree of depth d (for a model with loops: Cholesky of H)."""
     if data.model_key is not model._key:
+        if model.has_constraints:
+            from scipy.linalg import cho_factor, cho_solve
+
+            from .cluster_dynamics import cluster_crba
+
+            H = cluster_crba(model, data, q)
+            return cho_solve(cho_factor(H), np.eye(model.nv))
         check_data(model, data)
     out = np.empty((data.nv, data.nv))
     try:

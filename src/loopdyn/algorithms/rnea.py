@@ -1,6 +1,7 @@
 """Inverse dynamics by the recursive Newton–Euler algorithm (RNEA; Featherstone, RBDA Table 5.1).
 
-``τ = rnea(q, v, a)`` solves ``τ = M(q) a + C(q, v) v + g(q) − Σ Jᵢᵀ fᵢ`` in O(n).
+``τ = rnea(q, v, a)`` solves ``τ = M(q) a + C(q, v) v + g(q) − Σ Jᵢᵀ fᵢ`` in O(n), where M includes
+the joints' armature (``M + diag(armature)``).
 """
 
 from __future__ import annotations
@@ -45,10 +46,16 @@ def rnea_core(ib, ws, q, v, a, fext, tau, with_gravity):
         I = ops.load10(ws, i, L.W_INER)
         fi = ops.add6(ops.inertia_mul(I, ai), ops.cross_force(vi, ops.inertia_mul(I, vi)))
         ops.store6(ws, i, L.W_F, ops.sub6(fi, external_force(fext, i)))
-    # backward pass (eqs. 5.10–5.11): joint forces, and transmission to the parent
+    # backward pass (eqs. 5.10–5.11): joint forces (plus armature · q̈ when the model has armature,
+    # flagged in row 0), and transmission to the parent
+    armature = ws[0, L.W_ARM] != 0.0
     for i in range(nb, 0, -1):
         fi = ops.load6(ws, i, L.W_F)
         st_mul(ib, ws, i, fi, tau)
+        if armature:
+            iv = ib[i, L.I_IV]
+            for k in range(ib[i, L.I_NV]):
+                tau[iv + k] += ws[i, L.W_ARM + k] * a[iv + k]
         par = ib[i, L.I_PARENT]
         if par > 0:
             ops.add_to6(
@@ -111,6 +118,10 @@ def rnea(model, data, q, v, a, f_ext=None) -> np.ndarray:
         ``τ`` (nv), a new array.
     """
     if data.model_key is not model._key:
+        if model.has_constraints:  # a model with loops: C-RNEA
+            from .cluster_dynamics import cluster_rnea
+
+            return cluster_rnea(model, data, q, v, a, f_ext)
         check_data(model, data)
     out = np.empty(data.nv)
     try:
@@ -123,8 +134,13 @@ def rnea(model, data, q, v, a, f_ext=None) -> np.ndarray:
 
 
 def nonlinear_effects(model, data, q, v) -> np.ndarray:
-    """``C(q, v) v + g(q)``: the joint forces needed for zero acceleration (Pinocchio's ``nle``)."""
+    """``C(q, v) v + g(q)``: the joint forces needed for zero acceleration (Pinocchio's ``nle``); for a
+    model with loops the independent-coordinate bias ``Gᵀ(C_span + H_span g)``."""
     if data.model_key is not model._key:
+        if model.has_constraints:
+            from .cluster_dynamics import cluster_rnea
+
+            return cluster_rnea(model, data, q, v, np.zeros(model.nv))
         check_data(model, data)
     out = np.empty(data.nv)
     zero = np.zeros(data.nv)
@@ -141,6 +157,10 @@ def gravity(model, data, q) -> np.ndarray:
     """``g(q)``: the joint forces that hold the robot still against gravity
     (Pinocchio's ``computeGeneralizedGravity``)."""
     if data.model_key is not model._key:
+        if model.has_constraints:
+            from .cluster_dynamics import cluster_rnea
+
+            return cluster_rnea(model, data, q, np.zeros(model.nv), np.zeros(model.nv))
         check_data(model, data)
     out = np.empty(data.nv)
     zero = np.zeros(data.nv)

@@ -60,7 +60,8 @@ W_ST = 383  # the joint's motion subspace column expressed in Λ(i)'s frame, 6
 W_WR = 389  # velocity of the body relative to Λ(i), 6
 W_DW = 395  # its time derivative (seen from Λ(i)) with the given accelerations, 6
 W_DW0 = 401  # the same with zero independent accelerations (the bias), 6
-NW = 407
+W_ARM = 407  # armature of the joint's velocity coordinates, 6 (row 0: 1.0 if the model has any)
+NW = 413
 
 # ---- cluster table ic (int64, (nclusters + 1, NC)); row 0 = header -------------------------------
 C_FIRST = 0  # offset of the cluster's bodies in cb
@@ -82,7 +83,14 @@ C_S = 15  # offset in wc of the cluster motion subspace S (6 NB × M, row-major)
 C_SCR = 16  # offset in wc of the cluster's scratch: q, q̇ (N each), φ, K, k, LU (see clusters.py)
 C_PARENT = 17  # parent cluster (0 = world)
 C_ROWS = 18  # offset in cb of the tape rows kept (NROW)
-NC = 20
+C_IA = 19  # offset in wc of the articulated inertia 𝖨^A (6 NB × 6 NB, row-major)
+C_PA = 20  # offset in wc of the articulated bias force 𝗉^A (6 NB)
+C_U = 21  # offset in wc of 𝖴 = 𝖨^A 𝖲 (6 NB × M, row-major)
+C_DINV = 22  # offset in wc of 𝖣⁻¹ (M × M)
+C_UU = 23  # offset in wc of 𝗎 = τ − 𝖲ᵀ𝗉^A (M)
+C_DSCR = 24  # offset in wc of scratch for 𝖣 and its factorisation (M² + 72)
+C_MASK = 25  # offset in wc of the nonzero-block mask of 𝖨^A (NB × NB, 0/1) and group scratch
+NC = 26
 # header row 0
 C0_NCL = 0  # number of clusters
 C0_QS = 1  # offset in wc of the spanning-tree configuration
@@ -91,3 +99,6 @@ C0_QDDS = 3  # ... acceleration
 C0_REGS = 4  # offset in wc of the tape registers
 C0_NQS = 5  # spanning nq
 C0_NVS = 6  # spanning nv
+C0_HS = 7  # offset in wc of the spanning-tree mass matrix (nvs × nvs)
+C0_TAUS = 8  # offset in wc of spanning joint forces (nvs)
+C0_PHITOL = 9  # offset in wc of the largest |φ| accepted for implicit clusters' positions

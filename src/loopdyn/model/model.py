@@ -86,6 +86,11 @@ class Body:
     idx_q: int  # index in the spanning-tree configuration
     idx_v: int  # index in the spanning-tree velocity
     independent: bool = True  # inside a cluster: is this joint's coordinate an independent one?
+    armature: np.ndarray | None = None  # (joint.nv,) added to the mass matrix's diagonal (None: zeros)
+
+    def armature_vector(self) -> np.ndarray:
+        """The joint's armature, one value per velocity coordinate."""
+        return np.zeros(self.joint.nv) if self.armature is None else self.armature
 
 
 class Model:
@@ -110,6 +115,7 @@ class Model:
         self.universe_inertia = Inertia.zero()  # what fixed links attached to the world add up to
         self.constraints: list = []  # loop and coupling constraints (loopdyn.constraints.definitions)
         self.declared_clusters: list[tuple[str, ...]] = []  # clusters declared with add_cluster
+        self._constraint_tolerance = 1e-8
         self._nq = 0  # spanning-tree sizes
         self._nv = 0
         self._clusters = None
@@ -272,6 +278,7 @@ class Model:
         *,
         joint_name: str | None = None,
         independent: bool = True,
+        armature=0.0,
     ) -> int:
         """Add a body moved by ``joint`` relative to ``parent``.
 
@@ -295,6 +302,11 @@ class Model:
         independent:
             For a joint that ends up inside a cluster (a loop or a coupling): whether its coordinate is
             one of the cluster's independent coordinates (URDF+ ``independent``). Ignored otherwise.
+        armature:
+            Rotor inertia reflected through a transmission, added to the diagonal of the mass matrix
+            (``M + diag(armature)``, Pinocchio's ``model.armature``): a scalar for every velocity
+            coordinate of the joint or one value per coordinate, finite and ≥ 0. A fixed joint
+            accepts only 0.
 
         Returns
         -------
@@ -320,6 +332,7 @@ class Model:
         if isinstance(joint, FreeFlyer) and parent_body != 0:
             # allowed (Pinocchio allows it too), nothing special needed
             pass
+        arm = _armature_values(armature, joint.nv, f"armature of joint {jname!r}")
 
         if joint.code == FIXED:
             lumped = inertia.transformed(Rj, pj)
@@ -333,7 +346,9 @@ class Model:
             self._touch()
             return parent_body
 
-        body = Body(name, jname, parent_body, joint, Rj, pj, inertia, self._nq, self._nv, bool(independent))
+        body = Body(
+            name, jname, parent_body, joint, Rj, pj, inertia, self._nq, self._nv, bool(independent), arm
+        )
         self.bodies.append(body)
         idx = len(self.bodies)
         self._nq += joint.nq
@@ -516,6 +531,20 @@ class Model:
         self.declared_clusters.append(names)
         self._touch()
 
+    @property
+    def constraint_tolerance(self) -> float:
+        """Largest |φ(q)| the algorithms accept for the positions of implicit clusters (default 1e-8,
+        as GRBDA); an integrator whose intermediate stages leave the constraints by more may raise it."""
+        return self._constraint_tolerance
+
+    @constraint_tolerance.setter
+    def constraint_tolerance(self, value: float) -> None:
+        v = float(value)
+        if not np.isfinite(v) or v <= 0.0:
+            raise ModelError(f"constraint_tolerance must be finite and > 0, got {value!r}")
+        self._constraint_tolerance = v
+        self._touch()
+
     def clusters(self):
         """The tree of clusters (:class:`loopdyn.model.clusters.ClusterTree`), built on first use."""
         if self._clusters is None:
@@ -547,6 +576,31 @@ class Model:
     @property
     def effort_limit(self) -> np.ndarray:
         return np.concatenate([np.zeros(0)] + [b.joint.effort_limit() for b in self.bodies])
+
+    @property
+    def armature(self) -> np.ndarray:
+        """Armature of every velocity coordinate of the spanning tree (spanning nv; a copy): the
+        diagonal term the tree algorithms add to the mass matrix, ``M + diag(armature)``."""
+        return np.concatenate([np.zeros(0)] + [b.armature_vector() for b in self.bodies])
+
+    @armature.setter
+    def armature(self, value) -> None:
+        try:
+            arm = np.array(value, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"armature must be an array of real numbers: {exc}") from None
+        if arm.ndim == 0:
+            arm = np.full(self._nv, float(arm))
+        if arm.shape != (self._nv,):
+            raise ModelError(
+                f"armature must have one value per velocity coordinate of the spanning tree "
+                f"({self._nv}), got shape {arm.shape}"
+            )
+        _check_armature(arm, "armature")
+        for b in self.bodies:
+            x = arm[b.idx_v : b.idx_v + b.joint.nv].copy()
+            b.armature = x if np.any(x) else None
+        self._touch()
 
     @property
     def mass(self) -> float:
@@ -584,6 +638,31 @@ class Model:
         return Data(self)
 
 
+def _check_armature(arm: np.ndarray, what: str) -> None:
+    if not np.all(np.isfinite(arm)):
+        raise ModelError(f"{what} contains NaN or inf: {arm}")
+    if np.any(arm < 0.0):
+        raise ModelError(f"{what} must be >= 0, got {arm}")
+
+
+def _armature_values(value, nv: int, what: str) -> np.ndarray | None:
+    """Validated armature of one joint: ``None`` when all zero, else its ``nv`` values."""
+    try:
+        arm = np.array(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{what} must be a number or an array of numbers: {exc}") from None
+    if nv == 0 and not (arm.size == 0 or (arm.ndim == 0 and arm == 0.0)):
+        raise ModelError(f"{what}: the joint has no velocity coordinate, armature must be 0, got {value!r}")
+    if arm.ndim == 0:
+        arm = np.full(nv, float(arm))
+    if arm.shape != (nv,):
+        raise ModelError(
+            f"{what}: expected a scalar or {nv} value(s) (one per velocity coordinate), got {value!r}"
+        )
+    _check_armature(arm, what)
+    return arm if np.any(arm) else None
+
+
 @dataclass(frozen=True)
 class CompiledModel:
     ib: np.ndarray  # (nbodies + 1, NI) int64
@@ -613,6 +692,9 @@ def _compile(model: Model) -> CompiledModel:
         ws[i, L.W_JP : L.W_JP + 3] = b.translation
         ws[i, L.W_INER : L.W_INER + 10] = b.inertia.compact()
         ws[i, L.W_AXIS : L.W_AXIS + 3] = b.joint.axis_array()
+        if b.armature is not None:
+            ws[i, L.W_ARM : L.W_ARM + b.joint.nv] = b.armature
+            ws[0, L.W_ARM] = 1.0  # row 0: the model has armature (RNEA skips it otherwise)
     # row 0 of ib holds the model sizes; the kernels never read a parent for row 0
     nf = len(model.frames)
     frame_body = np.array([f.body for f in model.frames], dtype=np.int64)
