@@ -46,8 +46,14 @@ def _axis(rng):
 
 
 def random_cluster_model(
-    seed: int, n_blocks: int = 4, floating: bool = False, blocks=BLOCKS
+    seed: int,
+    n_blocks: int = 4,
+    floating: bool = False,
+    blocks=BLOCKS,
+    plain=("revolute", "prismatic", "spherical"),
 ) -> loopdyn.Model:
+    """A random model; ``plain`` lists the joint kinds allowed for the ordinary bodies between blocks
+    (the random draws are the same whatever it is, so seeds give the same geometry)."""
     rng = np.random.default_rng(seed)
     m = loopdyn.Model(f"clusters{seed}")
     parents = [0]
@@ -64,9 +70,13 @@ def random_cluster_model(
         par = parents[rng.integers(len(parents))]
         k += 1
         if rng.uniform() < 0.5:  # an ordinary body in between
-            joint = [loopdyn.Revolute(_axis(rng)), loopdyn.Prismatic(_axis(rng)), loopdyn.Spherical()][
-                rng.integers(3)
+            options = [loopdyn.Revolute(_axis(rng)), loopdyn.Prismatic(_axis(rng)), loopdyn.Spherical()]
+            allowed = [
+                j
+                for j, name in zip(options, ("revolute", "prismatic", "spherical"), strict=True)
+                if name in plain
             ]
+            joint = allowed[int(rng.integers(3)) % len(allowed)]
             m.add_body(f"plain{k}", par, joint, place(), _inertia(rng))
             par = f"plain{k}"
             parents.append(par)

@@ -279,7 +279,9 @@ def test_wrong_sizes_and_tree_only_algorithms():
         loopdyn.constraint_residual(m, np.zeros(4))
     q = loopdyn.random_configuration(m, 0)
     with pytest.raises(loopdyn.errors.UnsupportedFeatureError, match="spanning_tree"):
-        loopdyn.crba(m, d, q)
+        loopdyn.frame_jacobian(m, d, q, "crank")
+    with pytest.raises(loopdyn.errors.UnsupportedFeatureError, match="loops"):
+        loopdyn.batch.rnea(m, q[None], np.zeros((1, 1)), np.zeros((1, 1)))
 
 
 def test_explicit_constraint_with_user_G():

@@ -11,7 +11,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from ..errors import InputError, ShapeError
+from ..errors import InputError, ShapeError, UnsupportedFeatureError
 from .aba import aba_core
 from .common import check_configuration, kernel, raise_for_status
 from .crba import crba_core
@@ -64,6 +64,15 @@ def crba_batch_kernel(ib, ws, Q, out, status, nchunks):
                 crba_core(ib, w, Q[k], out[k])
 
 
+def _tree_only(model) -> None:
+    if model.has_constraints:
+        raise UnsupportedFeatureError(
+            f"model {model.name!r} has loops: the batch functions handle kinematic trees; "
+            "call loopdyn.rnea / "
+            "loopdyn.aba / loopdyn.crba per state"
+        )
+
+
 def _rows(x, name: str, n: int | None, width: int) -> np.ndarray:
     try:
         arr = np.ascontiguousarray(x, dtype=np.float64)
@@ -93,6 +102,7 @@ def _check(model, status, names, sizes) -> None:
 
 def _state_batch(kern, model, Q, V, X, names) -> np.ndarray:
     """Run a (Q, V, X) → (N, nv) batch kernel with validated inputs."""
+    _tree_only(model)
     c = model.compiled()
     Q = _rows(Q, names[0], None, model.nq)
     n = Q.shape[0]
@@ -117,6 +127,7 @@ def aba(model, Q, V, TAU) -> np.ndarray:
 
 def crba(model, Q) -> np.ndarray:
     """Mass matrices for N configurations: returns (N, nv, nv)."""
+    _tree_only(model)
     c = model.compiled()
     Q = _rows(Q, "Q", None, model.nq)
     n = Q.shape[0]

@@ -35,6 +35,7 @@ from .common import (
     UNIT_TOL,
     as_float_vector,
     check_vector,
+    gravity_seed,
     jcalc,
     kernel,
     raise_for_status,
@@ -44,7 +45,6 @@ from .common import (
 )
 from .validation import check_data
 
-PHI_TOL = 1e-8  # largest |φ| accepted for the stored positions of an implicit cluster
 CONSTRAINT_VIOLATED = 24  # status kind; index = cluster
 SINGULAR_CLUSTER = 25  # K_d singular; index = cluster
 
@@ -131,7 +131,7 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
         evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
                  wc[phi : phi + nrow], wc[K : K + nrow * n], wc[kb : kb + nrow])  # fmt: skip
         for r in range(nrow):
-            if not abs(wc[phi + r]) <= PHI_TOL:
+            if not abs(wc[phi + r]) <= wc[ic[0, L.C0_PHITOL]]:
                 return CONSTRAINT_VIOLATED * STATUS_BASE + k
         # K_d X = [K_i | 0] → G_dep = −X ; the last column is filled with k below
         for r in range(nrow):
@@ -262,10 +262,11 @@ def cluster_bodies(ib, ws, ic, cb, wc, k):
 
 
 @njit(cache=True)
-def cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a):
-    """Cluster forward kinematics for the whole tree (see the module docstring). Returns a status."""
+def cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity):
+    """Cluster forward kinematics for the whole tree (see the module docstring). Returns a status.
+    With ``with_gravity`` the base accelerates upwards (a_0 = −a_g), as the dynamics need."""
     ops.store6(ws, 0, L.W_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
-    ops.store6(ws, 0, L.W_A, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    ops.store6(ws, 0, L.W_A, gravity_seed(ws) if with_gravity else (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     for k in range(1, ic[0, L.C0_NCL] + 1):
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
         if st != 0:
@@ -294,7 +295,7 @@ def cluster_fk_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a)
         st = check_cluster_quaternions(ib, ic, cb, q)
     if st != 0:
         return st
-    return cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a)
+    return cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, False)
 
 
 @njit(cache=True)
@@ -324,7 +325,8 @@ def raise_cluster_status(model, status: int, names=("q", "v", "a"), sizes=None) 
         bodies = [model.bodies[b - 1].name for b in c.bodies]
         if kind == CONSTRAINT_VIOLATED:
             raise ConfigurationError(
-                f"q: the positions of cluster {bodies} violate its constraints by more than {PHI_TOL:g} "
+                f"q: the positions of cluster {bodies} violate its constraints by more than "
+                f"{model.constraint_tolerance:g} (model.constraint_tolerance); "
                 "(loopdyn.project_configuration moves them onto the constraints)"
             )
         dep = [model.bodies[c.bodies[k] - 1].joint_name for k in c.dependent]

@@ -538,6 +538,16 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledCluste
             p = model.bodies[b - 1].parent
             ib[b, L.I_CPAR] = p if p != 0 and tree.body_cluster[p] == c.index else 0
             ib[b, L.I_SUB] = k
+        # articulated-body workspace (C-ABA), every cluster
+        nb6, mm = 6 * len(c.bodies), c.m if c.kind else c.nv
+        row[L.C_IA] = alloc(nb6 * nb6)
+        row[L.C_PA] = alloc(nb6)
+        row[L.C_U] = alloc(nb6 * max(mm, 1))
+        row[L.C_DINV] = alloc(max(mm, 1) ** 2)
+        row[L.C_UU] = alloc(max(mm, 1))
+        row[L.C_DSCR] = alloc(max(mm, 1) ** 2 + 72)
+        # block mask (nb²) + per output-body groups: sub index (nb) and V = Σ Xᵀ U (nb × 6 × m)
+        row[L.C_MASK] = alloc(len(c.bodies) ** 2 + len(c.bodies) + len(c.bodies) * 6 * max(mm, 1))
         if c.kind == 0:
             continue
         nrow = c.n - c.m
@@ -567,9 +577,13 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledCluste
     ic[0, L.C0_QDDS] = alloc(nvs)
     packed = pack_programs(programs)
     ic[0, L.C0_REGS] = alloc(max(int(packed.max_reg), 1))
+    ic[0, L.C0_HS] = alloc(nvs * nvs)  # spanning mass matrix (cluster CRBA)
+    ic[0, L.C0_TAUS] = alloc(nvs)  # spanning joint forces
+    ic[0, L.C0_PHITOL] = alloc(1)
     wc = np.zeros(wc_size)
     for off, G in G_init:
         wc[off : off + G.size] = G.reshape(-1)
+    wc[ic[0, L.C0_PHITOL]] = model.constraint_tolerance
     return CompiledClusters(
         ic, np.array(cb, dtype=np.int64), wc, packed.code, packed.consts, packed.table, packed.outputs
     )

@@ -1,0 +1,584 @@
+"""Dynamics of a tree of clusters: C-RNEA, C-ABA and the cluster mass matrix
+(Chignoli et al. 2024 §VI–VII; spec §2.1–2.3 with the corrections of §7.4).
+
+All three start from the cluster kinematics of :mod:`.cluster_kinematics`, which leaves, per body,
+its placement in its output body's frame, its velocity and the bias 𝖼 (``W_C``), and per cluster the
+motion subspace 𝖲 (6 n_b × m). Cluster transforms are never formed: body i of a cluster is tied to
+its output body Λ(i) (in the parent cluster) by its placement in Λ(i)'s frame, so
+
+* motion to the child: ``a_i = ᶦX_Λ a_Λ``;
+* force to the parent: ``f_Λ += ᶦX_Λᵀ f_i``;
+* articulated inertia to the parent: block (Λ(a), Λ(b)) += ᵃX_Λᵀ 𝖨_ab ᵇX_Λ.
+
+A single-body cluster is a tree joint: its placement is in its parent, its 𝖲 is the joint's S.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..model import layout as L
+from ..spatial import ops
+from .cluster_kinematics import (
+    check_cluster_quaternions,
+    cluster_coordinates,
+    cluster_fk_core,
+    raise_cluster_status,
+)
+from .common import (
+    SINGULAR,
+    STATUS_BASE,
+    as_float_vector,
+    as_force_array,
+    check_vector,
+    external_force,
+    gravity_seed,
+    kernel,
+    s_column,
+)
+from .crba import crba_core
+from .validation import check_data
+
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+@njit(cache=True, inline="always")
+def placement_in_output(ib, ws, ic, k, i):
+    """Placement (R, p) of body i (of cluster k) in the frame of its output body."""
+    if ic[k, L.C_KIND] == 0:
+        return ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)
+    return ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP)
+
+
+@njit(cache=True, inline="always")
+def s_col(ib, ws, ic, cb, wc, k, j, l):
+    """Column l of block j (the cluster's j-th body) of 𝖲_k, body frame, as a 6-tuple."""
+    if ic[k, L.C_KIND] == 0:
+        return s_column(ib, ws, cb[ic[k, L.C_FIRST]], l)
+    m = ic[k, L.C_M]
+    return col6w(wc, ic[k, L.C_S] + 6 * j * m + l, m)
+
+
+@njit(cache=True, inline="always")
+def dot6w(wc, o, s):
+    """wc[o:o+6] · s."""
+    return (wc[o] * s[0] + wc[o + 1] * s[1] + wc[o + 2] * s[2]
+            + wc[o + 3] * s[3] + wc[o + 4] * s[4] + wc[o + 5] * s[5])  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def block_mul(wc, off, stride, s):
+    """(6 × 6 block at wc[off], row stride ``stride``) · s."""
+    return (dot6w(wc, off, s), dot6w(wc, off + stride, s),
+            dot6w(wc, off + 2 * stride, s), dot6w(wc, off + 3 * stride, s),
+            dot6w(wc, off + 4 * stride, s), dot6w(wc, off + 5 * stride, s))  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def col6w(wc, o, stride):
+    """The 6-vector wc[o], wc[o + stride], ..., wc[o + 5 stride] (a column of a row-major block)."""
+    return (
+        wc[o],
+        wc[o + stride],
+        wc[o + 2 * stride],
+        wc[o + 3 * stride],
+        wc[o + 4 * stride],
+        wc[o + 5 * stride],
+    )
+
+
+@njit(cache=True, inline="always")
+def load6w(wc, o):
+    return (wc[o], wc[o + 1], wc[o + 2], wc[o + 3], wc[o + 4], wc[o + 5])
+
+
+@njit(cache=True, inline="always")
+def add6w(wc, o, x):
+    for r in range(6):
+        wc[o + r] += x[r]
+
+
+@njit(cache=True, inline="always")
+def load9w(w, o, stride):
+    """The 3×3 block at w[o] (row stride ``stride``) as a row-major 9-tuple."""
+    return (w[o], w[o + 1], w[o + 2], w[o + stride], w[o + stride + 1], w[o + stride + 2],
+            w[o + 2 * stride], w[o + 2 * stride + 1], w[o + 2 * stride + 2])  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def add9w(w, o, stride, x):
+    for r in range(3):
+        for c in range(3):
+            w[o + r * stride + c] += x[3 * r + c]
+
+
+@njit(cache=True)
+def sym6_to_parent(w, src, sstride, R, p, dst, dstride):
+    """w[dst block] += ᶜX_Pᵀ A ᶜX_P for the symmetric 6×6 block A at w[src] (row strides given):
+    rotate the 3×3 blocks (Z ↦ R Z Rᵀ), then shift by p (see ops.mat6_to_parent_add)."""
+    Rt = (R[0], R[3], R[6], R[1], R[4], R[7], R[2], R[5], R[8])
+    A1 = ops.rot_mul(ops.rot_mul(R, load9w(w, src, sstride)), Rt)
+    B1 = ops.rot_mul(ops.rot_mul(R, load9w(w, src + 3, sstride)), Rt)
+    C1 = ops.rot_mul(ops.rot_mul(R, load9w(w, src + 3 * sstride + 3, sstride)), Rt)
+    P = (0.0, -p[2], p[1], p[2], 0.0, -p[0], -p[1], p[0], 0.0)
+    PC = ops.rot_mul(P, C1)
+    B2 = (B1[0] + PC[0], B1[1] + PC[1], B1[2] + PC[2], B1[3] + PC[3], B1[4] + PC[4], B1[5] + PC[5],
+          B1[6] + PC[6], B1[7] + PC[7], B1[8] + PC[8])  # fmt: skip
+    B1t = (B1[0], B1[3], B1[6], B1[1], B1[4], B1[7], B1[2], B1[5], B1[8])
+    PB = ops.rot_mul(P, B1t)
+    BP = ops.rot_mul(B2, P)
+    for r in range(3):
+        for c in range(3):
+            w[dst + r * dstride + c] += A1[3 * r + c] + PB[3 * r + c] - BP[3 * r + c]
+            w[dst + r * dstride + 3 + c] += B2[3 * r + c]
+            w[dst + (3 + c) * dstride + r] += B2[3 * r + c]
+            w[dst + (3 + r) * dstride + 3 + c] += C1[3 * r + c]
+
+
+@njit(cache=True)
+def gen6_to_parent(w, src, sstride, Ra, pa, Rb, pb, dst, dstride, tmp):
+    """w[dst block] += ᵃX_Λᵀ A ᵇX_Λ for a general 6×6 block A at w[src]; w[tmp:tmp+36] scratch."""
+    for r in range(6):  # Y = A ᵇX_Λ row by row: (ᵇX_Λᵀ rowᵀ)ᵀ
+        row = ops.force_to_parent(Rb, pb, load6w(w, src + r * sstride))
+        for c in range(6):
+            w[tmp + 6 * r + c] = row[c]
+    for c in range(6):  # ᵃX_Λᵀ Y column by column
+        col = ops.force_to_parent(Ra, pa, col6w(w, tmp + c, 6))
+        for r in range(6):
+            w[dst + r * dstride + c] += col[r]
+
+
+@njit(cache=True, inline="always")
+def touch_block(w, mask, nb, a, b, IA, nb6):
+    """Make block (a, b) of a cluster's 𝖨^A usable: zero it the first time it becomes non-zero."""
+    if w[mask + a * nb + b] == 0.0:
+        w[mask + a * nb + b] = 1.0
+        o = IA + (6 * a) * nb6 + 6 * b
+        for r in range(6):
+            for c in range(6):
+                w[o + r * nb6 + c] = 0.0
+
+
+@njit(cache=True)
+def spd_inverse_1d(w, src, n, dst, scr):
+    """w[dst:dst+n²] = A⁻¹ for the SPD A at w[src:src+n²] (row-major, n ≤ 6); w[scr:scr+72] is scratch.
+    False if A is not positive definite."""
+    Lf = scr
+    Li = scr + 36
+    for col in range(n):
+        acc = w[src + n * col + col]
+        for k in range(col):
+            acc -= w[Lf + 6 * col + k] * w[Lf + 6 * col + k]
+        if not acc > 0.0:
+            return False
+        d = math.sqrt(acc)
+        w[Lf + 6 * col + col] = d
+        for r in range(col + 1, n):
+            acc = w[src + n * r + col]
+            for k in range(col):
+                acc -= w[Lf + 6 * r + k] * w[Lf + 6 * col + k]
+            w[Lf + 6 * r + col] = acc / d
+    for r in range(n):
+        w[Li + 6 * r + r] = 1.0 / w[Lf + 6 * r + r]
+        for col in range(r):
+            acc = 0.0
+            for k in range(col, r):
+                acc -= w[Lf + 6 * r + k] * w[Li + 6 * k + col]
+            w[Li + 6 * r + col] = acc / w[Lf + 6 * r + r]
+    for r in range(n):
+        for col in range(r, n):
+            acc = 0.0
+            for k in range(col, n):
+                acc += w[Li + 6 * k + r] * w[Li + 6 * k + col]
+            w[dst + n * r + col] = acc
+            w[dst + n * col + r] = acc
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# C-RNEA (eqs. 32–35 and 31)
+@njit(cache=True)
+def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau):
+    st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, True)
+    if st != 0:
+        return st
+    for i in range(1, ib[0, L.I0_NBODIES] + 1):  # net forces 𝖿 = 𝖨 𝖺 + 𝗏 ×* 𝖨 𝗏 (eq. 34)
+        I = ops.load10(ws, i, L.W_INER)
+        vi = ops.load6(ws, i, L.W_V)
+        fi = ops.add6(
+            ops.inertia_mul(I, ops.load6(ws, i, L.W_A)), ops.cross_force(vi, ops.inertia_mul(I, vi))
+        )
+        ops.store6(ws, i, L.W_F, ops.sub6(fi, external_force(fext, i)))
+    for k in range(ic[0, L.C0_NCL], 0, -1):  # backward (eq. 35), τ = 𝖲ᵀ 𝖿^𝒥 (eq. 31)
+        first, nb, m, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
+        QDDS = ic[0, L.C0_QDDS]
+        for l in range(m):
+            acc = 0.0
+            for j in range(nb):
+                acc += ops.dot6(s_col(ib, ws, ic, cb, wc, k, j, l), ops.load6(ws, cb[first + j], L.W_F))
+            for j in range(ic[k, L.C_N]):  # armature: Gᵀ diag(A) q̈_span
+                qdd = wc[QDDS + _coord(ib, ic, cb, k, j)]
+                acc += _g(ic, wc, k, j, l) * _armature(ib, ws, ic, cb, k, j) * qdd
+            tau[iv + l] = acc
+        if ic[k, L.C_PARENT] != 0:
+            for j in range(nb):
+                i = cb[first + j]
+                R, p = placement_in_output(ib, ws, ic, k, i)
+                ops.add_to6(ws, ib[i, L.I_OUT], L.W_F, ops.force_to_parent(R, p, ops.load6(ws, i, L.W_F)))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# C-ABA (Algorithm 1; GRBDA order: articulated inertias, bias forces, accelerations)
+@njit(cache=True)
+def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy):
+    st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, np.zeros(0), False)
+    if st != 0:
+        return st
+    ncl = ic[0, L.C0_NCL]
+    # forward pass #1 (lines 20–21): 𝖨^A = 𝖨 (block diagonal), 𝗉^A = 𝗏 ×* 𝖨 𝗏 − f_ext
+    for k in range(1, ncl + 1):
+        first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
+        nb6 = 6 * nb
+        IA, PA, MK = ic[k, L.C_IA], ic[k, L.C_PA], ic[k, L.C_MASK]
+        for x in range(nb * nb):  # only the diagonal blocks are non-zero to begin with
+            wc[MK + x] = 0.0
+        for j in range(nb):
+            wc[MK + j * nb + j] = 1.0
+            i = cb[first + j]
+            I = ops.load10(ws, i, L.W_INER)
+            mass, h0, h1, h2, xx, yy, zz, xy, xz, yz = I
+            rows = (xx, xy, xz, 0.0, -h2, h1,
+                    xy, yy, yz, h2, 0.0, -h0,
+                    xz, yz, zz, -h1, h0, 0.0,
+                    0.0, h2, -h1, mass, 0.0, 0.0,
+                    -h2, 0.0, h0, 0.0, mass, 0.0,
+                    h1, -h0, 0.0, 0.0, 0.0, mass)  # fmt: skip
+            o = IA + (6 * j) * nb6 + 6 * j
+            for r in range(6):
+                for c in range(6):
+                    wc[o + r * nb6 + c] = rows[6 * r + c]
+            vi = ops.load6(ws, i, L.W_V)
+            pa = ops.sub6(ops.cross_force(vi, ops.inertia_mul(I, vi)), external_force(fext, i))
+            for r in range(6):
+                wc[PA + 6 * j + r] = pa[r]
+    # backward pass (lines 25–35)
+    for k in range(ncl, 0, -1):
+        first, nb, m, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
+        nb6 = 6 * nb
+        IA, PA, U = ic[k, L.C_IA], ic[k, L.C_PA], ic[k, L.C_U]
+        DI, UU, DS, MK = ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR], ic[k, L.C_MASK]
+        for l in range(m):  # 𝖴 = 𝖨^A 𝖲 (eq. 49), 𝗎 = τ − 𝖲ᵀ 𝗉^A
+            for x in range(nb6):
+                wc[U + x * m + l] = 0.0
+            ul = tau[iv + l]
+            for j in range(nb):
+                s = s_col(ib, ws, ic, cb, wc, k, j, l)
+                ul -= ops.dot6(s, load6w(wc, PA + 6 * j))
+                for jr in range(nb):
+                    if wc[MK + jr * nb + j] != 0.0:
+                        col = block_mul(wc, IA + (6 * jr) * nb6 + 6 * j, nb6, s)
+                        for r in range(6):
+                            wc[U + (6 * jr + r) * m + l] += col[r]
+            wc[UU + l] = ul
+        for l1 in range(m):  # 𝖣 = 𝖲ᵀ 𝖴
+            for l2 in range(m):
+                acc = 0.0
+                for j in range(nb):
+                    s = s_col(ib, ws, ic, cb, wc, k, j, l1)
+                    acc += ops.dot6(s, col6w(wc, U + (6 * j) * m + l2, m))
+                for j in range(ic[k, L.C_N]):  # armature: Gᵀ diag(A) G
+                    acc += _g(ic, wc, k, j, l1) * _armature(ib, ws, ic, cb, k, j) * _g(ic, wc, k, j, l2)
+                wc[DS + l1 * m + l2] = acc
+        if ic[k, L.C_KIND] != 0:  # armature: 𝗎 −= Gᵀ diag(A) g
+            for l in range(m):
+                for j in range(ic[k, L.C_N]):
+                    arm = _armature(ib, ws, ic, cb, k, j)
+                    wc[UU + l] -= _g(ic, wc, k, j, l) * arm * wc[ic[k, L.C_GB] + j]
+        if m == 1:
+            if not wc[DS] > 0.0:
+                return SINGULAR * STATUS_BASE + cb[first]
+            wc[DI] = 1.0 / wc[DS]
+        elif not spd_inverse_1d(wc, DS, m, DI, DS + m * m):
+            return SINGULAR * STATUS_BASE + cb[first]
+        p_k = ic[k, L.C_PARENT]
+        if p_k == 0:
+            continue
+        # To the parent cluster (lines 30–33), without forming 𝖨^a = 𝖨^A − 𝖴𝖣⁻¹𝖴ᵀ densely: with 𝒳 the
+        # (sparse) cluster transform and V_p = Σ_{a: Λ(a) = p} ᵃX_Λᵀ 𝖴_a per output body p,
+        #   𝒳ᵀ𝖨^a𝒳 = Σ_{non-zero blocks} ᵃX_Λᵀ 𝖨^A_ab ᵇX_Λ − V 𝖣⁻¹ Vᵀ,
+        #   𝒳ᵀ𝗉^a  = Σ_a ᵃX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_a + V 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼)      (eq. 56).
+        pIA, pPA, pMK, pnb = ic[p_k, L.C_IA], ic[p_k, L.C_PA], ic[p_k, L.C_MASK], ic[p_k, L.C_NB]
+        pnb6 = 6 * pnb
+        GS = MK + nb * nb  # group sub indices (nb), then V (nb × 6 × m)
+        GV = GS + nb
+        ng = 0
+        for a in range(nb):
+            ia = cb[first + a]
+            Ra, pa_ = placement_in_output(ib, ws, ic, k, ia)
+            sa = ib[ib[ia, L.I_OUT], L.I_SUB]
+            g = 0
+            while g < ng and wc[GS + g] != sa:
+                g += 1
+            if g == ng:
+                wc[GS + g] = sa
+                for x in range(6 * m):
+                    wc[GV + g * 6 * m + x] = 0.0
+                ng += 1
+            for l in range(m):
+                xu = ops.force_to_parent(Ra, pa_, col6w(wc, U + (6 * a) * m + l, m))
+                for r in range(6):
+                    wc[GV + g * 6 * m + r * m + l] += xu[r]
+            # full-rank part, bias part
+            pb_ = load6w(wc, PA + 6 * a)
+            for b in range(nb):
+                if wc[MK + a * nb + b] == 0.0:
+                    continue
+                ibb = cb[first + b]
+                pb_ = ops.add6(pb_, block_mul(wc, IA + (6 * a) * nb6 + 6 * b, nb6, ops.load6(ws, ibb, L.W_C)))
+                sb = ib[ib[ibb, L.I_OUT], L.I_SUB]
+                touch_block(wc, pMK, pnb, sa, sb, pIA, pnb6)
+                dst = pIA + (6 * sa) * pnb6 + 6 * sb
+                if a == b:
+                    sym6_to_parent(wc, IA + (6 * a) * nb6 + 6 * a, nb6, Ra, pa_, dst, pnb6)
+                else:
+                    Rb, pb = placement_in_output(ib, ws, ic, k, ibb)
+                    blk = IA + (6 * a) * nb6 + 6 * b
+                    gen6_to_parent(wc, blk, nb6, Ra, pa_, Rb, pb, dst, pnb6, DS + m * m + 36)
+            add6w(wc, pPA + 6 * sa, ops.force_to_parent(Ra, pa_, pb_))
+        # 𝗐 = 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼), held after 𝖣 in the scratch
+        W = DS + m * m
+        for l in range(m):
+            e = wc[UU + l]
+            for a in range(nb):
+                e -= ops.dot6(col6w(wc, U + (6 * a) * m + l, m), ops.load6(ws, cb[first + a], L.W_C))
+            wc[W + 36 + l] = e  # (the block transforms' scratch at W + 36 is free again)
+        for l in range(m):
+            acc = 0.0
+            for l2 in range(m):
+                acc += wc[DI + l * m + l2] * wc[W + 36 + l2]
+            wc[W + l] = acc
+        for g1 in range(ng):
+            s1 = int(wc[GS + g1])
+            # bias: + V_g 𝗐
+            for r in range(6):
+                acc = 0.0
+                for l in range(m):
+                    acc += wc[GV + g1 * 6 * m + r * m + l] * wc[W + l]
+                wc[pPA + 6 * s1 + r] += acc
+            # low-rank part: − V_g1 𝖣⁻¹ V_g2ᵀ
+            for g2 in range(ng):
+                s2 = int(wc[GS + g2])
+                touch_block(wc, pMK, pnb, s1, s2, pIA, pnb6)
+                dst = pIA + (6 * s1) * pnb6 + 6 * s2
+                for r in range(6):
+                    for l1 in range(m):
+                        vd = 0.0
+                        for l2 in range(m):
+                            vd += wc[GV + g1 * 6 * m + r * m + l2] * wc[DI + l2 * m + l1]
+                        if vd != 0.0:
+                            for c in range(6):
+                                wc[dst + r * pnb6 + c] -= vd * wc[GV + g2 * 6 * m + c * m + l1]
+    # forward pass #2 (lines 38–43)
+    ops.store6(ws, 0, L.W_A, gravity_seed(ws))
+    for k in range(1, ncl + 1):
+        first, nb, m, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
+        U, DI, UU, DS = ic[k, L.C_U], ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR]
+        for j in range(nb):  # 𝖺' = ᵏ𝖷_λ 𝖺_λ + 𝖼
+            i = cb[first + j]
+            R, p = placement_in_output(ib, ws, ic, k, i)
+            ap = ops.add6(
+                ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_OUT], L.W_A)), ops.load6(ws, i, L.W_C)
+            )
+            ops.store6(ws, i, L.W_A, ap)
+        for l in range(m):  # 𝗎 − 𝖴ᵀ 𝖺'
+            acc = wc[UU + l]
+            for j in range(nb):
+                acc -= ops.dot6(col6w(wc, U + (6 * j) * m + l, m), ops.load6(ws, cb[first + j], L.W_A))
+            wc[DS + l] = acc
+        for l in range(m):  # ÿ = 𝖣⁻¹ (𝗎 − 𝖴ᵀ 𝖺')
+            acc = 0.0
+            for l2 in range(m):
+                acc += wc[DI + l * m + l2] * wc[DS + l2]
+            ddy[iv + l] = acc
+        for j in range(nb):  # 𝖺 = 𝖺' + 𝖲 ÿ
+            i = cb[first + j]
+            acc6 = ops.load6(ws, i, L.W_A)
+            for l in range(m):
+                acc6 = ops.add6(acc6, ops.scale6(s_col(ib, ws, ic, cb, wc, k, j, l), ddy[iv + l]))
+            ops.store6(ws, i, L.W_A, acc6)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# mass matrix H = Gᵀ H_span G (block-sparse projection of the spanning CRBA)
+@njit(cache=True)
+def cluster_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
+    nv_zero = np.zeros(H.shape[0])
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, nv_zero, np.zeros(0))
+        if st != 0:
+            return st
+    nvs, nqs = ic[0, L.C0_NVS], ic[0, L.C0_NQS]
+    HS, QS = ic[0, L.C0_HS], ic[0, L.C0_QS]
+    Hs = wc[HS : HS + nvs * nvs].reshape((nvs, nvs))
+    crba_core(ib, ws, wc[QS : QS + nqs], Hs)
+    ncl = ic[0, L.C0_NCL]
+    for k in range(1, ncl + 1):
+        for l in range(1, k + 1):
+            proj_block(ib, ic, cb, wc, Hs, H, k, l)
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _coord(ib, ic, cb, k, j):
+    """Spanning velocity index of the j-th spanning coordinate of cluster k."""
+    if ic[k, L.C_KIND] == 0:
+        return ib[cb[ic[k, L.C_FIRST]], L.I_IV] + j
+    return ib[cb[ic[k, L.C_FIRST] + j], L.I_IV]
+
+
+@njit(cache=True, inline="always")
+def _armature(ib, ws, ic, cb, k, j):
+    """Armature of the j-th spanning coordinate of cluster k."""
+    if ic[k, L.C_KIND] == 0:
+        return ws[cb[ic[k, L.C_FIRST]], L.W_ARM + j]
+    return ws[cb[ic[k, L.C_FIRST] + j], L.W_ARM]
+
+
+@njit(cache=True, inline="always")
+def _g(ic, wc, k, j, l):
+    """G_k[j, l] (identity for a single-body cluster)."""
+    if ic[k, L.C_KIND] == 0:
+        return 1.0 if j == l else 0.0
+    return wc[ic[k, L.C_G] + j * ic[k, L.C_M] + l]
+
+
+@njit(cache=True)
+def proj_block(ib, ic, cb, wc, Hs, H, k, l):
+    """H[k-block, l-block] = G_kᵀ Hs[k coords, l coords] G_l (and its transpose)."""
+    nk, nl = ic[k, L.C_N], ic[l, L.C_N]
+    mk, ml = ic[k, L.C_M], ic[l, L.C_M]
+    ivk, ivl = ic[k, L.C_IV], ic[l, L.C_IV]
+    for a in range(mk):
+        for b in range(ml):
+            acc = 0.0
+            for j in range(nk):
+                gka = _g(ic, wc, k, j, a)
+                if gka == 0.0:
+                    continue
+                r = _coord(ib, ic, cb, k, j)
+                for jj in range(nl):
+                    glb = _g(ic, wc, l, jj, b)
+                    if glb != 0.0:
+                        acc += gka * Hs[r, _coord(ib, ic, cb, l, jj)] * glb
+            H[ivk + a, ivl + b] = acc
+            H[ivl + b, ivk + a] = acc
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels and Python wrappers
+_SIG_STATE = (
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
+    "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[::1])"
+)
+
+
+@njit(cache=True)
+def validate_cluster_state(ib, ic, cb, q, v, x, fext):
+    nq = 0
+    nv = 0
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        nq += ic[k, L.C_NQ]
+        nv += ic[k, L.C_NV]
+    st = check_vector(q, nq, 0)
+    if st == 0:
+        st = check_vector(v, nv, 1)
+    if st == 0:
+        st = check_vector(x, nv, 2)
+    if st == 0:
+        st = check_cluster_quaternions(ib, ic, cb, q)
+    if st == 0 and fext.shape[0] != 0:
+        if fext.shape[0] != ib[0, L.I0_NBODIES] + 1 or fext.shape[1] != 6:
+            return STATUS_BASE + 3
+        for i in range(fext.shape[0]):
+            for r in range(6):
+                if not math.isfinite(fext[i, r]):
+                    return 14 * STATUS_BASE + 6 * i + r
+    return st
+
+
+@kernel(_SIG_STATE)
+def c_rnea_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau):
+    st = validate_cluster_state(ib, ic, cb, q, v, a, fext)
+    if st != 0:
+        return st
+    return c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau)
+
+
+@kernel(_SIG_STATE)
+def c_aba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy):
+    st = validate_cluster_state(ib, ic, cb, q, v, tau, fext)
+    if st != 0:
+        return st
+    return c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
+    "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[:, ::1])"
+)
+def cluster_crba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
+    zero = np.zeros(H.shape[0])
+    st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)))
+    if st != 0:
+        return st
+    return cluster_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H)
+
+
+def _args(data):
+    return (data.ib, data.ws, data.ic, data.cb, data.wc, data.code, data.consts, data.table, data.outputs)
+
+
+def _vectors(model, data, q, v, x, f_ext, names):
+    fx = data.no_forces if f_ext is None else as_force_array(f_ext, model.njoints)
+    return (as_float_vector(q, names[0]), as_float_vector(v, names[1]), as_float_vector(x, names[2]), fx)
+
+
+def _state_call(kern, model, data, q, v, x, f_ext, names):
+    """Run a state kernel: the arguments as given first, coerced with clear errors if their types
+    do not match the kernel's signature."""
+    if data.source_key is not model._key:
+        check_data(model, data, clusters_supported=True)
+    out = np.empty(data.nv)
+    try:
+        st = kern(*_args(data), q, v, x, data.no_forces if f_ext is None else f_ext, out)
+    except TypeError:
+        st = kern(*_args(data), *_vectors(model, data, q, v, x, f_ext, names), out)
+    if st:
+        raise_cluster_status(model, st, (*names, "f_ext"))
+    return out
+
+
+def cluster_rnea(model, data, q, v, a, f_ext=None) -> np.ndarray:
+    """C-RNEA: independent joint forces of a model with loops (see :func:`loopdyn.rnea`)."""
+    return _state_call(c_rnea_kernel, model, data, q, v, a, f_ext, ("q", "v", "a"))
+
+
+def cluster_aba(model, data, q, v, tau, f_ext=None) -> np.ndarray:
+    """C-ABA: independent accelerations of a model with loops (see :func:`loopdyn.aba`)."""
+    return _state_call(c_aba_kernel, model, data, q, v, tau, f_ext, ("q", "v", "tau"))
+
+
+def cluster_crba(model, data, q) -> np.ndarray:
+    """The mass matrix in independent coordinates, H = Gᵀ H_span G (full, symmetric)."""
+    check_data(model, data, clusters_supported=True)
+    out = np.empty((model.nv, model.nv))
+    st = cluster_crba_kernel(*_args(data), as_float_vector(q, "q"), out)
+    if st:
+        raise_cluster_status(model, st, ("q",))
+    return out
