@@ -1,0 +1,73 @@
+"""Projection baselines on the spanning tree (spec §2.7.1, §2.7.3): exact, dense, slow.
+
+With ``v_span = G ẏ`` and ``a_span = G ÿ + g`` (see :mod:`loopdyn.baselines.constraints`):
+
+* projected RNEA: ``τ = Gᵀ RNEA_span(q_s, v_s, G ÿ + g, f_ext)``;
+* projected mass matrix ``H_ind = Gᵀ H G`` and bias ``C_ind = Gᵀ(C + H g)``, with ``H`` the spanning
+  tree's CRBA and ``C = RNEA_span(q_s, v_s, 0, f_ext)`` (gravity and external forces included);
+* projection forward dynamics ``ÿ = (GᵀHG)⁻¹(τ − Gᵀ(C + H g))`` by a dense Cholesky factorisation.
+
+On a tree (no constraints) G = 1 and g = 0: these reduce to ``loopdyn.rnea`` / ``crba`` / ``aba``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+from ..algorithms.crba import crba
+from ..algorithms.rnea import rnea
+from .constraints import baseline_cache, spanning_state
+
+__all__ = [
+    "projected_bias",
+    "projected_mass_matrix",
+    "projected_rnea",
+    "projection_forward_dynamics",
+]
+
+
+def projected_rnea(model, q, v, a, f_ext=None) -> np.ndarray:
+    """Inverse dynamics ``τ = Gᵀ RNEA_span(q_s, v_s, G a + g, f_ext)`` (independent forces, nv)."""
+    cache = baseline_cache(model)
+    qs, vs, as_, G, _ = spanning_state(model, q, v, a)
+    return G.T @ rnea(cache.tree, cache.data, qs, vs, as_, f_ext)
+
+
+def projected_mass_matrix(model, q) -> np.ndarray:
+    """``Gᵀ H G`` (nv × nv), the mass matrix of the independent coordinates."""
+    cache = baseline_cache(model)
+    qs, _, G, _ = spanning_state(model, q, np.zeros(model.nv))
+    H = crba(cache.tree, cache.data, qs)
+    return G.T @ H @ G
+
+
+def projected_bias(model, q, v, f_ext=None) -> np.ndarray:
+    """``Gᵀ(C + H g)`` (nv): the independent forces needed for ``ÿ = 0`` (gravity, velocity products
+    and external forces included)."""
+    cache = baseline_cache(model)
+    qs, vs, G, g = spanning_state(model, q, v)
+    C = rnea(cache.tree, cache.data, qs, vs, np.zeros(cache.nvs), f_ext)
+    H = crba(cache.tree, cache.data, qs)
+    return G.T @ (C + H @ g)
+
+
+def projection_forward_dynamics(model, q, v, tau, f_ext=None, *, full_output: bool = False):
+    """Forward dynamics by projection: ``ÿ = (GᵀHG)⁻¹(τ − Gᵀ(C + H g))`` (dense Cholesky).
+
+    Returns ``ÿ`` (nv, cluster-state order), or ``(ÿ, q̈_span)`` with ``q̈_span = G ÿ + g`` when
+    ``full_output``.
+    """
+    cache = baseline_cache(model)
+    tau = np.asarray(tau, dtype=float)
+    if tau.shape != (model.nv,):
+        raise ValueError(f"tau must have shape ({model.nv},), got {tau.shape}")
+    qs, vs, G, g = spanning_state(model, q, v)
+    H = crba(cache.tree, cache.data, qs)
+    C = rnea(cache.tree, cache.data, qs, vs, np.zeros(cache.nvs), f_ext)
+    A = G.T @ H @ G
+    b = tau - G.T @ (C + H @ g)
+    ydd = cho_solve(cho_factor(A, lower=True, check_finite=False), b, check_finite=False)
+    if full_output:
+        return ydd, G @ ydd + g
+    return ydd
