@@ -37,7 +37,6 @@ from .common import (
     external_force,
     gravity_seed,
     kernel,
-    s_column,
 )
 from .crba import crba_core
 from .validation import check_data
@@ -55,9 +54,8 @@ def placement_in_output(ib, ws, ic, k, i):
 
 @njit(cache=True, inline="always")
 def s_col(ib, ws, ic, cb, wc, k, j, l):
-    """Column l of block j (the cluster's j-th body) of 𝖲_k, body frame, as a 6-tuple."""
-    if ic[k, L.C_KIND] == 0:
-        return s_column(ib, ws, cb[ic[k, L.C_FIRST]], l)
+    """Column l of block j (the cluster's j-th body) of 𝖲_k, body frame, as a 6-tuple (every cluster,
+    a tree joint included, keeps 𝖲 in its table: no branching here, which keeps the loops tight)."""
     m = ic[k, L.C_M]
     return col6w(wc, ic[k, L.C_S] + 6 * j * m + l, m)
 
@@ -205,6 +203,7 @@ def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext,
     st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, True)
     if st != 0:
         return st
+    has_armature = ws[0, L.W_ARM] != 0.0  # set when the model has armature
     for i in range(1, ib[0, L.I0_NBODIES] + 1):  # net forces 𝖿 = 𝖨 𝖺 + 𝗏 ×* 𝖨 𝗏 (eq. 34)
         I = ops.load10(ws, i, L.W_INER)
         vi = ops.load6(ws, i, L.W_V)
@@ -219,9 +218,10 @@ def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext,
             acc = 0.0
             for j in range(nb):
                 acc += ops.dot6(s_col(ib, ws, ic, cb, wc, k, j, l), ops.load6(ws, cb[first + j], L.W_F))
-            for j in range(ic[k, L.C_N]):  # armature: Gᵀ diag(A) q̈_span
-                qdd = wc[QDDS + _coord(ib, ic, cb, k, j)]
-                acc += _g(ic, wc, k, j, l) * _armature(ib, ws, ic, cb, k, j) * qdd
+            if has_armature:  # Gᵀ diag(A) q̈_span
+                for j in range(ic[k, L.C_N]):
+                    qdd = wc[QDDS + _coord(ib, ic, cb, k, j)]
+                    acc += _g(ic, wc, k, j, l) * _armature(ic, wc, k, j) * qdd
             tau[iv + l] = acc
         if ic[k, L.C_PARENT] != 0:
             for j in range(nb):
@@ -238,6 +238,7 @@ def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext
     st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, np.zeros(0), False)
     if st != 0:
         return st
+    has_armature = ws[0, L.W_ARM] != 0.0  # set when the model has armature
     ncl = ic[0, L.C0_NCL]
     # forward pass #1 (lines 20–21): 𝖨^A = 𝖨 (block diagonal), 𝗉^A = 𝗏 ×* 𝖨 𝗏 − f_ext
     for k in range(1, ncl + 1):
@@ -290,13 +291,14 @@ def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext
                 for j in range(nb):
                     s = s_col(ib, ws, ic, cb, wc, k, j, l1)
                     acc += ops.dot6(s, col6w(wc, U + (6 * j) * m + l2, m))
-                for j in range(ic[k, L.C_N]):  # armature: Gᵀ diag(A) G
-                    acc += _g(ic, wc, k, j, l1) * _armature(ib, ws, ic, cb, k, j) * _g(ic, wc, k, j, l2)
+                if has_armature:  # Gᵀ diag(A) G
+                    for j in range(ic[k, L.C_N]):
+                        acc += _g(ic, wc, k, j, l1) * _armature(ic, wc, k, j) * _g(ic, wc, k, j, l2)
                 wc[DS + l1 * m + l2] = acc
-        if ic[k, L.C_KIND] != 0:  # armature: 𝗎 −= Gᵀ diag(A) g
+        if has_armature and ic[k, L.C_KIND] != 0:  # armature: 𝗎 −= Gᵀ diag(A) g
             for l in range(m):
                 for j in range(ic[k, L.C_N]):
-                    arm = _armature(ib, ws, ic, cb, k, j)
+                    arm = _armature(ic, wc, k, j)
                     wc[UU + l] -= _g(ic, wc, k, j, l) * arm * wc[ic[k, L.C_GB] + j]
         if m == 1:
             if not wc[DS] > 0.0:
@@ -442,18 +444,14 @@ def _coord(ib, ic, cb, k, j):
 
 
 @njit(cache=True, inline="always")
-def _armature(ib, ws, ic, cb, k, j):
-    """Armature of the j-th spanning coordinate of cluster k."""
-    if ic[k, L.C_KIND] == 0:
-        return ws[cb[ic[k, L.C_FIRST]], L.W_ARM + j]
-    return ws[cb[ic[k, L.C_FIRST] + j], L.W_ARM]
+def _armature(ic, wc, k, j):
+    """Armature of the j-th spanning coordinate of cluster k (from the cluster's table)."""
+    return wc[ic[k, L.C_ARM] + j]
 
 
 @njit(cache=True, inline="always")
 def _g(ic, wc, k, j, l):
-    """G_k[j, l] (identity for a single-body cluster)."""
-    if ic[k, L.C_KIND] == 0:
-        return 1.0 if j == l else 0.0
+    """G_k[j, l] (the identity for a tree joint, from the cluster's table)."""
     return wc[ic[k, L.C_G] + j * ic[k, L.C_M] + l]
 
 

@@ -502,6 +502,28 @@ class CompiledClusters:
     outputs: np.ndarray
 
 
+def _body_armature(model, b: int) -> np.ndarray:
+    return np.asarray(model.bodies[b - 1].armature_vector(), float)
+
+
+def _joint_subspace(model, b: int) -> np.ndarray:
+    """The joint's motion subspace S (6 × nv, Featherstone [ω; v], body frame), row-major."""
+    from .joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
+
+    j = model.bodies[b - 1].joint
+    S = np.zeros((6, j.nv))
+    if j.code in (REVOLUTE, REVOLUTE_UNBOUNDED):
+        S[:3, 0] = j.axis_array()
+    elif j.code == PRISMATIC:
+        S[3:, 0] = j.axis_array()
+    elif j.code == SPHERICAL:
+        S[:3, :3] = np.eye(3)
+    elif j.code == FREEFLYER:  # v = [linear; angular]
+        S[3:, :3] = np.eye(3)
+        S[:3, 3:] = np.eye(3)
+    return S
+
+
 def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledClusters:
     """Fill the cluster columns of ``ib`` and build the cluster arrays."""
     from ..constraints.tape import compile_constraint, pack_programs
@@ -513,6 +535,8 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledCluste
     wc_size = 0
     programs = []
     G_init = []
+    arm_init = []
+    const_init = []
 
     def alloc(n: int) -> int:
         nonlocal wc_size
@@ -548,7 +572,18 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledCluste
         row[L.C_DSCR] = alloc(max(mm, 1) ** 2 + 72)
         # block mask (nb²) + per output-body groups: sub index (nb) and V = Σ Xᵀ U (nb × 6 × m)
         row[L.C_MASK] = alloc(len(c.bodies) ** 2 + len(c.bodies) + len(c.bodies) * 6 * max(mm, 1))
+        row[L.C_ARM] = alloc(max(c.n, 1))
+        arm_init.append((row[L.C_ARM], np.concatenate([_body_armature(model, b) for b in c.bodies])))
         if c.kind == 0:
+            # a tree joint: constant G = 1, g = 0 and 𝖲 = the joint's S (body frame), so that every
+            # cluster reads G, g and 𝖲 from the same tables
+            n1 = c.nv
+            row[L.C_N], row[L.C_M] = n1, n1
+            row[L.C_G] = alloc(n1 * n1)
+            row[L.C_GB] = alloc(n1)
+            row[L.C_S] = alloc(6 * max(n1, 1))
+            const_init.append((row[L.C_G], np.eye(n1).reshape(-1)))
+            const_init.append((row[L.C_S], _joint_subspace(model, c.bodies[0]).reshape(-1)))
             continue
         nrow = c.n - c.m
         row[L.C_NROW] = nrow
@@ -581,7 +616,7 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledCluste
     ic[0, L.C0_TAUS] = alloc(nvs)  # spanning joint forces
     ic[0, L.C0_PHITOL] = alloc(1)
     wc = np.zeros(wc_size)
-    for off, G in G_init:
+    for off, G in G_init + const_init + arm_init:
         wc[off : off + G.size] = G.reshape(-1)
     wc[ic[0, L.C0_PHITOL]] = model.constraint_tolerance
     return CompiledClusters(

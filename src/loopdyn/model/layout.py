@@ -90,7 +90,8 @@ C_DINV = 22  # offset in wc of 𝖣⁻¹ (M × M)
 C_UU = 23  # offset in wc of 𝗎 = τ − 𝖲ᵀ𝗉^A (M)
 C_DSCR = 24  # offset in wc of scratch for 𝖣 and its factorisation (M² + 72)
 C_MASK = 25  # offset in wc of the nonzero-block mask of 𝖨^A (NB × NB, 0/1) and group scratch
-NC = 26
+C_ARM = 26  # offset in wc of the armature of the cluster's spanning coordinates (N)
+NC = 28
 # header row 0
 C0_NCL = 0  # number of clusters
 C0_QS = 1  # offset in wc of the spanning-tree configuration
