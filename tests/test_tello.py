@@ -16,7 +16,11 @@ from loopdyn.io import load_urdf
 from loopdyn.model.clusters import EXPLICIT, IMPLICIT
 from loopdyn.robots import tello
 
-REF = Path(os.environ.get("LOOPDYN_GRBDA_URDF_DIR") or "/work/shared/reference-models/grbda-urdf")
+# the reference files: $LOOPDYN_GRBDA_URDF_DIR, else ../shared beside this repository (as CI lays it out)
+REF = Path(
+    os.environ.get("LOOPDYN_GRBDA_URDF_DIR")
+    or Path(__file__).resolve().parents[2] / "shared" / "reference-models" / "grbda-urdf"
+)
 
 
 def ref(name: str) -> Path:

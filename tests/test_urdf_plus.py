@@ -15,7 +15,11 @@ from loopdyn.errors import InputError, UnsupportedFeatureError, URDFError
 from loopdyn.io import load_urdf
 from loopdyn.model.clusters import EXPLICIT, IMPLICIT
 
-REF = Path(os.environ.get("LOOPDYN_GRBDA_URDF_DIR") or "/work/shared/reference-models/grbda-urdf")
+# the reference files: $LOOPDYN_GRBDA_URDF_DIR, else ../shared beside this repository (as CI lays it out)
+REF = Path(
+    os.environ.get("LOOPDYN_GRBDA_URDF_DIR")
+    or Path(__file__).resolve().parents[2] / "shared" / "reference-models" / "grbda-urdf"
+)
 DATA = Path(__file__).parent / "data" / "urdf"
 
 

@@ -55,7 +55,10 @@ ARM_TRANSMISSIONS = (("shoulder-ry", 6.0), ("shoulder-rx", 6.0), ("shoulder-rz",
 
 #: environment variable naming the directory of GRBDA's URDF+ reference files
 GRBDA_URDF_DIR_ENV = "LOOPDYN_GRBDA_URDF_DIR"
-_DEFAULT_GRBDA_URDF_DIRS = ("/work/shared/reference-models/grbda-urdf",)
+#: where the reference files are looked for otherwise: ``shared/`` beside a source checkout of loopdyn
+_DEFAULT_GRBDA_URDF_DIRS = (
+    str(Path(__file__).resolve().parents[4] / "shared" / "reference-models" / "grbda-urdf"),
+)
 
 
 # ----------------------------------------------------------------------------------------------
