@@ -39,6 +39,7 @@ from .common import (
     kernel,
 )
 from .crba import crba_core
+from .rnea import rnea_core
 from .validation import check_data
 
 
@@ -197,37 +198,28 @@ def spd_inverse_1d(w, src, n, dst, scr):
 
 
 # ---------------------------------------------------------------------------------------------
-# C-RNEA (eqs. 32–35 and 31)
+# C-RNEA (eqs. 32–35 and 31), evaluated through eq. 29: 𝖲_kᵀ 𝖿^𝒥_k = G_kᵀ τ_𝒥k. The forward
+# recursion 𝖺_k = ᵏ𝖷_λ 𝖺_λ + 𝖲_k ÿ_k + 𝖼_k is, body by body, the spanning tree's with q̈ = G ÿ + g,
+# and the backward recursion of 𝖿^𝒥 is the spanning tree's force recursion regrouped by cluster; so
+# C-RNEA = the tree recursion on the cluster's spanning coordinates, then τ_k = G_kᵀ τ_𝒥k per
+# cluster — no cluster transform or 𝖲 needs forming.
 @njit(cache=True)
 def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau):
-    st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, True)
-    if st != 0:
-        return st
-    has_armature = ws[0, L.W_ARM] != 0.0  # set when the model has armature
-    for i in range(1, ib[0, L.I0_NBODIES] + 1):  # net forces 𝖿 = 𝖨 𝖺 + 𝗏 ×* 𝖨 𝗏 (eq. 34)
-        I = ops.load10(ws, i, L.W_INER)
-        vi = ops.load6(ws, i, L.W_V)
-        fi = ops.add6(
-            ops.inertia_mul(I, ops.load6(ws, i, L.W_A)), ops.cross_force(vi, ops.inertia_mul(I, vi))
-        )
-        ops.store6(ws, i, L.W_F, ops.sub6(fi, external_force(fext, i)))
-    for k in range(ic[0, L.C0_NCL], 0, -1):  # backward (eq. 35), τ = 𝖲ᵀ 𝖿^𝒥 (eq. 31)
-        first, nb, m, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
-        QDDS = ic[0, L.C0_QDDS]
+    for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q, q̇ = G ẏ, q̈ = G ÿ + g (eqs. 3, 33)
+        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
+        if st != 0:
+            return st
+    nqs, nvs = ic[0, L.C0_NQS], ic[0, L.C0_NVS]
+    QS, QDS, QDDS, TAUS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS], ic[0, L.C0_TAUS]
+    rnea_core(ib, ws, wc[QS : QS + nqs], wc[QDS : QDS + nvs], wc[QDDS : QDDS + nvs], fext,
+              wc[TAUS : TAUS + nvs], True)  # fmt: skip
+    for k in range(1, ic[0, L.C0_NCL] + 1):  # τ_k = G_kᵀ τ_𝒥k (eqs. 29, 31)
+        m, iv = ic[k, L.C_M], ic[k, L.C_IV]
         for l in range(m):
             acc = 0.0
-            for j in range(nb):
-                acc += ops.dot6(s_col(ib, ws, ic, cb, wc, k, j, l), ops.load6(ws, cb[first + j], L.W_F))
-            if has_armature:  # Gᵀ diag(A) q̈_span
-                for j in range(ic[k, L.C_N]):
-                    qdd = wc[QDDS + _coord(ib, ic, cb, k, j)]
-                    acc += _g(ic, wc, k, j, l) * _armature(ic, wc, k, j) * qdd
+            for j in range(ic[k, L.C_N]):
+                acc += _g(ic, wc, k, j, l) * wc[TAUS + _coord(ib, ic, cb, k, j)]
             tau[iv + l] = acc
-        if ic[k, L.C_PARENT] != 0:
-            for j in range(nb):
-                i = cb[first + j]
-                R, p = placement_in_output(ib, ws, ic, k, i)
-                ops.add_to6(ws, ib[i, L.I_OUT], L.W_F, ops.force_to_parent(R, p, ops.load6(ws, i, L.W_F)))
     return 0
 
 
