@@ -23,17 +23,16 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .cluster_kinematics import (
-    check_cluster_quaternions,
     cluster_coordinates,
     cluster_fk_core,
     raise_cluster_status,
+    validate_cluster_state,
 )
 from .common import (
     SINGULAR,
     STATUS_BASE,
     as_float_vector,
     as_force_array,
-    check_vector,
     external_force,
     gravity_seed,
     kernel,
@@ -478,33 +477,9 @@ _SIG_STATE = (
 )
 
 
-@njit(cache=True)
-def validate_cluster_state(ib, ic, cb, q, v, x, fext):
-    nq = 0
-    nv = 0
-    for k in range(1, ic[0, L.C0_NCL] + 1):
-        nq += ic[k, L.C_NQ]
-        nv += ic[k, L.C_NV]
-    st = check_vector(q, nq, 0)
-    if st == 0:
-        st = check_vector(v, nv, 1)
-    if st == 0:
-        st = check_vector(x, nv, 2)
-    if st == 0:
-        st = check_cluster_quaternions(ib, ic, cb, q)
-    if st == 0 and fext.shape[0] != 0:
-        if fext.shape[0] != ib[0, L.I0_NBODIES] + 1 or fext.shape[1] != 6:
-            return STATUS_BASE + 3
-        for i in range(fext.shape[0]):
-            for r in range(6):
-                if not math.isfinite(fext[i, r]):
-                    return 14 * STATUS_BASE + 6 * i + r
-    return st
-
-
 @kernel(_SIG_STATE)
 def c_rnea_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau):
-    st = validate_cluster_state(ib, ic, cb, q, v, a, fext)
+    st = validate_cluster_state(ib, ic, cb, q, v, a, fext, True)
     if st != 0:
         return st
     return c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau)
@@ -512,7 +487,7 @@ def c_rnea_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fex
 
 @kernel(_SIG_STATE)
 def c_aba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy):
-    st = validate_cluster_state(ib, ic, cb, q, v, tau, fext)
+    st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:
         return st
     return c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
@@ -524,7 +499,7 @@ def c_aba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fe
 )
 def cluster_crba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     zero = np.zeros(H.shape[0])
-    st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)))
+    st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:
         return st
     return cluster_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H)

@@ -18,22 +18,18 @@ Single-body clusters use the tree recursion unchanged.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
 from ..constraints.tape import evaluate
 from ..errors import ConfigurationError
 from ..model import layout as L
-from ..model.joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from ..spatial import ops
 from .common import (
-    BAD_QUAT,
-    BAD_UNIT_COMPLEX,
     STATUS_BASE,
-    UNIT_TOL,
     as_float_vector,
+    check_forces,
+    check_unit,
     check_vector,
     gravity_seed,
     jcalc,
@@ -281,6 +277,17 @@ def cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, w
 )
 def cluster_fk_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a):
     """Validated cluster forward kinematics (a may be empty: no accelerations)."""
+    st = validate_cluster_state(ib, ic, cb, q, v, a, np.zeros((0, 6)), False)
+    if st != 0:
+        return st
+    return cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, False)
+
+
+@njit(cache=True)
+def validate_cluster_state(ib, ic, cb, q, v, x, fext, x_required):
+    """Status of a cluster state (q, v) and a vector x of independent size (accelerations or forces;
+    when not ``x_required`` an empty x means 'not given'), and of external forces (empty or
+    (nbodies + 1, 6)): sizes, finiteness, unit quaternions of single-body clusters."""
     nq = 0
     nv = 0
     for k in range(1, ic[0, L.C0_NCL] + 1):
@@ -289,32 +296,18 @@ def cluster_fk_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a)
     st = check_vector(q, nq, 0)
     if st == 0:
         st = check_vector(v, nv, 1)
-    if st == 0 and a.shape[0] != 0:
-        st = check_vector(a, nv, 2)
+    if st == 0 and (x_required or x.shape[0] != 0):
+        st = check_vector(x, nv, 2)
     if st == 0:
-        st = check_cluster_quaternions(ib, ic, cb, q)
+        st = check_forces(ib, fext)
     if st != 0:
         return st
-    return cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, False)
-
-
-@njit(cache=True)
-def check_cluster_quaternions(ib, ic, cb, q):
-    """Unit quaternions / (cos, sin) pairs of single-body clusters, in cluster-state indexing."""
     for k in range(1, ic[0, L.C0_NCL] + 1):
-        if ic[k, L.C_KIND] != 0:
-            continue
-        b = cb[ic[k, L.C_FIRST]]
-        jt = ib[b, L.I_JTYPE]
-        o = ic[k, L.C_IQ]
-        if jt == SPHERICAL or jt == FREEFLYER:
-            o = o + 3 if jt == FREEFLYER else o
-            n2 = q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3]
-            if abs(math.sqrt(n2) - 1.0) > UNIT_TOL:
-                return BAD_QUAT * STATUS_BASE + b
-        elif jt == REVOLUTE_UNBOUNDED:
-            if abs(math.sqrt(q[o] * q[o] + q[o + 1] * q[o + 1]) - 1.0) > UNIT_TOL:
-                return BAD_UNIT_COMPLEX * STATUS_BASE + b
+        if ic[k, L.C_KIND] == 0:
+            b = cb[ic[k, L.C_FIRST]]
+            kind = check_unit(ib[b, L.I_JTYPE], q, ic[k, L.C_IQ])
+            if kind != 0:
+                return kind * STATUS_BASE + b
     return 0
 
 

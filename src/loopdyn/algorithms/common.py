@@ -42,6 +42,21 @@ def check_vector(x, n, arg):
     return 0
 
 
+@njit(cache=True, inline="always")
+def check_unit(jt, q, iq):
+    """0, or the status kind of a non-unit quaternion / (cos, sin) pair of a joint of type jt whose
+    coordinates start at q[iq]."""
+    if jt == SPHERICAL or jt == FREEFLYER:
+        o = iq + 3 if jt == FREEFLYER else iq
+        n2 = q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3]
+        if abs(math.sqrt(n2) - 1.0) > UNIT_TOL:
+            return BAD_QUAT
+    elif jt == REVOLUTE_UNBOUNDED:
+        if abs(math.sqrt(q[iq] * q[iq] + q[iq + 1] * q[iq + 1]) - 1.0) > UNIT_TOL:
+            return BAD_UNIT_COMPLEX
+    return 0
+
+
 @njit(cache=True)
 def check_configuration(ib, q):
     """Status for a configuration vector: size, finiteness, unit quaternions and (cos, sin) pairs."""
@@ -49,17 +64,9 @@ def check_configuration(ib, q):
     if st != 0:
         return st
     for i in range(1, ib[0, L.I0_NBODIES] + 1):
-        jt = ib[i, L.I_JTYPE]
-        iq = ib[i, L.I_IQ]
-        if jt == SPHERICAL or jt == FREEFLYER:
-            o = iq + 3 if jt == FREEFLYER else iq
-            n2 = q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3]
-            if abs(math.sqrt(n2) - 1.0) > UNIT_TOL:
-                return BAD_QUAT * STATUS_BASE + i
-        elif jt == REVOLUTE_UNBOUNDED:
-            n2 = q[iq] * q[iq] + q[iq + 1] * q[iq + 1]
-            if abs(math.sqrt(n2) - 1.0) > UNIT_TOL:
-                return BAD_UNIT_COMPLEX * STATUS_BASE + i
+        kind = check_unit(ib[i, L.I_JTYPE], q, ib[i, L.I_IQ])
+        if kind != 0:
+            return kind * STATUS_BASE + i
     return 0
 
 
