@@ -364,6 +364,7 @@ def test_against_pinocchio_constraint_dynamics(mechanism, seed):
     pin.initConstraintDynamics(pm, pd, cms, cds)
     prox = pin.ProximalSettings(1e-14, 1e-12, 100)
     worst = 0.0
+    data = m.create_data()
     for q, v, _, rng_ in states(m, 8, seed=10 + seed):
         tau = 3.0 * rng_.normal(size=m.nv)
         qs, vs, G, g = spanning_state(m, q, v)
@@ -375,5 +376,7 @@ def test_against_pinocchio_constraint_dynamics(mechanism, seed):
             rel_close(G @ ydd + g, qdd_pin, f"{mechanism}: G ÿ + g (LM {method}) vs Pinocchio", 1e-8)
         ydd, qdd = projection_forward_dynamics(m, q, v, tau, full_output=True)
         rel_close(qdd, qdd_pin, f"{mechanism}: G ÿ + g (projection) vs Pinocchio", 1e-8)
+        ydd_c = loopdyn.aba(m, data, q, v, tau)  # C-ABA itself against Pinocchio
+        rel_close(G @ ydd_c + g, qdd_pin, f"{mechanism}: G ÿ + g (C-ABA) vs Pinocchio", 1e-8)
         worst = max(worst, float(np.max(np.abs(qdd - qdd_pin)) / max(1.0, np.max(np.abs(qdd_pin)))))
     print(f"{mechanism} seed {seed}: worst relative difference to Pinocchio {worst:.2e}")
