@@ -11,6 +11,7 @@ Quick start::
 
 from . import batch, errors, robots
 from .algorithms import aba, crba, gravity, minverse, nonlinear_effects, rnea
+from .algorithms.delassus import Constraint, damped_delassus_inverse, delassus
 from .algorithms.kinematics import (
     forward_kinematics,
     frame_acceleration,

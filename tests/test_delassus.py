@@ -1,0 +1,288 @@
+"""The Delassus matrix Λ⁻¹ = J M⁻¹ Jᵀ of link constraints on trees: EFPA against the dense reference,
+structural properties, invariance, damping, errors, and Pinocchio (J M⁻¹ Jᵀ from its LOCAL frame
+Jacobians and CRBA, and its own ``computeDelassusMatrix``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import trees
+
+import loopdyn
+from loopdyn.algorithms.delassus import Constraint, damped_delassus_inverse, delassus
+from loopdyn.errors import ConfigurationError, InputError, ShapeError, UnsupportedFeatureError
+
+TOL = 1e-10
+
+
+def rel_err(a, b) -> float:
+    return float(np.abs(a - b).max() / max(1.0, np.abs(b).max())) if b.size else 0.0
+
+
+def check_psd(G, what=""):
+    assert np.array_equal(G, G.T), f"{what}: not exactly symmetric"
+    if G.size:
+        lmin = np.linalg.eigvalsh(G).min()
+        assert lmin >= -1e-10 * max(1.0, np.abs(G).max()), f"{what}: min eigenvalue {lmin}"
+
+
+def random_constraints(rng, lm, n_cons, frames_only=False):
+    """Mixed 3D / 6D / custom constraints on random frames of ``lm``, with random placements; some
+    repeated on the same body."""
+    names = [f.name for f in lm.frames if f.body > 0 or not frames_only]
+    out = []
+    for k in range(n_cons):
+        name = out[-1].body if (k and rng.random() < 0.3) else names[rng.integers(len(names))]
+        u = rng.random()
+        kind = "6d" if u < 0.35 else "3d" if u < 0.7 else rng.normal(size=(int(rng.integers(1, 9)), 6))
+        placement = None if rng.random() < 0.2 else (trees.random_rotation(rng), rng.normal(size=3) * 0.3)
+        if rng.random() < 0.3 and placement is not None:
+            placement = trees.homogeneous(*placement)
+        out.append(Constraint(name, kind, placement))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# EFPA == dense on random trees
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_efpa_matches_dense_random_trees(floating):
+    rng = np.random.default_rng(7 + floating)
+    worst = 0.0
+    for n in [1, 2, 3, 5, 8, 12, 17, 25, 40]:
+        lm, _ = trees.random_tree(rng, n, floating=floating, with_pinocchio=False)
+        d = lm.create_data()
+        for s in range(3):
+            cons = random_constraints(rng, lm, int(rng.integers(1, 9)))
+            q, _, _ = trees.random_state(rng, lm)
+            G = delassus(lm, d, q, cons)
+            E = delassus(lm, d, q, cons, method="efpa")
+            assert E.shape == (sum(c.dim for c in cons),) * 2
+            worst = max(worst, rel_err(E, G))
+            assert rel_err(E, G) < TOL, f"n={n}, state {s}"
+            check_psd(E, f"efpa n={n}")
+            check_psd(G, f"dense n={n}")
+    assert worst < TOL
+
+
+def test_redundant_and_more_rows_than_dofs():
+    rng = np.random.default_rng(3)
+    lm, _ = trees.random_tree(rng, 4, floating=False, with_pinocchio=False)
+    d = lm.create_data()
+    body = lm.bodies[-1].name
+    cons = [Constraint(body, "3d", (np.eye(3), rng.normal(size=3))) for _ in range(4)]  # 4 points, one body
+    cons += [Constraint(body, rng.normal(size=(12, 6))), Constraint(body, "6d"), Constraint(body, "6d")]
+    q, _, _ = trees.random_state(rng, lm)
+    G = delassus(lm, d, q, cons)
+    E = delassus(lm, d, q, cons, method="efpa")
+    m = G.shape[0]
+    assert m == 36 > lm.nv
+    assert rel_err(E, G) < TOL
+    check_psd(E)
+    assert np.linalg.matrix_rank(E, tol=1e-9 * np.abs(E).max()) <= min(6, lm.nv)
+
+
+def test_fig1_tree_and_zero_blocks():
+    """The paper's Fig. 1 tree (π = 0,1,2,3,4,2; constraints on links 6, 3, 5), and a fixed base with
+    two subtrees hanging from the world (off-diagonal blocks exactly zero)."""
+    rng = np.random.default_rng(11)
+    m = loopdyn.Model("fig1")
+    parents = [0, 1, 2, 3, 4, 2]
+    for k, p in enumerate(parents, start=1):
+        ax = rng.normal(size=3)
+        m.add_body(
+            f"l{k}",
+            p if p == 0 else f"l{p}",
+            loopdyn.Revolute(ax / np.linalg.norm(ax)),
+            (trees.random_rotation(rng), rng.normal(size=3) * 0.3),
+            loopdyn.Inertia(*trees.random_inertia(rng)),
+        )
+    d = m.create_data()
+    cons = [Constraint("l6", "6d"), Constraint("l3", "3d"), Constraint("l5", "6d")]
+    for _ in range(3):
+        q = rng.normal(size=m.nq)
+        assert rel_err(delassus(m, d, q, cons, method="efpa"), delassus(m, d, q, cons)) < TOL
+    # two subtrees from the world: l1.. and a second root l7
+    m.add_body(
+        "l7",
+        0,
+        loopdyn.Revolute([0, 0, 1]),
+        (np.eye(3), np.ones(3)),
+        loopdyn.Inertia(*trees.random_inertia(rng)),
+    )
+    d = m.create_data()
+    cons = [Constraint("l5", "3d"), Constraint("l7", "6d"), Constraint("universe", "6d")]
+    q = rng.normal(size=m.nq)
+    E = delassus(m, d, q, cons, method="efpa")
+    assert np.all(E[:3, 3:] == 0.0) and np.all(E[3:9, 9:] == 0.0) and np.all(E[9:] == 0.0)
+    assert rel_err(E, delassus(m, d, q, cons)) < TOL
+
+
+def test_order_and_empty():
+    rng = np.random.default_rng(5)
+    lm, _ = trees.random_tree(rng, 10, floating=True, with_pinocchio=False)
+    d = lm.create_data()
+    cons = random_constraints(rng, lm, 6)
+    q, _, _ = trees.random_state(rng, lm)
+    E = delassus(lm, d, q, cons, method="efpa")
+    perm = rng.permutation(len(cons))
+    Ep = delassus(lm, d, q, [cons[k] for k in perm], method="efpa")
+    offs = np.cumsum([0] + [c.dim for c in cons])
+    rows = np.concatenate([np.arange(offs[k], offs[k + 1]) for k in perm])
+    assert rel_err(Ep, E[np.ix_(rows, rows)]) < 1e-13  # same blocks up to rounding
+    for method in ("dense", "efpa"):
+        assert delassus(lm, d, q, [], method=method).shape == (0, 0)
+
+
+def test_invariant_to_world_placement_of_floating_base():
+    rng = np.random.default_rng(9)
+    lm, _ = trees.random_tree(rng, 15, floating=True, with_pinocchio=False)
+    d = lm.create_data()
+    cons = random_constraints(rng, lm, 6, frames_only=True)
+    q, _, _ = trees.random_state(rng, lm)
+    ref = delassus(lm, d, q, cons, method="efpa")
+    for _ in range(3):
+        q2 = q.copy()
+        q2[:3] = rng.normal(size=3) * 10.0
+        q2[3:7] = trees.random_quaternion(rng)
+        for method in ("efpa", "dense"):
+            assert rel_err(delassus(lm, d, q2, cons, method=method), ref) < 1e-9
+
+
+@pytest.mark.parametrize("mu", [1e-1, 1e-4])
+def test_damped_inverse(mu):
+    rng = np.random.default_rng(13)
+    for n, floating in [(6, False), (14, True)]:
+        lm, _ = trees.random_tree(rng, n, floating=floating, with_pinocchio=False)
+        d = lm.create_data()
+        cons = random_constraints(rng, lm, 5)
+        q, _, _ = trees.random_state(rng, lm)
+        G = delassus(lm, d, q, cons)
+        ref = np.linalg.inv(G + mu * np.eye(len(G)))
+        tol = 1e-12 if mu > 1e-2 else 1e-9
+        for method in ("dense", "efpa"):
+            X = damped_delassus_inverse(lm, d, q, cons, mu, method=method)
+            assert np.abs(X - ref).max() / np.abs(ref).max() < tol, method
+            check_psd(X)
+
+
+def test_errors():
+    rng = np.random.default_rng(1)
+    lm, _ = trees.random_tree(rng, 4, floating=True, with_pinocchio=False)
+    d = lm.create_data()
+    q, _, _ = trees.random_state(rng, lm)
+    with pytest.raises(KeyError, match="no_such_link"):
+        delassus(lm, d, q, [Constraint("no_such_link", "3d")])
+    for bad in ["2d", np.ones((2, 5)), np.ones((0, 6)), [[np.nan] * 6]]:
+        with pytest.raises(InputError):
+            Constraint(lm.bodies[0].name, bad)
+    with pytest.raises(InputError):
+        Constraint(lm.bodies[0].name, "3d", np.ones((3, 3)))
+    cons = [Constraint(lm.bodies[-1].name, "6d")]
+    for method in ("dense", "efpa"):
+        with pytest.raises(ShapeError):
+            delassus(lm, d, q[:-1], cons, method=method)
+        qb = q.copy()
+        qb[3:7] *= 2.0
+        with pytest.raises(ConfigurationError):
+            delassus(lm, d, qb, cons, method=method)
+        with pytest.raises(InputError):
+            damped_delassus_inverse(lm, d, q, cons, 0.0, method=method)
+    with pytest.raises(InputError):
+        delassus(lm, d, q, cons, method="pv")
+    from cluster_models import random_cluster_model
+
+    cm = random_cluster_model(2, n_blocks=2)
+    with pytest.raises(UnsupportedFeatureError):
+        delassus(cm, cm.create_data(), np.zeros(cm.nq), [Constraint(cm.bodies[-1].name, "3d")])
+
+
+# ----------------------------------------------------------------------------------------------
+# Pinocchio
+
+
+def pin_reference(pin, pm, q, lm, cons):
+    """(J M⁻¹ Jᵀ from Pinocchio's LOCAL frame Jacobians and CRBA, computeDelassusMatrix or None)."""
+    pm = pin.Model(pm)
+    rows, cmodels, pin_ok = [], [], True
+    for k, c in enumerate(cons):
+        fid = pm.getFrameId(lm.frames[lm._frame_index(c.body)].name)
+        f = pm.frames[fid]
+        R = np.eye(3) if c.placement is None else np.array(c.placement[0]).reshape(3, 3)
+        p = np.zeros(3) if c.placement is None else np.array(c.placement[1])
+        M = f.placement * pin.SE3(R, p)
+        cid = pm.addFrame(pin.Frame(f"constraint{k}", f.parentJoint, fid, M, pin.FrameType.OP_FRAME))
+        rows.append((cid, c.selection()))
+        pin_ok = pin_ok and isinstance(c.kind, str) and f.parentJoint > 0
+        if pin_ok:
+            ct = pin.ContactType.CONTACT_6D if c.kind == "6d" else pin.ContactType.CONTACT_3D
+            cmodels.append(pin.RigidConstraintModel(ct, pm, f.parentJoint, M, pin.ReferenceFrame.LOCAL))
+    pd = pm.createData()
+    J = np.vstack([S @ pin.computeFrameJacobian(pm, pd, q, cid, pin.LOCAL).reshape(6, -1) for cid, S in rows])
+    H = pin.crba(pm, pd, q)
+    H = np.triu(H) + np.triu(H, 1).T
+    G = J @ np.linalg.solve(H, J.T)
+    Gp = None
+    if pin_ok:
+        cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+        for cm in cmodels:
+            cms.append(cm)
+            cds.append(cm.createData())
+        Gp = pin.computeDelassusMatrix(pm, pd, q, cms, cds, 0.0)
+    return G, Gp
+
+
+def test_random_trees_vs_pinocchio():
+    pin = pytest.importorskip("pinocchio")
+    rng = np.random.default_rng(21)
+    checked_pin_delassus = 0
+    for n, floating in [(3, False), (8, True), (15, False), (24, True)]:
+        lm, pm = trees.random_tree(rng, n, floating=floating, with_pinocchio=True)
+        d = lm.create_data()
+        for s in range(2):
+            cons = random_constraints(rng, lm, 5, frames_only=True)
+            if s == 1:  # Pinocchio's own Delassus needs plain 3D / 6D contacts
+                cons = [Constraint(c.body, "6d" if k % 2 else "3d", c.placement) for k, c in enumerate(cons)]
+            q, _, _ = trees.random_state(rng, lm)
+            G, Gp = pin_reference(pin, pm, q, lm, cons)
+            for method in ("dense", "efpa"):
+                assert rel_err(delassus(lm, d, q, cons, method=method), G) < 1e-9, (n, method)
+            if Gp is not None:
+                checked_pin_delassus += 1
+                assert rel_err(delassus(lm, d, q, cons, method="efpa"), Gp) < 1e-9
+    assert checked_pin_delassus >= 3
+
+
+ROBOT_CONSTRAINTS = {
+    "solo12": [Constraint(f, "3d") for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")],
+    "talos_reduced": [
+        Constraint("left_sole_link", "6d"),
+        Constraint("right_sole_link", "6d"),
+        *[
+            Constraint("left_sole_link", "3d", (np.eye(3), [sx * 0.1, sy * 0.05, 0.0]))
+            for sx in (-1, 1)
+            for sy in (-1, 1)
+        ],
+        Constraint("gripper_left_base_link", "6d"),
+        Constraint("gripper_right_base_link", "3d", (np.eye(3), [0.0, 0.0, -0.1])),
+    ],
+}
+
+
+@pytest.mark.parametrize("robot", list(ROBOT_CONSTRAINTS))
+def test_robots_vs_pinocchio(robot):
+    pin = pytest.importorskip("pinocchio")
+    lm, pm = trees.robot_case(robot)
+    d = lm.create_data()
+    cons = ROBOT_CONSTRAINTS[robot]
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        q, _, _ = trees.random_state(rng, lm)
+        G, Gp = pin_reference(pin, pm, q, lm, cons)
+        D = delassus(lm, d, q, cons)
+        E = delassus(lm, d, q, cons, method="efpa")
+        assert rel_err(E, D) < TOL
+        assert rel_err(D, G) < 1e-9
+        assert rel_err(E, Gp) < 1e-9
+        check_psd(E, robot)
