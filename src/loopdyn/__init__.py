@@ -45,7 +45,10 @@ from .spatial import Inertia
 __version__ = "0.1.0"
 
 __all__ = [
+    "Constraint",
     "Data",
+    "damped_delassus_inverse",
+    "delassus",
     "ProjectionError",
     "constraint_residual",
     "project_configuration",
