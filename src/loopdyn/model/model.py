@@ -621,6 +621,13 @@ class Model:
                 f"  {i:3d} {b.name:24s} {b.joint_name:24s} {b.joint.kind:12s} "
                 f"{self.body_names[b.parent]:24s} {b.inertia.mass:8.3f}"
             )
+        if self.has_constraints:
+            ct = self.clusters()
+            lines.append(
+                f"  {len(ct.clusters)} clusters, {len(self.constraints)} constraints; spanning tree "
+                f"nq = {self._nq}, nv = {self._nv}; independent nv = {self.nv}"
+            )
+            lines.append(ct.summary(self))
         return "\n".join(lines)
 
     # ------------------------------------------------------------------------------------------
