@@ -52,3 +52,8 @@ class ConfigurationError(InputError):
 
 class DataMismatchError(InputError):
     """A Data object is used with a model it was not created for (or the model changed since)."""
+
+
+class RedundantConstraintsError(InputError):
+    """The constraint rows are linearly dependent (the Delassus matrix is singular), so the forces
+    are not unique: use the damped form (``mu > 0``) or remove the redundant rows."""

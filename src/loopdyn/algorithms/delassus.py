@@ -1,7 +1,7 @@
 """Link constraints and the Delassus matrix ``Λ⁻¹ = J M⁻¹ Jᵀ`` (inverse operational-space inertia)
 of a kinematic tree.
 
-Two methods:
+Three methods:
 
 * ``"dense"`` — the reference: ``J`` stacked from LOCAL frame Jacobians, ``M`` from the CRBA,
   ``Λ⁻¹ = Zᵀ Z`` with ``L Z = Jᵀ`` (``M = L Lᵀ``, Cholesky). O(n³ + m n²).
@@ -9,6 +9,9 @@ Two methods:
   its local-frame form (spec ``delassus-pv-osimr-sathya2023`` §3.4 and §3.7). O(n + m d + m²)
   arithmetic (n bodies, m constraint rows, d depth); the closest-common-ancestor search adds
   O(m_b² log d) integer work.
+* ``"ltl"`` — LTL-OSIM (Featherstone 2010): ``Λ⁻¹ = (J L⁻¹)(J L⁻¹)ᵀ`` with ``M = LᵀL`` the
+  branch-induced sparse factorisation (RBDA §6.5); each row of ``J L⁻¹`` lives on the ancestor dofs
+  of its link, so the triangular solves and products touch ancestors only. O(n d² + m² d + m d²).
 
 EFPA, in link coordinates (``Xup_i = ⁱX_{π(i)}``, ``U_i = Iᴬ_i S_i``, ``D_i = S_iᵀ U_i``):
 
@@ -46,6 +49,7 @@ from .common import (
     raise_for_status,
     s_column,
 )
+from .crba import crba_core, dof_parents, ltl_in_place
 from .validation import check_data
 
 __all__ = ["Constraint", "damped_delassus_inverse", "delassus"]
@@ -398,8 +402,125 @@ def efpa_kernel(ib, ws, q, cbody, crow, K, added, out):
 
 
 # ---------------------------------------------------------------------------------------------
+# LTL-OSIM kernel
+@njit(cache=True)
+def constraint_jacobian_core(ib, ws, cbody, crow, K, J):
+    """J (m × nv) from the rows K (acting on the body's [ω; v] in body coordinates), after jcalc of
+    every body: the rows propagate up the ancestor path like forces, ``J_r,k = (ᵇX_jᵀ K_r) · S_j,k``.
+    Entries outside the ancestor dofs of the constrained body are left untouched (zero them first)."""
+    for e in range(cbody.shape[0]):
+        for r in range(crow[e], crow[e + 1]):
+            k = (K[r, 0], K[r, 1], K[r, 2], K[r, 3], K[r, 4], K[r, 5])
+            j = cbody[e]
+            while j > 0:
+                iv = ib[j, L.I_IV]
+                for c in range(ib[j, L.I_NV]):
+                    J[r, iv + c] = ops.dot6(s_column(ib, ws, j, c), k)
+                k = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), k)
+                j = ib[j, L.I_PARENT]
+
+
+@njit(cache=True)
+def ltl_delassus_core(ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out):
+    """LTL-OSIM (Featherstone 2010) on validated inputs: ``M = Lᵀ L`` (branch-induced sparse factor,
+    left in the lower triangle of ``Mf``), ``J`` (m × nv; zero outside each row's ancestor dofs),
+    ``Y = J L⁻¹`` (same sparsity) and ``out = Λ⁻¹ = Y Yᵀ``. ``lam`` receives the dof parents.
+    Returns 0 or a SINGULAR status.
+
+    Cost O(n d²) for the factor, O(m d²) for the sparse triangular solves (each row of Y lives on the
+    d ancestor dofs of its link) and O(m² d) for the products (the sum runs over one row's ancestors).
+    """
+    nb = ib[0, L.I0_NBODIES]
+    crba_core(ib, ws, q, Mf)  # also runs jcalc on every body
+    dof_parents(ib, lam)
+    bad = ltl_in_place(Mf, lam)
+    if bad >= 0:
+        for i in range(1, nb + 1):
+            if ib[i, L.I_IV] <= bad < ib[i, L.I_IV] + ib[i, L.I_NV]:
+                return SINGULAR * STATUS_BASE + i
+        return SINGULAR * STATUS_BASE
+    J[:, :] = 0.0
+    constraint_jacobian_core(ib, ws, cbody, crow, K, J)
+    nc = cbody.shape[0]
+    last = np.full(crow[nc], -1, dtype=np.int64)  # the last dof of each row's link (−1: the world)
+    for e in range(nc):
+        b = cbody[e]
+        for r in range(crow[e], crow[e + 1]):
+            if b > 0:
+                last[r] = ib[b, L.I_IV] + ib[b, L.I_NV] - 1
+    for r in range(crow[nc]):  # y L = j, k = n−1 … 0 over the ancestors only
+        for c in range(Y.shape[1]):
+            Y[r, c] = 0.0
+        k = last[r]
+        while k != -1:
+            Y[r, k] = J[r, k]
+            k = lam[k]
+        k = last[r]
+        while k != -1:
+            y = Y[r, k] / Mf[k, k]
+            Y[r, k] = y
+            i = lam[k]
+            while i != -1:
+                Y[r, i] -= Mf[k, i] * y
+                i = lam[i]
+            k = lam[k]
+    for r1 in range(crow[nc]):
+        for r2 in range(r1, crow[nc]):
+            v = 0.0
+            k = last[r1]
+            while k != -1:
+                v += Y[r1, k] * Y[r2, k]
+                k = lam[k]
+            out[r1, r2] = v
+            out[r2, r1] = v
+    return 0
+
+
+@njit(cache=True)
+def ltl_solve_lower(Mf, lam, z, x):
+    """x = L⁻¹ z for the LᵀL factor in the lower triangle of ``Mf`` (O(n d)); with ``z = Yᵀ λ`` this is
+    ``M⁻¹ Jᵀ λ = L⁻¹ L⁻ᵀ Jᵀ λ``."""
+    for k in range(z.shape[0]):
+        acc = z[k]
+        i = lam[k]
+        while i != -1:
+            acc -= Mf[k, i] * x[i]
+            i = lam[i]
+        x[k] = acc / Mf[k, k]
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], "
+    "float64[:, ::1], int64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1])"
+)
+def ltl_kernel(ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out):
+    st = check_configuration(ib, q)
+    if st != 0:
+        return st
+    return ltl_delassus_core(ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out)
+
+
+def _run_ltl(model, data, q, prep):
+    """(Λ⁻¹, J, Y = J L⁻¹, the factor (lower triangle of an nv × nv array), dof parents)."""
+    cbody, crow, K = prep[0], prep[1], prep[2]
+    m, n = int(crow[-1]), data.nv
+    Mf = np.empty((n, n))
+    lam = np.empty(n, dtype=np.int64)
+    J = np.empty((m, n))
+    Y = np.empty((m, n))
+    out = np.empty((m, m))
+    try:
+        st = ltl_kernel(data.ib, data.ws, q, cbody, crow, K, Mf, lam, J, Y, out)
+    except TypeError:
+        st = ltl_kernel(data.ib, data.ws, as_float_vector(q, "q"), cbody, crow, K, Mf, lam, J, Y, out)
+    if st:
+        raise_for_status(model, st, ("q",), (model.nq,))
+    return out, J, Y, Mf, lam
+
+
+# ---------------------------------------------------------------------------------------------
 # Python API
-_METHODS = ("dense", "efpa")
+_METHODS = ("dense", "efpa", "ltl")
 
 
 def _check(model, data, method):
@@ -468,22 +589,25 @@ def delassus(model, data, q, constraints, method: str = "dense") -> np.ndarray:
     array) of the link ``constraints`` (a sequence of :class:`Constraint`), blocks in the given order.
 
     ``J`` stacks, per constraint, ``K_e`` times the LOCAL frame Jacobian (rows ``[linear; angular]``)
-    of its constraint frame. ``method``: ``"dense"`` (CRBA + Cholesky; the reference) or ``"efpa"``
-    (extended force propagators, O(n + m d + m²)). Armature is included (``M + diag(armature)``).
-    Kinematic trees only (``UnsupportedFeatureError`` for a model with loops). Redundant constraint
-    sets give a singular Λ⁻¹, returned as is.
+    of its constraint frame. ``method``: ``"dense"`` (CRBA + Cholesky; the reference), ``"efpa"``
+    (extended force propagators, O(n + m d + m²)) or ``"ltl"`` (LTL-OSIM: ``(J L⁻¹)(J L⁻¹)ᵀ`` with
+    the branch-induced sparse factor ``M = LᵀL``, O(n d² + m² d + m d²)).
+    Armature is included (``M + diag(armature)``). Kinematic trees only (``UnsupportedFeatureError``
+    for a model with loops). Redundant constraint sets give a singular Λ⁻¹, returned as is.
     """
     _check(model, data, method)
     prep = _prepare(model, constraints)
     if method == "efpa":
         return _run_efpa(model, data, q, prep, 0.0)
+    if method == "ltl":
+        return _run_ltl(model, data, q, prep)[0]
     return _dense(model, data, q, prep)
 
 
 def damped_delassus_inverse(model, data, q, constraints, mu: float, method: str = "dense") -> np.ndarray:
     """``(Λ⁻¹ + μ I)⁻¹`` for ``μ > 0`` (m × m, symmetric positive definite; a new array).
 
-    * ``"dense"``: Cholesky of ``Λ⁻¹ + μ I`` with the dense Λ⁻¹ (accurate for any μ).
+    * ``"dense"`` / ``"ltl"``: Cholesky of ``Λ⁻¹ + μ I`` with that method's Λ⁻¹ (accurate for any μ).
     * ``"efpa"``: no m × m factorisation. As Pinocchio's ``computeDampedDelassusMatrixInverse``, the
       EFPA runs on the penalised system ``M + Jᵀ J / μ`` (each constrained link gets the extra
       inertia ``K_eᵀ K_e / μ``), giving ``G̃ = J (M + JᵀJ/μ)⁻¹ Jᵀ``, and Woodbury's identity gives
@@ -505,7 +629,7 @@ def damped_delassus_inverse(model, data, q, constraints, mu: float, method: str 
         return 0.5 * (out + out.T)
     from scipy.linalg import cho_factor, cho_solve
 
-    G = _dense(model, data, q, prep)
+    G = _run_ltl(model, data, q, prep)[0] if method == "ltl" else _dense(model, data, q, prep)
     G[np.diag_indices(m)] += mu
     out = cho_solve(cho_factor(G, lower=True), np.eye(m))
     return 0.5 * (out + out.T)
