@@ -29,6 +29,26 @@ from .rnea import validate_qva
 from .validation import check_data
 
 
+@njit(cache=True, inline="always")
+def joint_dinv(ib, ws, i):
+    """D⁻¹ = (Sᵀ U + diag(armature))⁻¹ of body i's joint into ws[i, W_DINV], U = IA S already in
+    ws[i, W_U] (row 0's W_TMP columns are scratch). False if D is not positive definite."""
+    nv = ib[i, L.I_NV]
+    if nv == 1:
+        dd = ops.dot6(s_column(ib, ws, i, 0), ops.load6(ws, i, L.W_U)) + ws[i, L.W_ARM]
+        if not dd > 0.0:
+            return False
+        ws[i, L.W_DINV] = 1.0 / dd
+        return True
+    T = L.W_TMP
+    for k in range(nv):
+        sk = s_column(ib, ws, i, k)
+        for l in range(nv):
+            ws[0, T + nv * k + l] = ops.dot6(sk, ops.load6(ws, i, L.W_U + 6 * l))
+        ws[0, T + nv * k + k] += ws[i, L.W_ARM + k]  # armature
+    return ops.spd_inverse(ws, 0, T, nv, i, L.W_DINV, 0, T + 36)
+
+
 @njit(cache=True)
 def aba_core(ib, ws, q, v, tau, fext, ddq):
     """ABA on validated inputs; writes the accelerations into ``ddq``. Returns 0 or a SINGULAR status.
@@ -56,19 +76,8 @@ def aba_core(ib, ws, q, v, tau, fext, ddq):
             sk = s_column(ib, ws, i, k)
             ops.store6(ws, i, L.W_U + 6 * k, ops.mat6_mul(ws, i, L.W_IA, sk))
             ws[i, L.W_UU + k] = tau[iv + k] - ops.dot6(sk, pA)
-        if nv == 1:  # D = Sᵀ U + armature
-            dd = ops.dot6(s_column(ib, ws, i, 0), ops.load6(ws, i, L.W_U)) + ws[i, L.W_ARM]
-            if not dd > 0.0:
-                return SINGULAR * STATUS_BASE + i
-            ws[i, L.W_DINV] = 1.0 / dd
-        else:
-            for k in range(nv):
-                sk = s_column(ib, ws, i, k)
-                for l in range(nv):
-                    ws[0, T + nv * k + l] = ops.dot6(sk, ops.load6(ws, i, L.W_U + 6 * l))
-                ws[0, T + nv * k + k] += ws[i, L.W_ARM + k]  # armature
-            if not ops.spd_inverse(ws, 0, T, nv, i, L.W_DINV, 0, T + 36):
-                return SINGULAR * STATUS_BASE + i
+        if not joint_dinv(ib, ws, i):  # D⁻¹ = (Sᵀ U + armature)⁻¹
+            return SINGULAR * STATUS_BASE + i
         par = ib[i, L.I_PARENT]
         if par == 0:
             continue

@@ -39,6 +39,7 @@ from numba import njit
 from ..errors import InputError, ModelError, UnsupportedFeatureError
 from ..model import layout as L
 from ..spatial import ops
+from .aba import joint_dinv
 from .common import (
     SINGULAR,
     STATUS_BASE,
@@ -269,7 +270,6 @@ def efpa_core(ib, ws, q, cbody, crow, K, added, out):
     Workspace per body as the ABA: W_IA (articulated inertia, then Iᵃ), W_U = Iᴬ S, W_DINV = D⁻¹.
     """
     nb = ib[0, L.I0_NBODIES]
-    T = L.W_TMP
     nc = cbody.shape[0]
     # pass 1: placements in the parent, Iᴬ ← I (+ penalty)
     for i in range(1, nb + 1):
@@ -290,19 +290,8 @@ def efpa_core(ib, ws, q, cbody, crow, K, added, out):
         nv = ib[i, L.I_NV]
         for k in range(nv):
             ops.store6(ws, i, L.W_U + 6 * k, ops.mat6_mul(ws, i, L.W_IA, s_column(ib, ws, i, k)))
-        if nv == 1:
-            dd = ops.dot6(s_column(ib, ws, i, 0), ops.load6(ws, i, L.W_U)) + ws[i, L.W_ARM]
-            if not dd > 0.0:
-                return SINGULAR * STATUS_BASE + i
-            ws[i, L.W_DINV] = 1.0 / dd
-        else:
-            for k in range(nv):
-                sk = s_column(ib, ws, i, k)
-                for l in range(nv):
-                    ws[0, T + nv * k + l] = ops.dot6(sk, ops.load6(ws, i, L.W_U + 6 * l))
-                ws[0, T + nv * k + k] += ws[i, L.W_ARM + k]
-            if not ops.spd_inverse(ws, 0, T, nv, i, L.W_DINV, 0, T + 36):
-                return SINGULAR * STATUS_BASE + i
+        if not joint_dinv(ib, ws, i):  # as the ABA: D⁻¹ = (Sᵀ U + armature)⁻¹
+            return SINGULAR * STATUS_BASE + i
         par = ib[i, L.I_PARENT]
         if par == 0:
             continue

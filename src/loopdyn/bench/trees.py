@@ -95,6 +95,13 @@ def run(quick: bool = False, out_dir: str | None = None, batch_states: int | Non
             pm = _pin_model(pin, source)
             pd = pm.createData()
         entry = {"name": label, "nq": lm.nq, "nv": lm.nv, "algorithms": {}}
+        if not results["robots"]:  # warm up (CPU frequency, caches) before the first measurement
+            t_end = time.perf_counter() + 1.0
+            while time.perf_counter() < t_end:
+                for _, fl, fp in _calls(lm, ld_data, q, v, a, pin, pm, pd):
+                    fl()
+                    if pin is not None:
+                        fp()
         for alg, fl, fp in _calls(lm, ld_data, q, v, a, pin, pm, pd):
             fns = {"loopdyn": fl} if pin is None else {"loopdyn": fl, "pinocchio": fp}
             t = interleaved(fns, repeats=repeats)

@@ -37,30 +37,32 @@ W_AXIS = 22  # unit joint axis (revolute / prismatic), 3
 # row 0 (universe) parameters
 W0_GRAVITY = 0  # gravity vector in the world frame, 3
 
+W_ARM = 25  # armature of the joint's velocity coordinates, 6 (row 0: 1.0 if the model has any)
+
 # ---- ws columns: workspace written by the algorithms --------------------------------------------
-W_R = 25  # rotation of the body frame in its parent body frame (parent_M_body), 9
-W_P = 34  # translation of parent_M_body, 3
-W_OR = 37  # rotation of the body frame in the world, 9
-W_OP = 46  # body origin in the world, 3
-W_V = 49  # spatial velocity of the body, body frame, 6
-W_A = 55  # spatial acceleration of the body, body frame, 6
-W_F = 61  # spatial force transmitted by the body's joint, body frame, 6
-W_C = 67  # velocity-product acceleration v × vJ, 6
-W_IA = 73  # articulated-body inertia, 6x6 row-major, 36
-W_PA = 109  # articulated bias force, 6
-W_U = 115  # U = IA S, column k at W_U + 6 k, 36
-W_DINV = 151  # D^-1 (nv x nv, row-major), 36
-W_UU = 187  # u = tau - S^T pA, 6
-W_IC = 193  # composite rigid-body inertia (compact, 10)
-W_TMP = 203  # scratch: per-body rows use the first 42; row 0 holds the kernels' global scratch, 168
+# ordered by use: the tree kernels touch the first ~210 columns of a row; the scratch comes last
+W_R = 31  # rotation of the body frame in its parent body frame (parent_M_body), 9
+W_P = 40  # translation of parent_M_body, 3
+W_OR = 43  # rotation of the body frame in the world, 9
+W_OP = 52  # body origin in the world, 3
+W_V = 55  # spatial velocity of the body, body frame, 6
+W_A = 61  # spatial acceleration of the body, body frame, 6
+W_F = 67  # spatial force transmitted by the body's joint, body frame, 6
+W_C = 73  # velocity-product acceleration v × vJ, 6
+W_IA = 79  # articulated-body inertia, 6x6 row-major, 36
+W_PA = 115  # articulated bias force, 6
+W_U = 121  # U = IA S, column k at W_U + 6 k, 36
+W_DINV = 157  # D^-1 (nv x nv, row-major), 36
+W_UU = 193  # u = tau - S^T pA, 6
+W_IC = 199  # composite rigid-body inertia (compact, 10)
 # cluster kinematics (bodies of multi-body clusters), all in the frame of the output body Λ(i)
-W_XR = 371  # rotation of the body frame in Λ(i)'s frame, 9
-W_XP = 380  # origin of the body in Λ(i)'s frame, 3
-W_ST = 383  # the joint's motion subspace column expressed in Λ(i)'s frame, 6
-W_WR = 389  # velocity of the body relative to Λ(i), 6
-W_DW = 395  # its time derivative (seen from Λ(i)) with the given accelerations, 6
-W_DW0 = 401  # the same with zero independent accelerations (the bias), 6
-W_ARM = 407  # armature of the joint's velocity coordinates, 6 (row 0: 1.0 if the model has any)
+W_XR = 209  # rotation of the body frame in Λ(i)'s frame, 9
+W_XP = 218  # origin of the body in Λ(i)'s frame, 3
+W_ST = 221  # the joint's motion subspace column expressed in Λ(i)'s frame, 6
+W_WR = 227  # velocity of the body relative to Λ(i), 6
+W_DW = 233  # its time derivative (seen from Λ(i)) with the given accelerations, 6
+W_DW0 = 239  # the same with zero independent accelerations (the bias), 6
+W_TMP = 245  # scratch: row 0 holds the kernels' global scratch, 168
 NW = 413
 
 # ---- cluster table ic (int64, (nclusters + 1, NC)); row 0 = header -------------------------------
