@@ -272,6 +272,7 @@ ROBOT_CONSTRAINTS = {
 
 @pytest.mark.parametrize("robot", list(ROBOT_CONSTRAINTS))
 def test_robots_vs_pinocchio(robot):
+    """dense, EFPA and LTL agree with each other and with Pinocchio's J M⁻¹ Jᵀ and computeDelassusMatrix."""
     pin = pytest.importorskip("pinocchio")
     lm, pm = trees.robot_case(robot)
     d = lm.create_data()
@@ -282,7 +283,13 @@ def test_robots_vs_pinocchio(robot):
         G, Gp = pin_reference(pin, pm, q, lm, cons)
         D = delassus(lm, d, q, cons)
         E = delassus(lm, d, q, cons, method="efpa")
+        T = delassus(lm, d, q, cons, method="ltl")
         assert rel_err(E, D) < TOL
+        assert rel_err(T, D) < TOL
+        assert rel_err(T, E) < TOL
         assert rel_err(D, G) < 1e-9
+        assert rel_err(T, G) < 1e-9
         assert rel_err(E, Gp) < 1e-9
+        assert rel_err(T, Gp) < 1e-9
         check_psd(E, robot)
+        check_psd(T, robot)

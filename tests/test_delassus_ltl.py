@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import trees
-from test_delassus import ROBOT_CONSTRAINTS, TOL, check_psd, pin_reference, random_constraints, rel_err
+from test_delassus import TOL, check_psd, pin_reference, random_constraints, rel_err
 
 import loopdyn
 from loopdyn.algorithms.crba import crba
@@ -142,24 +142,6 @@ def test_ltl_random_trees_vs_pinocchio():
         q, _, _ = trees.random_state(rng, lm)
         G, _ = pin_reference(pin, pm, q, lm, cons)
         assert rel_err(delassus(lm, d, q, cons, method="ltl"), G) < 1e-9, n
-
-
-@pytest.mark.parametrize("robot", list(ROBOT_CONSTRAINTS))
-def test_ltl_robots(robot):
-    pin = pytest.importorskip("pinocchio")
-    lm, pm = trees.robot_case(robot)
-    d = lm.create_data()
-    cons = ROBOT_CONSTRAINTS[robot]
-    rng = np.random.default_rng(8)
-    for _ in range(3):
-        q, _, _ = trees.random_state(rng, lm)
-        G, Gp = pin_reference(pin, pm, q, lm, cons)
-        T = delassus(lm, d, q, cons, method="ltl")
-        assert rel_err(T, delassus(lm, d, q, cons)) < TOL
-        assert rel_err(T, delassus(lm, d, q, cons, method="efpa")) < TOL
-        assert rel_err(T, G) < 1e-9
-        assert rel_err(T, Gp) < 1e-9
-        check_psd(T, robot)
 
 
 def test_ltl_damped_inverse():
