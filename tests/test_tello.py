@@ -218,12 +218,16 @@ def test_not_a_tello_model():
 
 
 def test_missing_reference_directory(monkeypatch, tmp_path):
+    """grbda_urdf_path looks in $LOOPDYN_GRBDA_URDF_DIR; tello_humanoid() needs no file (the model is
+    written in code, see test_tello_builtin.py), tello_humanoid(path) loads the file given."""
     monkeypatch.setenv(tello.GRBDA_URDF_DIR_ENV, str(tmp_path))
     monkeypatch.setattr(tello, "_DEFAULT_GRBDA_URDF_DIRS", ())
     with pytest.raises(FileNotFoundError, match="LOOPDYN_GRBDA_URDF_DIR"):
-        tello.tello_humanoid()
-    (tmp_path / "tello_humanoid.urdf").write_bytes(ref("tello_humanoid.urdf").read_bytes())
+        tello.grbda_urdf_path("tello_humanoid.urdf")
     assert tello.tello_humanoid().nv == 24
+    (tmp_path / "tello_humanoid.urdf").write_bytes(ref("tello_humanoid.urdf").read_bytes())
+    assert tello.grbda_urdf_path("tello_humanoid.urdf") == tmp_path / "tello_humanoid.urdf"
+    assert tello.tello_humanoid(tello.grbda_urdf_path("tello_humanoid.urdf")).nv == 24
 
 
 # ----------------------------------------------------------------------------------------------

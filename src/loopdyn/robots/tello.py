@@ -1,9 +1,11 @@
-"""The UIUC Tello humanoid: its differential transmissions, added in code to a URDF model.
+"""The UIUC Tello humanoid, written in code, and its differential transmissions (spec §3.10, §5.3).
 
-GRBDA's ``tello_humanoid.urdf`` and ``tello_legs.urdf`` describe Tello's spanning tree only: the
-rotors and links carry URDF+ ``independent`` flags, but the files have no ``<coupling>`` and no
-``<loop>`` (GRBDA adds the constraints in C++). Loaded alone they are plain trees (see
-:mod:`loopdyn.io.urdf`). This module adds the constraints (spec §3.10, §5.3):
+:func:`tello` builds Tello without reading any file: the spanning tree of GRBDA's
+``tello_humanoid.urdf`` (``arms=True``) or ``tello_legs.urdf`` (``arms=False``) — same body, joint and
+frame names, same joint order (depth first from the root link, siblings sorted by joint name, as
+:func:`loopdyn.load_urdf` orders them), same placements, inertias, joint limits and ``independent``
+flags, with every number taken from those reference files — and then adds the constraints the files
+leave out (GRBDA adds them in C++):
 
 * per leg, the **hip differential** (hip rotors 1, 2 → gimbal, thigh) and the **knee-ankle
   differential** (knee-ankle rotors 1, 2 → shin, foot), each an implicit constraint ``φ(y, q_l) = 0``
@@ -13,14 +15,21 @@ rotors and links carry URDF+ ``independent`` flags, but the files have no ``<cou
   shoulder ry/rx/rz (N = 6) and elbow (N = 9) geared transmissions — :func:`add_tello_transmissions`.
 
 φ is the one derived by GRBDA's MATLAB scripts (``derive_tello_{hip,knee_ankle}_differential.m``),
-with the rotor and link roles of the derivation (GRBDA HEAD's ``Tello.cpp`` swaps them, spec §7.25).
+with the rotor and link roles of the derivation (GRBDA HEAD's ``Tello.cpp`` swaps them, spec §7.25):
+the physically consistent form, which the paper-era dedicated differential classes used as well.
 The rotor coordinates of the model are the *pre-gearbox* rotor angles, so the independent
-velocities of a differential cluster are the two rotor joint velocities ``N ẏ`` (the URDF marks the
+velocities of a differential cluster are the two rotor joint velocities ``N ẏ`` (the files mark the
 rotors ``independent="true"`` and the links ``"false"``).
 
-Sizes with everything added: ``tello_humanoid.urdf`` (floating joint in the file) nv = 6 + 2·(1 + 2 +
-2) + 2·4 = 24 (the paper's 24-DoF Tello); ``tello_legs.urdf`` (fixed base in the file) nv = 10, or
-16 with ``floating_base=True`` (spec §5 table: Tello legs, 16 DoF).
+Sizes with everything added (spec §5 table): ``tello(arms=True)`` — the paper's 24-DoF "Tello
+Humanoid" (GRBDA ``TelloWithArms``): the file's own floating joint ``torso-to-ground``, 37 bodies,
+15 clusters, nq = 33, nv = 6 + 2·(1 + 2 + 2) + 2·4 = 24; ``tello(arms=False)`` — Tello's legs
+(GRBDA ``Tello``): ``tello_legs.urdf`` whose root link ``ground`` (massless in the file) becomes a
+free-flying base joined to the world by ``root_joint``, 21 bodies, 7 clusters, nq = 25, nv = 16
+(with a fixed base, :func:`tello_legs` ``(floating_base=False)``: nq = 18, nv = 10).
+
+:func:`tello_humanoid` / :func:`tello_legs` give the same models, or with a ``path`` load that URDF
+file (e.g. one of GRBDA's) and add the constraints to it.
 """
 
 from __future__ import annotations
@@ -31,8 +40,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
-from ..model.model import Model
+from ..errors import InputError, ModelError
+from ..model.joints import FreeFlyer
+from ..model.model import BODY_FRAME, Model
+from .builtin import _add_joints, _inertia
 
 __all__ = [
     "GEAR_RATIO",
@@ -43,6 +54,7 @@ __all__ = [
     "hip_differential_phi",
     "knee_ankle_differential_ik",
     "knee_ankle_differential_phi",
+    "tello",
     "tello_humanoid",
     "tello_legs",
 ]
@@ -59,6 +71,147 @@ GRBDA_URDF_DIR_ENV = "LOOPDYN_GRBDA_URDF_DIR"
 _DEFAULT_GRBDA_URDF_DIRS = (
     str(Path(__file__).resolve().parents[4] / "shared" / "reference-models" / "grbda-urdf"),
 )
+
+#: the values of :func:`tello`'s ``parameters``
+PARAMETER_SETS = ("current",)
+
+# ----------------------------------------------------------------------------------------------
+# the spanning tree, written in code — every number taken from the GRBDA reference data
+# (robot-models/tello_humanoid.urdf and tello_legs.urdf; the numbers are written as the files write
+# them, e.g. 126e-03, and the files' 3.1415927 / 1.5707963 rather than π, π/2).
+#
+# A row: (joint name, child body, parent body, axis, origin xyz, origin rpy, independent, mass, centre
+# of mass, (ixx, ixy, ixz, iyy, iyz, izz) about the centre of mass), as in loopdyn.robots.builtin.
+_X, _Y, _Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
+_O = (0.0, 0.0, 0.0)
+#: (lower, upper, effort, velocity) of every revolute joint of both files
+_LIMITS = (-10.0, 10.0, 150.0, 100.0)
+#: the leg rotors (hip clamp, hip and knee-ankle differentials): mass, centre of mass, tensor
+_ROTOR = (0.07, _O, (2.5984e-05, 0.0, 0.0, 2.5984e-05, 0.0, 5.1512e-05))
+#: tello_humanoid.urdf: the floating joint ``torso-to-ground`` from the (massless) root link
+#: ``ground`` to the torso (identity origin)
+_TORSO = ("torso-to-ground", "torso", 2.3008, (0.0073, -0.0013, -0.0023),
+          (0.0366, 0., -0.0006, 0.0142, -0.0002, 0.0291))  # fmt: skip
+#: tello_legs.urdf: the root link; with a floating base, the free flyer's name (load_urdf's default)
+_LEGS_ROOT = "ground"
+_LEGS_ROOT_JOINT = "root_joint"
+_HIP_ROTOR_1_RPY = (-1.5707963, 3.1415927, 0.0)
+_HIP_ROTOR_2_RPY = (1.5707963, 0.0, 0.0)
+_KNEE_ANKLE_ROTOR_1_RPY = (1.5707963, 0.0, 0.0)
+_KNEE_ANKLE_ROTOR_2_RPY = (-1.5707963, 3.1415927, 0.0)
+#: origin rpy of the hip-clamp rotor joint: the files turn the left one by (about) π about x, not the
+#: right one
+_CLAMP_ROTOR_RPY = {"left": (3.1415927, 0.0, 0.0), "right": (0.0, 0.0, 0.0)}
+
+
+def _leg_rows(side: str, root: str, clamp_independent: bool):
+    """The ten joints of one leg. Both files have the same legs, but for the root link (``torso`` /
+    ``ground``, which also prefixes the hip-clamp joint names) and the ``independent`` flags of the
+    hip-clamp transmission (``tello_humanoid.urdf``: the clamp; ``tello_legs.urdf``: its rotor). The
+    right leg is the left one with the hip clamp's y location negated and its rotor not turned; the
+    inertias are not mirrored."""
+    sy = 1.0 if side == "left" else -1.0
+    s = side
+    return (
+        (f"{root}-to-{s}-hip-clamp-rotor", f"{s}-hip-clamp-rotor", root, _Z, (0.0, sy * 126e-03, -26e-03),
+         _CLAMP_ROTOR_RPY[s], not clamp_independent, *_ROTOR),
+        (f"{root}-to-{s}-hip-clamp", f"{s}-hip-clamp", root, _Z, (0.0, sy * 126e-03, -87e-03), _O,
+         clamp_independent, 1.3289, (-0.001, 0.0, -0.0069), (0.0032, 0., 0.0001, 0.0033, 0., 0.0027)),
+        # hip differential
+        (f"{s}-hip-clamp-to-hip-rotor-1", f"{s}-hip-rotor-1", f"{s}-hip-clamp", _Z, (0.0, 0.04, 0.0),
+         _HIP_ROTOR_1_RPY, True, *_ROTOR),
+        (f"{s}-hip-clamp-to-hip-rotor-2", f"{s}-hip-rotor-2", f"{s}-hip-clamp", _Z, (0.0, -0.04, 0.0),
+         _HIP_ROTOR_2_RPY, True, *_ROTOR),
+        (f"{s}-hip-clamp-to-gimbal", f"{s}-gimbal", f"{s}-hip-clamp", _X, (0.0, 0.0, -142.5e-03), _O,
+         False, 0.4433, (-0.0027, 0.0, 0.0258), (0.0018, 0.0, 0.0, 0.0017, 0.0, 0.0015)),
+        (f"{s}-gimbal-to-thigh", f"{s}-thigh", f"{s}-gimbal", _Y, _O, _O,
+         False, 1.5424, (0.003, -0.0001, -0.0323), (0.0103, 0.0, -0.0005, 0.0097, 0.0, 0.0027)),
+        # knee-ankle differential
+        (f"{s}-thigh-to-knee-ankle-rotor-1", f"{s}-knee-ankle-rotor-1", f"{s}-thigh", _Z,
+         (0.0, 26.55e-03, 0.0), _KNEE_ANKLE_ROTOR_1_RPY, True, *_ROTOR),
+        (f"{s}-thigh-to-knee-ankle-rotor-2", f"{s}-knee-ankle-rotor-2", f"{s}-thigh", _Z,
+         (0.0, -26.55e-03, 0.0), _KNEE_ANKLE_ROTOR_2_RPY, True, *_ROTOR),
+        (f"{s}-thigh-to-shin", f"{s}-shin", f"{s}-thigh", _Y, (0.0, 0.0, -226.8e-03), _O,
+         False, 0.3072, (0.0047, -0.0003, -0.1043), (0.0054, 0.0, -0.0002, 0.0054, 0.0, 0.0001)),
+        (f"{s}-shin-to-foot", f"{s}-foot", f"{s}-shin", _Y, (0.0, 0.0, -260e-03), _O,
+         False, 0.1025, (0.0042, 0.0, -0.0251), (0.094e-03, 0.0, -0.0038e-03, 0.1773e-03, 0.0, 0.0901e-03)),
+    )  # fmt: skip
+
+
+# The left arm of tello_humanoid.urdf (the MIT Humanoid's arm; massless rotors, spec §5.3); "{}" is the
+# side. The right arm mirrors it about the xz plane: y of the locations and centres of mass, ixy and
+# iyz negated.
+_ARM_ROTOR_Y = (0.0, _O, (0.1084e-03, 0.0, 0.0, 0.1684e-03, 0.0, 0.1084e-03))
+_ARM_ROTOR_X = (0.0, _O, (0.1684e-03, 0.0, 0.0, 0.1084e-03, 0.0, 0.1084e-03))
+_ARM_ROTOR_Z = (0.0, _O, (0.1084e-03, 0.0, 0.0, 0.1084e-03, 0.0, 0.1684e-03))
+_ARM_ROWS = (
+    ("torso-to-{}-shoulder-ry", "{}-shoulder-ry", "torso", _Y, (0.01346, 0.17608, 0.24657), _O,
+     True, 0.788506, (0.009265, 0.052623, -0.0001249),
+     (0.0013678, 0.0000266, 0.0000021, 0.0007392, -0.0000012, 0.000884)),
+    ("torso-to-{}-shoulder-ry-rotor", "{}-shoulder-ry-rotor", "torso", _Y, (0.01346, 0.16, 0.24657), _O,
+     False, *_ARM_ROTOR_Y),
+    ("{}-shoulder-ry-to-shoulder-rx", "{}-shoulder-rx", "{}-shoulder-ry", _X, (0.0, 0.0575, 0.0), _O,
+     True, 0.80125, (0.0006041, 0.0001221, -0.082361),
+     (0.0011524, 0.0000007, 0.0000396, 0.0011921, 0.0000014, 0.0012386)),
+    ("{}-shoulder-ry-to-shoulder-rx-rotor", "{}-shoulder-rx-rotor", "{}-shoulder-ry", _X,
+     (0.0, 0.0575, 0.0), _O, False, *_ARM_ROTOR_X),
+    ("{}-shoulder-rx-to-shoulder-rz", "{}-shoulder-rz", "{}-shoulder-rx", _Z, (0.0, 0.0, -0.1025), _O,
+     True, 0.905588, (0.0001703, -0.016797, -0.060),
+     (0.0012713, 0.000001, -0.000008, 0.0017477, -0.0000225, 0.0008191)),
+    ("{}-shoulder-rx-to-shoulder-rz-rotor", "{}-shoulder-rz-rotor", "{}-shoulder-rx", _Z,
+     (0.0, 0.0, -0.1025), _O, False, *_ARM_ROTOR_Z),
+    ("{}-shoulder-rz-to-elbow", "{}-elbow", "{}-shoulder-rz", _Y, (0.0, 0.0, -0.1455), _O,
+     True, 0.34839, (-0.0059578, 0.000111, -0.0426735),
+     (0.001570, 0.0000002, 0.0000335, 0.0016167, 0.000003, 0.0000619)),
+    ("{}-shoulder-rz-to-elbow-rotor", "{}-elbow-rotor", "{}-shoulder-rz", _Y, (0.0, -0.0325, -0.06), _O,
+     False, *_ARM_ROTOR_Y),
+)  # fmt: skip
+
+
+def _arm_rows(side: str):
+    """The eight joints of one arm from the left-arm template (mirrored for the right arm)."""
+    sy = 1.0 if side == "left" else -1.0
+    rows = []
+    for name, body, parent, axis, xyz, rpy, independent, mass, com, tensor in _ARM_ROWS:
+        ixx, ixy, ixz, iyy, iyz, izz = tensor
+        rows.append(
+            (
+                name.format(side),
+                body.format(side),
+                parent.format(side),
+                axis,
+                (xyz[0], sy * xyz[1], xyz[2]),
+                rpy,
+                independent,
+                mass,
+                (com[0], sy * com[1], com[2]),
+                (ixx, sy * ixy, ixz, iyy, sy * iyz, izz),
+            )
+        )
+    return rows
+
+
+def _tello_tree(arms: bool, floating_base: bool = True) -> Model:
+    """The spanning tree of ``tello_humanoid.urdf`` (``arms``) or ``tello_legs.urdf`` as
+    :func:`loopdyn.load_urdf` builds it (``floating_base`` for the legs file: its root link is a
+    free-flying body; the humanoid file has its own floating joint and ignores it)."""
+    if arms:
+        model = Model("tello_humanoid")
+        model.add_frame("ground", 0, None, kind=BODY_FRAME)  # the root link, welded to the world
+        joint, body, mass, com, tensor = _TORSO
+        model.add_body(body, 0, FreeFlyer(), None, _inertia(mass, com, tensor), joint_name=joint)
+        rows = [row for side in SIDES for row in _leg_rows(side, body, clamp_independent=True)]
+        rows += [row for side in SIDES for row in _arm_rows(side)]
+        _add_joints(model, rows, _LIMITS, body)
+        return model
+    model = Model("tello_legs")
+    if floating_base:  # a massless free-flying root link
+        model.add_body(_LEGS_ROOT, 0, FreeFlyer(), None, None, joint_name=_LEGS_ROOT_JOINT)
+    else:
+        model.add_frame(_LEGS_ROOT, 0, None, kind=BODY_FRAME)
+    rows = [row for side in SIDES for row in _leg_rows(side, _LEGS_ROOT, clamp_independent=False)]
+    _add_joints(model, rows, _LIMITS, _LEGS_ROOT)
+    return model
 
 
 # ----------------------------------------------------------------------------------------------
@@ -267,35 +420,91 @@ def grbda_urdf_path(filename: str) -> Path:
     )
 
 
-def tello_humanoid(path: str | os.PathLike | None = None, *, transmissions: bool = True) -> Model:
-    """Tello with arms (GRBDA ``TelloWithArms``, the paper's 24-DoF Tello) from ``tello_humanoid.urdf``.
+def tello(arms: bool = True, parameters: str = "current") -> Model:
+    """UIUC Tello, built in code, with its differentials and geared transmissions.
 
-    The file has its own ``floating`` joint (``torso-to-ground``), so it is loaded without an extra
-    free flyer. The differentials are added, and with ``transmissions`` (default) the hip-clamp and
-    arm geared transmissions, giving nv = 24 (without them: 34).
+    Parameters
+    ----------
+    arms:
+        ``True`` (default): the paper's 24-DoF "Tello Humanoid" (GRBDA ``TelloWithArms``, the numbers
+        of ``tello_humanoid.urdf``): floating torso (joint ``torso-to-ground``), two legs of a
+        hip-clamp transmission and two differentials, two arms of four geared transmissions —
+        37 bodies, 15 clusters, nq = 33, nv = 24. ``False``: Tello's legs (GRBDA ``Tello``, the
+        numbers of ``tello_legs.urdf``) on a massless free-flying base ``ground`` (joint
+        ``root_joint``) — 21 bodies, 7 clusters, nq = 25, nv = 16.
+    parameters:
+        Only ``"current"``: the parameters of the reference files (GRBDA HEAD). The spec lists no
+        paper-era Tello parameters that differ: the leg rotors weigh 0.07 kg and the arm rotors
+        0 kg in both (spec §7.26), and the differentials use the physical φ(y = q_rotor/6, q_link)
+        that the paper-era classes used (spec §3.10, §7.25; GRBDA HEAD's swapped roles are not
+        reproduced). What else differs from the paper-era code is not a parameter: its
+        differential clusters took the post-gearbox angles ``y = q_rotor / 6`` as independent
+        coordinates where this model takes the rotor joint angles (a constant rescaling of the
+        independent velocities), and the zero reflected inertia of the paper-era differentials
+        (spec §7.28) belongs to the approximate model (:mod:`loopdyn.baselines.approximate`), not
+        to this one.
+
+    Returns
+    -------
+    Model
+        The same bodies, joints, frames, joint order, placements, inertias, limits and
+        ``independent`` flags as :func:`loopdyn.load_urdf` gives for the reference file (with
+        ``floating_base=True`` for ``tello_legs.urdf``), plus the constraints of
+        :func:`add_tello_transmissions` and :func:`add_tello_differentials`; clusters built. No
+        file is read.
     """
-    from ..io.urdf import load_urdf
+    if parameters not in PARAMETER_SETS:
+        raise InputError(
+            f"tello: parameters must be one of {PARAMETER_SETS}, got {parameters!r} (no paper-era Tello "
+            "parameters differ from the current ones, see the docstring)"
+        )
+    if arms:
+        return tello_humanoid()
+    return tello_legs(floating_base=True)
 
-    model = load_urdf(grbda_urdf_path("tello_humanoid.urdf") if path is None else path)
+
+def _with_constraints(model: Model, transmissions: bool) -> Model:
     if transmissions:
         add_tello_transmissions(model)
     add_tello_differentials(model)
+    model.clusters()
     return model
+
+
+def tello_humanoid(path: str | os.PathLike | None = None, *, transmissions: bool = True) -> Model:
+    """Tello with arms (GRBDA ``TelloWithArms``, the paper's 24-DoF Tello).
+
+    Without ``path``, the model of ``tello_humanoid.urdf`` built in code (no file read; the same as
+    :func:`tello` ``(arms=True)``); with ``path``, that URDF file loaded with
+    :func:`loopdyn.load_urdf` (it must have Tello's body names, e.g. GRBDA's file, see
+    :func:`grbda_urdf_path`). The file has its own ``floating`` joint (``torso-to-ground``), so no
+    extra free flyer is added. The differentials are added, and with ``transmissions`` (default) the
+    hip-clamp and arm geared transmissions, giving nv = 24 (without them: 34).
+    """
+    if path is None:
+        model = _tello_tree(arms=True)
+    else:
+        from ..io.urdf import load_urdf
+
+        model = load_urdf(path)
+    return _with_constraints(model, transmissions)
 
 
 def tello_legs(
     path: str | os.PathLike | None = None, *, floating_base: bool = False, transmissions: bool = True
 ) -> Model:
-    """Tello's legs (GRBDA ``Tello``) from ``tello_legs.urdf``, with the differentials and (default)
-    the hip-clamp transmissions. The file's root link ``ground`` carries the hip clamps and has no
-    inertia: with ``floating_base=True`` it becomes a massless free-flying base (nv = 16, as the
-    spec's Tello-legs row counts it); by default it is fixed (nv = 10)."""
-    from ..io.urdf import load_urdf
+    """Tello's legs (GRBDA ``Tello``), with the differentials and (default) the hip-clamp
+    transmissions.
 
-    model = load_urdf(
-        grbda_urdf_path("tello_legs.urdf") if path is None else path, floating_base=floating_base
-    )
-    if transmissions:
-        add_tello_transmissions(model)
-    add_tello_differentials(model)
-    return model
+    Without ``path``, the model of ``tello_legs.urdf`` built in code (no file read); with ``path``,
+    that URDF file loaded with :func:`loopdyn.load_urdf`. The root link ``ground`` carries the hip
+    clamps and has no inertia: with ``floating_base=True`` it becomes a massless free-flying base
+    (joint ``root_joint``; nv = 16, as the spec's Tello-legs row counts it, and the same as
+    :func:`tello` ``(arms=False)``); by default it is fixed (nv = 10)."""
+    if path is None:
+        model = _tello_tree(arms=False, floating_base=floating_base)
+    else:
+        from ..io.urdf import load_urdf
+
+        model = load_urdf(path, floating_base=floating_base)
+    return _with_constraints(model, transmissions)
