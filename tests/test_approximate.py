@@ -256,7 +256,7 @@ def test_bad_inputs():
 # ---------------------------------------------------------------------------------------------
 # Tello
 def test_tello():
-    from loopdyn.robots import tello
+    from loopdyn.robots import tello_model as tello
 
     try:
         model = tello.tello_humanoid()

@@ -184,7 +184,7 @@ def _reference_model(name):
     if not REFERENCE.is_dir():
         pytest.skip(f"reference models not found at {REFERENCE}")
     if name == "tello":
-        from loopdyn.robots.tello import tello_humanoid
+        from loopdyn.robots.tello_model import tello_humanoid
 
         return tello_humanoid(REFERENCE / "tello_humanoid.urdf")
     return loopdyn.load_urdf(REFERENCE / f"{name}.urdf")

@@ -279,7 +279,7 @@ def test_wrong_sizes_and_tree_only_algorithms():
         loopdyn.constraint_residual(m, np.zeros(4))
     q = loopdyn.random_configuration(m, 0)
     with pytest.raises(loopdyn.errors.UnsupportedFeatureError, match="spanning_tree"):
-        loopdyn.frame_jacobian(m, d, q, "crank")
+        loopdyn.frame_jacobian_time_variation(m, d, q, np.zeros(m.nv), "crank")
     with pytest.raises(loopdyn.errors.UnsupportedFeatureError, match="loops"):
         loopdyn.batch.rnea(m, q[None], np.zeros((1, 1)), np.zeros((1, 1)))
 

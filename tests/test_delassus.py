@@ -56,7 +56,7 @@ def test_efpa_matches_dense_random_trees(floating):
         for s in range(3):
             cons = random_constraints(rng, lm, int(rng.integers(1, 9)))
             q, _, _ = trees.random_state(rng, lm)
-            G = delassus(lm, d, q, cons)
+            G = delassus(lm, d, q, cons, method="dense")
             E = delassus(lm, d, q, cons, method="efpa")
             assert E.shape == (sum(c.dim for c in cons),) * 2
             worst = max(worst, rel_err(E, G))
@@ -74,7 +74,7 @@ def test_redundant_and_more_rows_than_dofs():
     cons = [Constraint(body, "3d", (np.eye(3), rng.normal(size=3))) for _ in range(4)]  # 4 points, one body
     cons += [Constraint(body, rng.normal(size=(12, 6))), Constraint(body, "6d"), Constraint(body, "6d")]
     q, _, _ = trees.random_state(rng, lm)
-    G = delassus(lm, d, q, cons)
+    G = delassus(lm, d, q, cons, method="dense")
     E = delassus(lm, d, q, cons, method="efpa")
     m = G.shape[0]
     assert m == 36 > lm.nv
@@ -102,7 +102,7 @@ def test_fig1_tree_and_zero_blocks():
     cons = [Constraint("l6", "6d"), Constraint("l3", "3d"), Constraint("l5", "6d")]
     for _ in range(3):
         q = rng.normal(size=m.nq)
-        assert rel_err(delassus(m, d, q, cons, method="efpa"), delassus(m, d, q, cons)) < TOL
+        assert rel_err(delassus(m, d, q, cons, method="efpa"), delassus(m, d, q, cons, method="dense")) < TOL
     # two subtrees from the world: l1.. and a second root l7
     m.add_body(
         "l7",
@@ -116,7 +116,7 @@ def test_fig1_tree_and_zero_blocks():
     q = rng.normal(size=m.nq)
     E = delassus(m, d, q, cons, method="efpa")
     assert np.all(E[:3, 3:] == 0.0) and np.all(E[3:9, 9:] == 0.0) and np.all(E[9:] == 0.0)
-    assert rel_err(E, delassus(m, d, q, cons)) < TOL
+    assert rel_err(E, delassus(m, d, q, cons, method="dense")) < TOL
 
 
 def test_order_and_empty():
@@ -158,7 +158,7 @@ def test_damped_inverse(mu):
         d = lm.create_data()
         cons = random_constraints(rng, lm, 5)
         q, _, _ = trees.random_state(rng, lm)
-        G = delassus(lm, d, q, cons)
+        G = delassus(lm, d, q, cons, method="dense")
         ref = np.linalg.inv(G + mu * np.eye(len(G)))
         tol = 1e-12 if mu > 1e-2 else 1e-9
         for method in ("dense", "efpa"):
@@ -194,8 +194,12 @@ def test_errors():
     from cluster_models import random_cluster_model
 
     cm = random_cluster_model(2, n_blocks=2)
-    with pytest.raises(UnsupportedFeatureError):
-        delassus(cm, cm.create_data(), np.zeros(cm.nq), [Constraint(cm.bodies[-1].name, "3d")])
+    for tree_only in ("ltl", "pv-osim"):  # tree algorithms on a model with loops
+        with pytest.raises(UnsupportedFeatureError, match="trees only"):
+            delassus(cm, cm.create_data(), np.zeros(cm.nq), [Constraint(cm.bodies[-1].name, "3d")], tree_only)
+    for cluster_only in ("c-efpa", "projected"):  # and the other way round
+        with pytest.raises(UnsupportedFeatureError, match="is a tree"):
+            delassus(lm, d, q, cons, method=cluster_only)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -281,7 +285,7 @@ def test_robots_vs_pinocchio(robot):
     for _ in range(3):
         q, _, _ = trees.random_state(rng, lm)
         G, Gp = pin_reference(pin, pm, q, lm, cons)
-        D = delassus(lm, d, q, cons)
+        D = delassus(lm, d, q, cons, method="dense")
         E = delassus(lm, d, q, cons, method="efpa")
         T = delassus(lm, d, q, cons, method="ltl")
         assert rel_err(E, D) < TOL

@@ -1,4 +1,4 @@
-"""Tello's differentials (:mod:`loopdyn.robots.tello`): the constraint formulas of the spec (§3.10),
+"""Tello's differentials (:mod:`loopdyn.robots.tello_model`): the constraint formulas of the spec (§3.10),
 the clusters they make on GRBDA's tello_humanoid.urdf / tello_legs.urdf, and the model sizes."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sympy as sp
 from loopdyn.errors import ModelError
 from loopdyn.io import load_urdf
 from loopdyn.model.clusters import EXPLICIT, IMPLICIT
-from loopdyn.robots import tello
+from loopdyn.robots import tello_model as tello
 
 # the reference files: $LOOPDYN_GRBDA_URDF_DIR, else ../shared beside this repository (as CI lays it out)
 REF = Path(

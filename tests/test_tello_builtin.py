@@ -1,4 +1,4 @@
-"""Tello written in code (:func:`loopdyn.robots.tello.tello`) against GRBDA's tello_humanoid.urdf /
+"""Tello written in code (:func:`loopdyn.robots.tello_model.tello`) against GRBDA's tello_humanoid.urdf /
 tello_legs.urdf loaded with the same constraint additions, and on its own (no file): sizes per the
 spec's §5 table, flags, masses, forward dynamics against the projection baseline."""
 
@@ -15,7 +15,7 @@ from loopdyn.baselines.projection import projection_forward_dynamics
 from loopdyn.constraints.definitions import Coupling, ImplicitConstraint
 from loopdyn.errors import InputError
 from loopdyn.model.clusters import EXPLICIT, IMPLICIT
-from loopdyn.robots import tello
+from loopdyn.robots import tello_model as tello
 
 # the reference files: $LOOPDYN_GRBDA_URDF_DIR, else ../shared beside this repository (as CI lays it out)
 REF = Path(

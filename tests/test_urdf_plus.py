@@ -57,7 +57,7 @@ REFERENCE = [
     ("mit_humanoid_approximate.urdf", 24, 25, 24, 19, 0, 0),
     ("jvrc1_humanoid_approximate.urdf", 38, 39, 38, 33, 0, 0),
     ("tello_humanoid_approximate.urdf", 24, 25, 24, 19, 0, 0),
-    # independent flags but no constraints (added in code, loopdyn.robots.tello): plain trees
+    # independent flags but no constraints (added in code, loopdyn.robots.tello_model): plain trees
     ("tello_humanoid.urdf", 42, 43, 42, 37, 0, 0),
     ("tello_legs.urdf", 20, 20, 20, 20, 0, 0),
 ]
@@ -238,7 +238,7 @@ def test_mini_cheetah_and_jvrc1_clusters_are_geared_pairs():
 
 def test_tello_file_flags_are_kept_but_unused():
     """tello_humanoid.urdf flags rotors/links but has no constraints: a plain tree whose flags are
-    stored on the bodies (for constraints added later, see loopdyn.robots.tello)."""
+    stored on the bodies (for constraints added later, see loopdyn.robots.tello_model)."""
     model = load_urdf(ref("tello_humanoid.urdf"))
     assert not model.has_constraints
     assert model.nv == model.spanning_nv == 42

@@ -12,7 +12,7 @@ Quick start::
 from . import batch, errors, robots
 from .algorithms import aba, crba, gravity, minverse, nonlinear_effects, rnea
 from .algorithms.contact import constrained_forward_dynamics
-from .algorithms.delassus import Constraint, damped_delassus_inverse, delassus
+from .algorithms.delassus import Constraint, constraint_jacobian, damped_delassus_inverse, delassus
 from .algorithms.kinematics import (
     forward_kinematics,
     frame_acceleration,
@@ -47,6 +47,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Constraint",
+    "constraint_jacobian",
     "constrained_forward_dynamics",
     "Data",
     "damped_delassus_inverse",

@@ -229,6 +229,17 @@ def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext
     st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, np.zeros(0), False)
     if st != 0:
         return st
+    st = c_aba_backward(ib, ws, ic, cb, wc, tau, fext)
+    if st != 0:
+        return st
+    c_aba_forward(ib, ws, ic, cb, wc, ddy)
+    return 0
+
+
+@njit(cache=True)
+def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
+    """C-ABA's first two passes (after the cluster kinematics): per cluster the articulated inertia
+    𝖨^A, 𝖴 = 𝖨^A 𝖲, 𝖣⁻¹ and 𝗎 = τ − 𝖲ᵀ𝗉^A. Returns 0 or a SINGULAR status."""
     has_armature = ws[0, L.W_ARM] != 0.0  # set when the model has armature
     ncl = ic[0, L.C0_NCL]
     # forward pass #1 (lines 20–21): 𝖨^A = 𝖨 (block diagonal), 𝗉^A = 𝗏 ×* 𝖨 𝗏 − f_ext
@@ -375,7 +386,13 @@ def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext
                         if vd != 0.0:
                             for c in range(6):
                                 wc[dst + r * pnb6 + c] -= vd * wc[GV + g2 * 6 * m + c * m + l1]
-    # forward pass #2 (lines 38–43)
+    return 0
+
+
+@njit(cache=True)
+def c_aba_forward(ib, ws, ic, cb, wc, ddy):
+    """C-ABA's last pass (lines 38–43): ÿ and the body accelerations, after :func:`c_aba_backward`."""
+    ncl = ic[0, L.C0_NCL]
     ops.store6(ws, 0, L.W_A, gravity_seed(ws))
     for k in range(1, ncl + 1):
         first, nb, m, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]

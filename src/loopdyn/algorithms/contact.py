@@ -35,7 +35,7 @@ from ..errors import InputError, RedundantConstraintsError, ShapeError
 from ..model import layout as L
 from .aba import aba
 from .common import as_float_vector
-from .delassus import _check, _prepare, _run_ltl, ltl_solve_lower
+from .delassus import _compute, _method, _prepare, _run_ltl, constraint_jacobian, ltl_solve_lower
 from .kinematics import forward_kinematics
 
 __all__ = ["RedundantConstraintsError", "constrained_forward_dynamics", "constraint_acceleration"]
@@ -92,7 +92,7 @@ def constraint_acceleration(model, data, q, v, a, constraints) -> np.ndarray:
     ``(q, v)`` with joint accelerations ``a``, in the convention of :func:`constrained_forward_dynamics`
     (spatial LOCAL acceleration for ``"6d"`` and custom rows, classical acceleration of the point for
     ``"3d"``)."""
-    _check(model, data, "ltl")
+    _method(model, data, None)
     prep = _prep(model, constraints)
     return _bias(model, data, q, v, a, prep)
 
@@ -117,10 +117,12 @@ def constrained_forward_dynamics(
       ``O(μ)`` unless the rows are redundant *and* consistent).
     * ``f_ext`` — external forces on the bodies, as for :func:`loopdyn.aba`.
 
-    Kinematic trees only. Cost: one ABA, one forward kinematics, one LTL-OSIM pass
-    (O(n d² + m² d + m d²)) and the m × m Cholesky (O(m³)).
+    Cost on a tree: one ABA, one forward kinematics, one LTL-OSIM pass (O(n d² + m² d + m d²)) and
+    the m × m Cholesky (O(m³)). On a model with loops (``q``, ``v``, ``tau`` and ``ddq`` in its
+    cluster coordinates; constraints on any body, rotors included): C-ABA, cluster forward
+    kinematics, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA again with ``τ + Jᵀλ``.
     """
-    _check(model, data, "ltl")
+    _method(model, data, None)
     try:
         mu = float(mu)
     except (TypeError, ValueError):
@@ -145,6 +147,13 @@ def constrained_forward_dynamics(
     if m == 0:
         return a0, np.zeros(0)
     rhs = k - _bias(model, data, q, v, a0, prep)
+    if model.has_constraints:  # cluster PV-OSIMr, then C-ABA once more with the forces Jᵀλ
+        G = _compute(model, data, q, constraints, "c-pv-osimr", prep)
+        G[np.diag_indices(m)] += mu
+        lam_c = _solve_spd(G, rhs, mu)
+        J = constraint_jacobian(model, data, q, constraints)
+        tau_c = as_float_vector(tau, "tau") + J.T @ lam_c
+        return aba(model, data, q, v, tau_c, f_ext), lam_c
     G, _, Y, Mf, lam = _run_ltl(model, data, q, prep)
     G[np.diag_indices(m)] += mu
     lam_c = _solve_spd(G, rhs, mu)

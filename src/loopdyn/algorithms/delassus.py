@@ -53,7 +53,14 @@ from .common import (
 from .crba import crba_core, dof_parents, ltl_in_place
 from .validation import check_data
 
-__all__ = ["Constraint", "damped_delassus_inverse", "delassus"]
+__all__ = [
+    "CLUSTER_METHODS",
+    "TREE_METHODS",
+    "Constraint",
+    "constraint_jacobian",
+    "damped_delassus_inverse",
+    "delassus",
+]
 
 _KINDS = ("6d", "3d")
 
@@ -509,19 +516,49 @@ def _run_ltl(model, data, q, prep):
 
 # ---------------------------------------------------------------------------------------------
 # Python API
-_METHODS = ("dense", "efpa", "ltl")
+#: methods for kinematic trees (the first is the default)
+TREE_METHODS = ("pv-osimr", "pv-osim", "efpa", "ltl", "dense")
+#: methods for models with loops or couplings (the first is the default)
+CLUSTER_METHODS = ("c-pv-osimr", "c-efpa", "dense", "projected", "approximate")
+_CLUSTER_ALIASES = {"efpa": "c-efpa", "pv-osimr": "c-pv-osimr"}
+_METHODS = TREE_METHODS  # (kept for the tree-only callers)
+
+
+def _method(model, data, method) -> str:
+    """Validate ``data`` and ``method`` for ``model``; the method's canonical name."""
+    if data.source_key is not model._key or (not model.has_constraints and data.model_key is not model._key):
+        check_data(model, data, clusters_supported=True)
+    if model.has_constraints:
+        if method is None:
+            return CLUSTER_METHODS[0]
+        method = _CLUSTER_ALIASES.get(method, method)
+        if method in CLUSTER_METHODS:
+            return method
+        if method in TREE_METHODS:
+            raise UnsupportedFeatureError(
+                f"method {method!r} handles kinematic trees only; model {model.name!r} has loops or "
+                f"couplings: use one of {CLUSTER_METHODS}"
+            )
+        raise InputError(f"method must be one of {CLUSTER_METHODS} for a model with loops, got {method!r}")
+    if method is None:
+        return TREE_METHODS[0]
+    if method in TREE_METHODS:
+        return method
+    if method in CLUSTER_METHODS:
+        raise UnsupportedFeatureError(
+            f"method {method!r} is for models with loops or couplings; model {model.name!r} is a tree: "
+            f"use one of {TREE_METHODS}"
+        )
+    raise InputError(f"method must be one of {TREE_METHODS}, got {method!r}")
 
 
 def _check(model, data, method):
+    """Tree-only entry points (contacts): raise for a model with loops."""
     if model.has_constraints:
         raise UnsupportedFeatureError(
-            f"model {model.name!r} has loops or couplings: the Delassus matrix is implemented for "
-            "kinematic trees only"
+            f"model {model.name!r} has loops or couplings: this function handles kinematic trees only"
         )
-    if data.model_key is not model._key:
-        check_data(model, data)
-    if method not in _METHODS:
-        raise InputError(f"method must be one of {_METHODS}, got {method!r}")
+    _method(model, data, method)
 
 
 def _run_efpa(model, data, q, prep, added):
@@ -537,8 +574,45 @@ def _run_efpa(model, data, q, prep, added):
     return out
 
 
+def _cluster_call(kern, model, data, q, prep, out):
+    from .cluster_dynamics import _args
+    from .cluster_kinematics import raise_cluster_status
+
+    cbody, crow, K = prep[0], prep[1], prep[2]
+    try:
+        st = kern(*_args(data), q, cbody, crow, K, out)
+    except TypeError:
+        st = kern(*_args(data), as_float_vector(q, "q"), cbody, crow, K, out)
+    if st:
+        raise_cluster_status(model, st, ("q",))
+    return out
+
+
+def _run_c_efpa(model, data, q, prep):
+    from .cluster_delassus import c_efpa_kernel
+
+    m = int(prep[1][-1])
+    return _cluster_call(c_efpa_kernel, model, data, q, prep, np.empty((m, m)))
+
+
+def constraint_jacobian(model, data, q, constraints) -> np.ndarray:
+    """The constraint rows ``J`` (m × nv, a new array): per constraint, ``K_e`` times the LOCAL
+    Jacobian of its frame (rows ``[linear; angular]`` of the frame's velocity in its own axes), with
+    respect to the model's velocity (the independent velocities of a model with loops:
+    ``J = J_span G``)."""
+    prep = _prepare(model, constraints)
+    if model.has_constraints:
+        from .cluster_delassus import cluster_jacobian_kernel
+
+        _method(model, data, None)
+        J = np.empty((int(prep[1][-1]), model.nv))
+        return _cluster_call(cluster_jacobian_kernel, model, data, q, prep, J)
+    _method(model, data, None)
+    return _constraint_jacobian(model, data, q, prep)
+
+
 def _constraint_jacobian(model, data, q, prep):
-    """J (m × nv): K_e times the LOCAL Jacobian of each constraint frame."""
+    """J (m × nv): K_e times the LOCAL Jacobian of each constraint frame (trees)."""
     from .kinematics import LOCAL, jacobian_kernel
 
     cbody, crow, _, frames, sels = prep
@@ -557,13 +631,21 @@ def _constraint_jacobian(model, data, q, prep):
     return J
 
 
-def _dense(model, data, q, prep, mu=0.0):
+def _dense(model, data, q, prep):
+    """``J H⁻¹ Jᵀ`` by a dense Cholesky factorisation of the mass matrix (trees: CRBA; models with
+    loops: the cluster mass matrix and the constraint rows in independent coordinates)."""
     from scipy.linalg import solve_triangular
 
     from .crba import crba
 
     M = crba(model, data, q)
-    J = _constraint_jacobian(model, data, q, prep)
+    if model.has_constraints:
+        from .cluster_delassus import cluster_jacobian_kernel
+
+        J = np.empty((int(prep[1][-1]), model.nv))
+        J = _cluster_call(cluster_jacobian_kernel, model, data, q, prep, J)
+    else:
+        J = _constraint_jacobian(model, data, q, prep)
     try:
         Lc = np.linalg.cholesky(M)
     except np.linalg.LinAlgError:
@@ -573,37 +655,84 @@ def _dense(model, data, q, prep, mu=0.0):
     return 0.5 * (G + G.T)
 
 
-def delassus(model, data, q, constraints, method: str = "dense") -> np.ndarray:
-    """The Delassus matrix ``Λ⁻¹ = J M(q)⁻¹ Jᵀ`` (m × m, symmetric positive semi-definite; a new
-    array) of the link ``constraints`` (a sequence of :class:`Constraint`), blocks in the given order.
+def _compute(model, data, q, constraints, method, prep=None):
+    method = _method(model, data, method)
+    if prep is None:
+        prep = _prepare(model, constraints)
+    if method == "c-efpa":
+        return _run_c_efpa(model, data, q, prep)
+    if method == "c-pv-osimr":
+        from .cluster_pv_osimr import run_c_pv_osimr
 
-    ``J`` stacks, per constraint, ``K_e`` times the LOCAL frame Jacobian (rows ``[linear; angular]``)
-    of its constraint frame. ``method``: ``"dense"`` (CRBA + Cholesky; the reference), ``"efpa"``
-    (extended force propagators, O(n + m d + m²)) or ``"ltl"`` (LTL-OSIM: ``(J L⁻¹)(J L⁻¹)ᵀ`` with
-    the branch-induced sparse factor ``M = LᵀL``, O(n d² + m² d + m d²)).
-    Armature is included (``M + diag(armature)``). Kinematic trees only (``UnsupportedFeatureError``
-    for a model with loops). Redundant constraint sets give a singular Λ⁻¹, returned as is.
-    """
-    _check(model, data, method)
-    prep = _prepare(model, constraints)
+        return run_c_pv_osimr(model, data, q, prep)
+    if method == "projected":
+        from ..baselines.projection import projected_delassus
+
+        return projected_delassus(model, q, constraints)
+    if method == "approximate":
+        from ..baselines.approximate import approximate_delassus
+
+        return approximate_delassus(model, q, constraints)
     if method == "efpa":
         return _run_efpa(model, data, q, prep, 0.0)
     if method == "ltl":
         return _run_ltl(model, data, q, prep)[0]
+    if method == "pv-osim":
+        from .pv_osim import run_pv_osim
+
+        return run_pv_osim(model, data, q, prep)
+    if method == "pv-osimr":
+        from .pv_osim import run_pv_osimr
+
+        return run_pv_osimr(model, data, q, prep, 0.0)
     return _dense(model, data, q, prep)
 
 
-def damped_delassus_inverse(model, data, q, constraints, mu: float, method: str = "dense") -> np.ndarray:
+def delassus(model, data, q, constraints, method: str | None = None) -> np.ndarray:
+    """The Delassus matrix ``Λ⁻¹ = J H(q)⁻¹ Jᵀ`` (m × m, symmetric positive semi-definite; a new
+    array) of the link ``constraints`` (a sequence of :class:`Constraint`), blocks in the given order.
+
+    ``J`` stacks, per constraint, ``K_e`` times the LOCAL frame Jacobian (rows ``[linear; angular]``)
+    of its constraint frame (:func:`constraint_jacobian`); for a model with loops, ``H`` and ``J`` are
+    in the independent coordinates (``H = Gᵀ H_span G``, ``J = J_span G``). Armature is included.
+
+    ``method`` on a kinematic tree (n bodies, m rows, d depth):
+
+    * ``"pv-osimr"`` (default) — PV-OSIMr (Sathya et al. 2023), O(n + m²);
+    * ``"pv-osim"`` — PV-OSIM, O(n + m² d);
+    * ``"efpa"`` — extended force propagators (Wensing, Featherstone, Orin 2012), O(n + m d + m²);
+    * ``"ltl"`` — LTL-OSIM (Featherstone 2010), ``(J L⁻¹)(J L⁻¹)ᵀ`` with the sparse ``M = LᵀL``;
+    * ``"dense"`` — CRBA, ``J`` and a dense Cholesky: the reference.
+
+    On a model with loops or couplings (clusters):
+
+    * ``"c-pv-osimr"`` (default) — PV-OSIMr over the tree of clusters;
+    * ``"c-efpa"`` — C-EFPA (Chignoli et al. 2024 §VIII); ``"efpa"`` and ``"pv-osimr"`` are
+      accepted as aliases of the cluster versions;
+    * ``"dense"`` — the cluster mass matrix and ``J`` in independent coordinates, dense Cholesky;
+    * ``"projected"`` — the paper's baseline ``J (GᵀH_spanG)⁻¹ Jᵀ`` built on the spanning tree
+      (:func:`loopdyn.baselines.projected_delassus`);
+    * ``"approximate"`` — EFPA on the reflected-inertia model (rotors dropped, their inertia as
+      armature; :func:`loopdyn.baselines.approximate_delassus`): fast but not exact.
+
+    Redundant constraint sets give a singular Λ⁻¹, returned as is.
+    """
+    return _compute(model, data, q, constraints, method)
+
+
+def damped_delassus_inverse(model, data, q, constraints, mu: float, method: str | None = None) -> np.ndarray:
     """``(Λ⁻¹ + μ I)⁻¹`` for ``μ > 0`` (m × m, symmetric positive definite; a new array).
 
-    * ``"dense"`` / ``"ltl"``: Cholesky of ``Λ⁻¹ + μ I`` with that method's Λ⁻¹ (accurate for any μ).
-    * ``"efpa"``: no m × m factorisation. As Pinocchio's ``computeDampedDelassusMatrixInverse``, the
-      EFPA runs on the penalised system ``M + Jᵀ J / μ`` (each constrained link gets the extra
-      inertia ``K_eᵀ K_e / μ``), giving ``G̃ = J (M + JᵀJ/μ)⁻¹ Jᵀ``, and Woodbury's identity gives
-      ``(Λ⁻¹ + μ I)⁻¹ = (I − G̃/μ)/μ``. O(n + m d + m²), but the subtraction loses about
-      ``log10(‖Λ⁻¹‖/μ)`` digits: for μ ≪ ‖Λ⁻¹‖ prefer ``"dense"``.
+    * ``"efpa"`` / ``"pv-osimr"`` on a tree (default ``"pv-osimr"``): no m × m factorisation. As
+      Pinocchio's ``computeDampedDelassusMatrixInverse``, the algorithm runs on the penalised system
+      ``M + Jᵀ J / μ`` (each constrained link gets the extra inertia ``K_eᵀ K_e / μ``), giving
+      ``G̃ = J (M + JᵀJ/μ)⁻¹ Jᵀ``, and Woodbury's identity gives ``(Λ⁻¹ + μ I)⁻¹ = (I − G̃/μ)/μ``.
+      O(n + m²), but the subtraction loses about ``log10(‖Λ⁻¹‖/μ)`` digits: for μ ≪ ‖Λ⁻¹‖ prefer
+      ``"dense"``.
+    * any other method (and every method of a model with loops): Cholesky of ``Λ⁻¹ + μ I`` with that
+      method's Λ⁻¹ (accurate for any μ).
     """
-    _check(model, data, method)
+    method = _method(model, data, method)
     try:
         mu = float(mu)
     except (TypeError, ValueError):
@@ -612,13 +741,18 @@ def damped_delassus_inverse(model, data, q, constraints, mu: float, method: str 
         raise InputError(f"mu must be a positive finite number, got {mu!r}")
     prep = _prepare(model, constraints)
     m = int(prep[1][-1])
-    if method == "efpa":
-        Gt = _run_efpa(model, data, q, prep, 1.0 / mu)
+    if method in ("efpa", "pv-osimr"):
+        if method == "efpa":
+            Gt = _run_efpa(model, data, q, prep, 1.0 / mu)
+        else:
+            from .pv_osim import run_pv_osimr
+
+            Gt = run_pv_osimr(model, data, q, prep, 1.0 / mu)
         out = (np.eye(m) - Gt / mu) / mu
         return 0.5 * (out + out.T)
     from scipy.linalg import cho_factor, cho_solve
 
-    G = _run_ltl(model, data, q, prep)[0] if method == "ltl" else _dense(model, data, q, prep)
+    G = _compute(model, data, q, constraints, method, prep)
     G[np.diag_indices(m)] += mu
     out = cho_solve(cho_factor(G, lower=True), np.eye(m))
     return 0.5 * (out + out.T)

@@ -256,8 +256,32 @@ def _jacobians(model, data, q, v, frame, reference):
 
 def frame_jacobian(model, data, q, frame, reference: str = "local") -> np.ndarray:
     """The 6 × nv Jacobian of ``frame`` (name or index) at ``q``, rows ``[linear; angular]``, in
-    ``reference`` ∈ {"local", "world", "local_world_aligned"} (Pinocchio's meanings)."""
+    ``reference`` ∈ {"local", "world", "local_world_aligned"} (Pinocchio's meanings).
+
+    For a model with loops, ``q`` is its cluster state and the columns are its independent
+    velocities (``J_span G``, by the cluster kinematics)."""
+    if model.has_constraints:
+        return _cluster_frame_jacobian(model, data, q, frame, reference)
     return _jacobians(model, data, q, None, frame, reference)[0]
+
+
+def _cluster_frame_jacobian(model, data, q, frame, reference):
+    from .delassus import Constraint, constraint_jacobian
+
+    ref = _reference(reference)
+    name = model.frames[model._frame_index(frame)].name
+    J = constraint_jacobian(model, data, q, [Constraint(name, "6d")])
+    if ref == LOCAL:
+        return J
+    forward_kinematics(model, data, q)
+    T = frame_placement(model, data, name)
+    R, p = T[:3, :3], T[:3, 3]
+    out = np.empty_like(J)
+    out[3:] = R @ J[3:]
+    out[:3] = R @ J[:3]
+    if ref == WORLD:  # the velocity of the point at the world origin: v_p + p × ω
+        out[:3] += np.cross(p, out[3:].T).T
+    return out
 
 
 def frame_jacobian_time_variation(model, data, q, v, frame, reference: str = "local") -> np.ndarray:

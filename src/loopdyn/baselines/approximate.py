@@ -42,7 +42,7 @@ from ..model.clusters import EXPLICIT
 from ..model.joints import PRISMATIC
 from ..model.model import Body, Frame, Model
 
-__all__ = ["MODES", "ApproximateModel", "approximate_model", "unconstrained_model"]
+__all__ = ["MODES", "ApproximateModel", "approximate_delassus", "approximate_model", "unconstrained_model"]
 
 #: reflected-inertia modes: "diagonal" (the paper's Approximate), "none" (Unconstrained)
 MODES = ("diagonal", "none")
@@ -358,3 +358,39 @@ def _build(am: ApproximateModel) -> None:
     am._span_src = np.array(span_src, dtype=np.int64)
     am._span_dst = np.array(span_dst, dtype=np.int64)
     am._implicit = implicit
+
+
+_APPROX_CACHE: dict = {}
+
+
+def approximate_delassus(model: Model, q, constraints, mode: str = "diagonal") -> np.ndarray:
+    """The paper's "Approximate EFPA" (spec §2.7.2): EFPA on the reflected-inertia tree of ``model``
+    (rotors dropped, their inertia as armature of the kept joints), at the tree's state for the
+    model's configuration ``q``. Constraints name bodies or frames by name (a body index is taken as
+    the model's); a constraint on a dropped rotor raises :class:`~loopdyn.errors.InputError`."""
+    from ..algorithms.delassus import Constraint, delassus
+
+    key = (id(model), mode)
+    hit = _APPROX_CACHE.get(key)
+    if hit is None or hit[0] is not model._key:
+        am = ApproximateModel(model, mode)
+        hit = (model._key, am, am.tree.create_data())
+        if len(_APPROX_CACHE) > 64:
+            _APPROX_CACHE.clear()
+        _APPROX_CACHE[key] = hit
+    _, am, data = hit
+    names = {b.name for b in am.tree.bodies} | {f.name for f in am.tree.frames}
+    mapped = []
+    for c in constraints:
+        if not isinstance(c, Constraint):
+            raise InputError(f"constraints must be loopdyn Constraint objects, got {type(c).__name__}")
+        body = c.body
+        if isinstance(body, int) and body > 0:
+            body = model.bodies[body - 1].name
+        if isinstance(body, str) and body not in names:
+            raise InputError(
+                f"constraint on {body!r}: the approximate model of {model.name!r} drops that body (a rotor)"
+            )
+        mapped.append(Constraint(body, c.kind, c.placement) if body is not c.body else c)
+    qt, _ = am.state(q)
+    return delassus(am.tree, data, qt, mapped, method="efpa")

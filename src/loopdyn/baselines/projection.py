@@ -21,6 +21,7 @@ from .constraints import baseline_cache, spanning_state
 
 __all__ = [
     "projected_bias",
+    "projected_delassus",
     "projected_mass_matrix",
     "projected_rnea",
     "projection_forward_dynamics",
@@ -71,3 +72,20 @@ def projection_forward_dynamics(model, q, v, tau, f_ext=None, *, full_output: bo
     if full_output:
         return ydd, G @ ydd + g
     return ydd
+
+
+def projected_delassus(model, q, constraints) -> np.ndarray:
+    """The paper's projected inverse operational-space inertia (spec §2.7.5):
+    ``Λ⁻¹ = J (GᵀHG)⁻¹ Jᵀ`` with ``J = J_span G``, ``J_span`` stacking ``K_e`` times the LOCAL frame
+    Jacobian of each constraint frame on the spanning tree, ``H`` the spanning tree's CRBA and dense
+    Cholesky (m × m, a new array)."""
+    from ..algorithms.delassus import _constraint_jacobian, _prepare
+
+    cache = baseline_cache(model)
+    qs, _, G, _ = spanning_state(model, q, np.zeros(model.nv))
+    H = crba(cache.tree, cache.data, qs)
+    J = _constraint_jacobian(cache.tree, cache.data, qs, _prepare(cache.tree, constraints)) @ G
+    A = G.T @ H @ G
+    X = cho_solve(cho_factor(A, lower=True, check_finite=False), J.T, check_finite=False)
+    out = J @ X
+    return 0.5 * (out + out.T)

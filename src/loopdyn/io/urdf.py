@@ -27,7 +27,7 @@ URDF+ (the kinematic-loop extension read by GRBDA, Chignoli et al. 2024) is read
   mean true, anything else means false. The flag matters only for a joint that ends up in a cluster
   (a body tied by a ``<loop>`` or ``<coupling>``); elsewhere it is ignored. In particular a file with
   ``independent="false"`` flags but no constraints (GRBDA's ``tello_humanoid.urdf``, whose
-  differentials are added in code, see :mod:`loopdyn.robots.tello`) loads as a plain tree: every
+  differentials are added in code, see :mod:`loopdyn.robots.tello_model`) loads as a plain tree: every
   body is a cluster of its own and every joint is independent. The flags are kept on the bodies
   (``Body.independent``), so constraints added later with the :class:`~loopdyn.model.model.Model` API
   use them.

@@ -1,0 +1,284 @@
+"""The Delassus matrix ``Λ⁻¹ = J H⁻¹ Jᵀ`` of a model with loops, in independent coordinates.
+
+``H = Gᵀ H_span G`` is the mass matrix of the independent coordinates and ``J = J_span G`` the rows
+of the link constraints (:class:`~loopdyn.algorithms.delassus.Constraint`) in those coordinates.
+The link constraints are end-effector constraints (contacts, welds) on any body of the model,
+rotors and the bodies inside a loop included; the loop constraints themselves are already
+eliminated by the clusters.
+
+* :func:`c_efpa_core` — C-EFPA (Chignoli et al. 2024 §VIII, eqs. 57–67; spec §2.4): EFPA over the
+  tree of clusters. The articulated inertias, ``𝖴 = 𝖨^A 𝖲`` and ``𝖣⁻¹`` come from C-ABA's backward
+  sweep (:func:`~.cluster_dynamics.c_aba_backward`, zero velocity and torque). A constraint row is a
+  force distribution ``χ`` over the bodies of a cluster (6 n_b numbers):
+
+  * to the parent cluster (eqs. 61–62): ``χ' = 𝖫ᵀ χ = χ − 𝖴 𝖣⁻¹ 𝖲ᵀ χ``, then each body's force to
+    its output body, ``f_Λ(a) += ᵃX_Λᵀ χ'_a`` (the cluster transform, never formed);
+  * down the path (eqs. 63–67): ``W_k = 𝖫_k 𝒳 W_λ(k) + 𝖲 𝖣⁻¹ 𝖲ᵀ χ_kᵀ``, i.e. with
+    ``a'_a = ᵃX_Λ W_λ(Λ(a))``: ``W_k = a' + 𝖲 𝖣⁻¹ (𝖲ᵀ χ − 𝖴ᵀ a')``;
+  * ``Λ⁻¹_{r1,r2} = χ_{r1,c} · W_{r2,c}`` at the deepest cluster c supporting both rows.
+
+  O(N_C l³) for the sweep, O(m 𝖽 l²) for the propagation (𝖽 the depth of the cluster tree, l the
+  cluster size) and O(m² l) for the products.
+* :func:`cluster_constraint_jacobian_core` — ``J`` (m × nv): a row's force distribution walks up the
+  clusters (``χ`` to the output bodies, no 𝖫 projection) and ``J_{r, cols(k)} = 𝖲_kᵀ χ_k``
+  (spec §2.6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..model import layout as L
+from ..spatial import ops
+from .cluster_dynamics import c_aba_backward, placement_in_output, s_col
+from .cluster_kinematics import cluster_fk_core, validate_cluster_state
+from .common import kernel
+
+__all__ = ["c_efpa_core", "cluster_constraint_jacobian_core", "cluster_paths"]
+
+
+@njit(cache=True, inline="always")
+def _nv(ic):
+    """The number of independent velocities."""
+    nv = 0
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        nv += ic[k, L.C_NV]
+    return nv
+
+
+@njit(cache=True)
+def cluster_paths(ib, ic, cbody):
+    """(depth of every cluster, path of every constraint's cluster: path[e, t] = the cluster at depth
+    t on the way from the root, 1 ≤ t ≤ depth; the constraint's own cluster at its depth)."""
+    ncl = ic[0, L.C0_NCL]
+    depth = np.zeros(ncl + 1, dtype=np.int64)
+    for k in range(1, ncl + 1):
+        depth[k] = depth[ic[k, L.C_PARENT]] + 1
+    nc = cbody.shape[0]
+    dmax = 0
+    for e in range(nc):
+        if cbody[e] > 0:
+            dmax = max(dmax, depth[ib[cbody[e], L.I_CLUSTER]])
+    path = np.zeros((nc, dmax + 1), dtype=np.int64)
+    for e in range(nc):
+        if cbody[e] == 0:
+            continue
+        k = ib[cbody[e], L.I_CLUSTER]
+        while k > 0:
+            path[e, depth[k]] = k
+            k = ic[k, L.C_PARENT]
+    return depth, path
+
+
+@njit(cache=True, inline="always")
+def _force_to_parent_cluster(ib, ws, ic, cb, k, src, dst):
+    """dst (6 n_b of k's parent cluster) = the forces src (6 n_b of cluster k) moved to the output
+    bodies: ``dst[Λ(a)] += ᵃX_Λᵀ src[a]``."""
+    pnb6 = 6 * ic[ic[k, L.C_PARENT], L.C_NB]
+    for x in range(pnb6):
+        dst[x] = 0.0
+    first = ic[k, L.C_FIRST]
+    for a in range(ic[k, L.C_NB]):
+        i = cb[first + a]
+        R, p = placement_in_output(ib, ws, ic, k, i)
+        f = ops.force_to_parent(R, p, (src[6 * a], src[6 * a + 1], src[6 * a + 2],
+                                       src[6 * a + 3], src[6 * a + 4], src[6 * a + 5]))  # fmt: skip
+        o = 6 * ib[ib[i, L.I_OUT], L.I_SUB]
+        for r in range(6):
+            dst[o + r] += f[r]
+
+
+@njit(cache=True, inline="always")
+def _motion_from_parent_cluster(ib, ws, ic, cb, k, src, dst):
+    """dst (6 n_b of cluster k) = the motions src (6 n_b of k's parent) seen by k's bodies:
+    ``dst[a] = ᵃX_Λ src[Λ(a)]``."""
+    first = ic[k, L.C_FIRST]
+    for a in range(ic[k, L.C_NB]):
+        i = cb[first + a]
+        R, p = placement_in_output(ib, ws, ic, k, i)
+        o = 6 * ib[ib[i, L.I_OUT], L.I_SUB]
+        x = ops.motion_to_child(R, p, (src[o], src[o + 1], src[o + 2], src[o + 3], src[o + 4], src[o + 5]))
+        for r in range(6):
+            dst[6 * a + r] = x[r]
+
+
+@njit(cache=True, inline="always")
+def _st_mul(ib, ws, ic, cb, wc, k, f, z):
+    """z[:m] = 𝖲_kᵀ f (f: 6 n_b)."""
+    for l in range(ic[k, L.C_M]):
+        acc = 0.0
+        for j in range(ic[k, L.C_NB]):
+            o = 6 * j
+            fj = (f[o], f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5])
+            acc += ops.dot6(s_col(ib, ws, ic, cb, wc, k, j, l), fj)
+        z[l] = acc
+
+
+@njit(cache=True, inline="always")
+def _dinv_mul(ic, wc, k, z, y):
+    """y[:m] = 𝖣_k⁻¹ z."""
+    m = ic[k, L.C_M]
+    DI = ic[k, L.C_DINV]
+    for l in range(m):
+        acc = 0.0
+        for l2 in range(m):
+            acc += wc[DI + l * m + l2] * z[l2]
+        y[l] = acc
+
+
+@njit(cache=True)
+def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
+    """C-EFPA on a validated state; writes Λ⁻¹ (m × m) into ``out``. Returns 0 or an error status."""
+    zero = np.zeros(_nv(ic))
+    st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
+    if st != 0:
+        return st
+    st = c_aba_backward(ib, ws, ic, cb, wc, zero, np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹ (eqs. 59–61)
+    if st != 0:
+        return st
+    ncl = ic[0, L.C0_NCL]
+    nbmax = 1
+    mmax = 1
+    for k in range(1, ncl + 1):
+        nbmax = max(nbmax, ic[k, L.C_NB])
+        mmax = max(mmax, ic[k, L.C_M])
+    depth, path = cluster_paths(ib, ic, cbody)
+    nc = cbody.shape[0]
+    m = crow[nc]
+    dmax = path.shape[1] - 1
+    w6 = 6 * nbmax
+    KC = np.zeros((m, dmax + 1, w6))  # χ of each row at the path's cluster of depth t (eqs. 57–58, 62)
+    W = np.zeros((m, dmax + 1, w6))  # 𝛀⁻¹_{k e} columns (eq. 67)
+    z = np.empty(mmax)
+    y = np.empty(mmax)
+    ap = np.empty(w6)
+    for e in range(nc):
+        b = cbody[e]
+        if b == 0:
+            continue
+        d = depth[ib[b, L.I_CLUSTER]]
+        sb = 6 * ib[b, L.I_SUB]
+        for r in range(crow[e], crow[e + 1]):
+            for c in range(6):
+                KC[r, d, sb + c] = K[r, c]
+            for t in range(d, 1, -1):  # backward (eq. 62): χ_λ = 𝒳ᵀ 𝖫ᵀ χ_k
+                k = path[e, t]
+                nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
+                _st_mul(ib, ws, ic, cb, wc, k, KC[r, t], z)
+                _dinv_mul(ic, wc, k, z, y)
+                for x in range(nb6):
+                    acc = KC[r, t, x]
+                    for l in range(mk):
+                        acc -= wc[U + x * mk + l] * y[l]
+                    ap[x] = acc
+                _force_to_parent_cluster(ib, ws, ic, cb, k, ap, KC[r, t - 1])
+            for t in range(1, d + 1):  # forward (eqs. 63–67)
+                k = path[e, t]
+                nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
+                if t == 1:
+                    for x in range(nb6):
+                        ap[x] = 0.0
+                else:
+                    _motion_from_parent_cluster(ib, ws, ic, cb, k, W[r, t - 1], ap)
+                _st_mul(ib, ws, ic, cb, wc, k, KC[r, t], z)
+                for l in range(mk):
+                    acc = z[l]
+                    for x in range(nb6):
+                        acc -= wc[U + x * mk + l] * ap[x]
+                    z[l] = acc
+                _dinv_mul(ic, wc, k, z, y)
+                for j in range(ic[k, L.C_NB]):
+                    for l in range(mk):
+                        s = s_col(ib, ws, ic, cb, wc, k, j, l)
+                        for c in range(6):
+                            ap[6 * j + c] += s[c] * y[l]
+                for x in range(nb6):
+                    W[r, t, x] = ap[x]
+    # assembly: Λ⁻¹_{r1,r2} = χ_{r1,c} · W_{r2,c} at the deepest common cluster c (0: none, zero block)
+    for e1 in range(nc):
+        d1 = depth[ib[cbody[e1], L.I_CLUSTER]] if cbody[e1] > 0 else 0
+        for e2 in range(e1, nc):
+            d2 = depth[ib[cbody[e2], L.I_CLUSTER]] if cbody[e2] > 0 else 0
+            lo = 0
+            hi = min(d1, d2)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if path[e1, mid] == path[e2, mid]:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            nb6 = 6 * ic[path[e1, lo], L.C_NB] if lo > 0 else 0
+            for r1 in range(crow[e1], crow[e1 + 1]):
+                r2a = r1 if e1 == e2 else crow[e2]
+                for r2 in range(r2a, crow[e2 + 1]):
+                    v = 0.0
+                    for x in range(nb6):
+                        v += KC[r1, lo, x] * W[r2, lo, x]
+                    out[r1, r2] = v
+                    out[r2, r1] = v
+    return 0
+
+
+@njit(cache=True)
+def cluster_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J):
+    """J (m × nv, independent velocities) of the constraint rows K, after the cluster kinematics:
+    ``J_{r, cols(k)} = 𝖲_kᵀ χ_k`` along the row's cluster path, ``χ`` moved to the output bodies from
+    cluster to cluster. Entries off the path are left untouched (zero J first)."""
+    nbmax = 1
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        nbmax = max(nbmax, ic[k, L.C_NB])
+    f = np.zeros(6 * nbmax)
+    g = np.zeros(6 * nbmax)
+    z = np.empty(6 * nbmax)
+    for e in range(cbody.shape[0]):
+        b = cbody[e]
+        if b == 0:
+            continue
+        for r in range(crow[e], crow[e + 1]):
+            k = ib[b, L.I_CLUSTER]
+            for x in range(6 * ic[k, L.C_NB]):
+                f[x] = 0.0
+            for c in range(6):
+                f[6 * ib[b, L.I_SUB] + c] = K[r, c]
+            while k > 0:
+                _st_mul(ib, ws, ic, cb, wc, k, f, z)
+                iv = ic[k, L.C_IV]
+                for l in range(ic[k, L.C_M]):
+                    J[r, iv + l] = z[l]
+                if ic[k, L.C_PARENT] == 0:
+                    break
+                _force_to_parent_cluster(ib, ws, ic, cb, k, f, g)
+                for x in range(6 * ic[ic[k, L.C_PARENT], L.C_NB]):
+                    f[x] = g[x]
+                k = ic[k, L.C_PARENT]
+
+
+_SIG = (
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
+    "float64[::1], int64[:, ::1], int64[::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], "
+    "float64[:, ::1])"
+)
+
+
+@kernel(_SIG)
+def c_efpa_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
+    zero = np.zeros(_nv(ic))
+    st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
+    if st != 0:
+        return st
+    return c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
+
+
+@kernel(_SIG)
+def cluster_jacobian_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, J):
+    zero = np.zeros(_nv(ic))
+    st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
+    if st != 0:
+        return st
+    st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
+    if st != 0:
+        return st
+    J[:, :] = 0.0
+    cluster_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J)
+    return 0

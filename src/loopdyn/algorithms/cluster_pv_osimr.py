@@ -1,0 +1,400 @@
+"""PV-OSIMr over the tree of clusters: the Delassus matrix of a model with loops in O(N_C + m²).
+
+PV-OSIMr (Sathya et al. 2023, Algorithm 3; spec ``delassus-pv-osimr-sathya2023`` §2.4, §3.5) with
+the links replaced by clusters (Chignoli et al. 2024 §VIII). The cluster paper names this
+combination as future work; it is C-EFPA (:mod:`.cluster_delassus`) with the propagators composed
+along the unbranched stretches of the tree, so that the work per constraint pair no longer depends
+on the depth.
+
+Nodes are the clusters ``1 … N_C`` and one fictitious end-effector (EE) per constraint, a child of
+its body's cluster. A node's *space* is the force distribution over its bodies (6 n_b numbers) for
+a cluster, the constraint's rows (m_e) for an EE. The branching nodes ``N`` are the EEs and the
+clusters with at least two children carrying EEs (spec §2.2, the robust definition; erratum E1).
+``D(k)`` is the branching node at the bottom of k's unbranched stretch, ``A(i)`` the nearest
+branching strict ancestor.
+
+* EEs (Alg. 3 line 4): ``ᵏP_e = K_eᵀ`` placed on the constrained body's block, ``ᵏΩ_e = 0``.
+* Backward sweep over the clusters (lines 5–15), after C-ABA's articulated inertias: with ``P`` the
+  propagator from ``D(k)`` into k's space (the identity if k ∈ N, else that of k's chain child) and
+  ``Y = 𝖲_kᵀ P``:
+
+  * eq. 16: ``^{λ(k)}Ω_{D(k)} = ᵏΩ_{D(k)} + Yᵀ 𝖣_k⁻¹ Y``;
+  * eq. 17: ``^{λ(k)}P_{D(k)} = 𝒳ᵀ 𝖫_kᵀ P``, column by column: ``χ − 𝖴 𝖣⁻¹ 𝖲ᵀχ``, then each body's
+    force to its output body.
+
+* Forward sweep over N (line 17, eq. 18): ``⁰Ω_i = ^{A}Ω_i + ^{A}P_iᵀ ⁰Ω_A ^{A}P_i``.
+* CEMPs up the branching ancestors (lines 18–22, eq. 19): ``^{A(e)}K_e = ^{A(e)}P_eᵀ``,
+  ``^{A(j)}K_e = ʲK_e ^{A(j)}P_jᵀ``.
+* Assembly (lines 23–28, eq. 13): ``Λ⁻¹_{e1,e2} = ᶜK_e1 ⁰Ω_c ᶜK_e2ᵀ`` at ``c = cca(e1, e2)`` (zero
+  when the two hang from the world through different clusters), ``Λ⁻¹_{e,e} = ⁰Ω_e``.
+
+The branching structure and the buffer layout depend only on the model and on which bodies carry
+constraints: they are computed once and cached (pitfall P10).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..model import layout as L
+from .cluster_delassus import _force_to_parent_cluster, _nv, _st_mul
+from .cluster_dynamics import c_aba_backward
+from .cluster_kinematics import cluster_fk_core, validate_cluster_state
+from .common import kernel
+from .pv_osim import branching_structure
+
+__all__ = ["cluster_branching", "run_c_pv_osimr"]
+
+# node table columns (rows: node 0 = the world, clusters 1 … N_C, EEs N_C + 1 …)
+N_PARENT = 0  # parent node (a cluster, or 0)
+N_HASES = 1  # 1 if an EE is at or below the node
+N_INN = 2  # 1 if the node is branching
+N_CHAIN = 3  # the child carrying the EEs, for an unbranched cluster with EEs (−1 otherwise)
+N_DIM = 4  # dimension of the space of D(node)
+N_PD = 5  # offset of ^{λ}P_{D(node)} (space(λ) × DIM) in the buffer, −1 if λ = 0
+N_OD = 6  # offset of ^{λ}Ω_{D(node)} (DIM × DIM)
+N_A = 7  # nearest branching strict ancestor (0: none)
+N_TOP = 8  # for a branching node: the node below A on its stretch
+N_O0 = 9  # for a branching node: offset of ⁰Ω (SPACE × SPACE)
+N_SPACE = 10  # the node's own space: 6 n_b (cluster) or m_e (EE)
+N_E = 11  # for an EE: its constraint index
+NN = 12
+
+
+def cluster_branching(parents, ee_parents):
+    """The branching structure over nodes 0 … n + len(ee_parents) (the world, the clusters ``1 … n``
+    with ``parents[k - 1]`` the parent of cluster k, then one EE per entry of ``ee_parents``), from
+    :func:`~.pv_osim.branching_structure` (spec §2.2); EEs on the world (``ee_parents[e] = 0``) are
+    left out of the tree. Returns ``(has_es, in_n, chain, D, A)`` as lists over the nodes
+    (``chain``/``D`` −1 where undefined)."""
+    n = len(parents)
+    live = [e for e, p in enumerate(ee_parents) if p > 0]
+    bs = branching_structure(parents, [ee_parents[e] for e in live])
+    total = n + 1 + len(ee_parents)
+
+    def node(x):  # the structure's numbering → ours
+        return x if x <= n else n + 1 + live[x - n - 1]
+
+    has_es, in_n = [False] * total, [False] * total
+    chain, D, A = [-1] * total, [-1] * total, [0] * total
+    in_n[0] = has_es[0] = True
+    for x in range(1, n + 1 + len(live)):
+        y = node(x)
+        has_es[y] = bs.has_ee[x]
+        A[y] = bs.A[x - 1]  # a cluster or the world
+        if bs.D[x - 1] is not None:
+            D[y] = node(bs.D[x - 1])
+        if x in bs.chain_child:
+            chain[y] = node(bs.chain_child[x])
+    for x in bs.N:
+        in_n[node(x)] = True
+    return has_es, in_n, chain, D, A
+
+
+class _Structure:
+    """The node table, the CEMP and assembly programs and the float buffer for one (model,
+    constraint bodies) pair."""
+
+    def __init__(self, data, cbody, crow):
+        ib, ic = data.ib, data.ic
+        ncl = int(ic[0, L.C0_NCL])
+        nc = len(cbody)
+        parents = [int(ic[k, L.C_PARENT]) for k in range(1, ncl + 1)]
+        ee_par = [int(ib[b, L.I_CLUSTER]) if b > 0 else 0 for b in cbody]
+        has_es, in_n, chain, D, A = cluster_branching(parents, ee_par)
+        total = ncl + 1 + nc
+        par = [0] + parents + ee_par
+        space = [0] + [6 * int(ic[k, L.C_NB]) for k in range(1, ncl + 1)]
+        space += [int(crow[e + 1] - crow[e]) for e in range(nc)]
+        T = np.full((total, NN), -1, dtype=np.int64)
+        off = 0
+        for x in range(total):
+            T[x, N_PARENT] = par[x]
+            T[x, N_HASES] = int(has_es[x])
+            T[x, N_INN] = int(in_n[x])
+            T[x, N_CHAIN] = chain[x]
+            T[x, N_A] = A[x]
+            T[x, N_SPACE] = space[x]
+            T[x, N_E] = x - ncl - 1 if x > ncl else -1
+            if x == 0 or not has_es[x]:
+                continue
+            dim = space[D[x]]
+            T[x, N_DIM] = dim
+            if par[x] > 0:
+                T[x, N_PD] = off
+                off += space[par[x]] * dim
+            T[x, N_OD] = off
+            off += dim * dim
+        branching = [x for x in range(1, total) if in_n[x]]
+        for i in branching:
+            t = i
+            while par[t] != A[i]:
+                t = par[t]
+            T[i, N_TOP] = t
+            T[i, N_O0] = off
+            off += space[i] * space[i]
+        # CEMPs: rows (EE, branching ancestor j, offset, previous row or −1, node whose PD is used)
+        cemp = []
+        where = {}
+        for e in range(nc):
+            x = ncl + 1 + e
+            if not in_n[x]:
+                continue
+            j, prev, top = A[x], -1, int(T[x, N_TOP])
+            while j > 0:
+                cemp.append((x, j, off, prev, top))
+                where[(x, j)] = off
+                prev = len(cemp) - 1
+                off += space[x] * space[j]
+                top = T[j, N_TOP]
+                j = A[j]
+        # assembly: (e1, e2, cca, offset of ᶜK_e1, offset of ᶜK_e2); cca 0 → zero block
+        asm = []
+        for e1 in range(nc):
+            x1 = ncl + 1 + e1
+            anc1 = []
+            j = A[x1] if in_n[x1] else 0
+            while j > 0:
+                anc1.append(j)
+                j = A[j]
+            for e2 in range(e1 + 1, nc):
+                x2 = ncl + 1 + e2
+                c = 0
+                if in_n[x1] and in_n[x2]:
+                    j = A[x2]
+                    s1 = set(anc1)
+                    while j > 0 and j not in s1:
+                        j = A[j]
+                    c = j
+                if c > 0:
+                    asm.append((e1, e2, c, where[(x1, c)], where[(x2, c)]))
+                else:
+                    asm.append((e1, e2, 0, -1, -1))
+        self.table = T
+        self.order = np.array(branching, dtype=np.int64)
+        self.cemp = np.array(cemp, dtype=np.int64).reshape(-1, 5)
+        self.asm = np.array(asm, dtype=np.int64).reshape(-1, 5)
+        self.buf = np.zeros(max(off, 1))
+
+
+_CACHE: dict = {}
+
+
+def _structure(model, data, cbody, crow) -> _Structure:
+    key = (id(model), cbody.tobytes(), crow.tobytes())
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is model._key:
+        return hit[1]
+    s = _Structure(data, cbody, crow)
+    if len(_CACHE) > 256:
+        _CACHE.clear()
+    _CACHE[key] = (model._key, s)
+    return s
+
+
+@njit(cache=True)
+def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, order, cemp, asm,
+                    buf, out):  # fmt: skip
+    """Cluster PV-OSIMr on a validated state; writes Λ⁻¹ into ``out``. Returns 0 or a status."""
+    zero = np.zeros(_nv(ic))
+    st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
+    if st != 0:
+        return st
+    st = c_aba_backward(ib, ws, ic, cb, wc, zero, np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹
+    if st != 0:
+        return st
+    ncl = ic[0, L.C0_NCL]
+    nc = cbody.shape[0]
+    wmax = 6
+    mmax = 1
+    for k in range(1, ncl + 1):
+        wmax = max(wmax, 6 * ic[k, L.C_NB])
+        mmax = max(mmax, ic[k, L.C_M])
+    for e in range(nc):
+        wmax = max(wmax, crow[e + 1] - crow[e])
+    f = np.empty(wmax)
+    h = np.empty(wmax)
+    z = np.empty(mmax)
+    Y = np.empty((mmax, wmax))  # 𝖲ᵀ P
+    Z = np.empty((mmax, wmax))  # 𝖣⁻¹ 𝖲ᵀ P
+    # EEs (line 4): ᵏP_e = K_eᵀ on the body's block, ᵏΩ_e = 0
+    for e in range(nc):
+        x = ncl + 1 + e
+        if T[x, N_PD] < 0:
+            continue
+        me = crow[e + 1] - crow[e]
+        pd = T[x, N_PD]
+        for a in range(T[T[x, N_PARENT], N_SPACE] * me):
+            buf[pd + a] = 0.0
+        sb = 6 * ib[cbody[e], L.I_SUB]
+        for r in range(me):
+            for c in range(6):
+                buf[pd + (sb + c) * me + r] = K[crow[e] + r, c]
+        for a in range(me * me):
+            buf[T[x, N_OD] + a] = 0.0
+    # backward sweep over the clusters (lines 5–15)
+    for k in range(ncl, 0, -1):
+        if T[k, N_HASES] == 0:
+            continue
+        nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
+        dim = T[k, N_DIM]
+        branching = T[k, N_INN] == 1
+        ch = T[k, N_CHAIN]
+        src = 0 if branching else T[ch, N_PD]
+        for col in range(dim):
+            if branching:  # ᵏP_k = 1 (line 7)
+                for a in range(nb6):
+                    f[a] = 0.0
+                f[col] = 1.0
+            else:
+                for a in range(nb6):
+                    f[a] = buf[src + a * dim + col]
+            _st_mul(ib, ws, ic, cb, wc, k, f, z)
+            for l in range(mk):
+                Y[l, col] = z[l]
+            DI = ic[k, L.C_DINV]
+            for l in range(mk):
+                acc = 0.0
+                for l2 in range(mk):
+                    acc += wc[DI + l * mk + l2] * z[l2]
+                Z[l, col] = acc
+            pd = T[k, N_PD]
+            if pd >= 0:  # eq. 17: 𝒳ᵀ (χ − 𝖴 𝖣⁻¹ 𝖲ᵀ χ), column by column
+                for a in range(nb6):
+                    acc = f[a]
+                    for l in range(mk):
+                        acc -= wc[U + a * mk + l] * Z[l, col]
+                    f[a] = acc
+                _force_to_parent_cluster(ib, ws, ic, cb, k, f, h)
+                for a in range(T[T[k, N_PARENT], N_SPACE]):
+                    buf[pd + a * dim + col] = h[a]
+        od = T[k, N_OD]  # eq. 16
+        for a in range(dim):
+            for b in range(a, dim):
+                acc = 0.0 if branching else buf[T[ch, N_OD] + a * dim + b]
+                for l in range(mk):
+                    acc += Y[l, a] * Z[l, b]
+                buf[od + a * dim + b] = acc
+                buf[od + b * dim + a] = acc
+    # forward sweep over N (line 17, eq. 18)
+    for ii in range(order.shape[0]):
+        i = order[ii]
+        t = T[i, N_TOP]
+        A = T[i, N_A]
+        d = T[i, N_SPACE]
+        o0 = T[i, N_O0]
+        od = T[t, N_OD]
+        if A == 0:
+            for a in range(d * d):
+                buf[o0 + a] = buf[od + a]
+            continue
+        pd = T[t, N_PD]
+        da = T[A, N_SPACE]
+        oa = T[A, N_O0]
+        for a in range(d):
+            for b in range(a, d):
+                acc = buf[od + a * d + b]
+                for r in range(da):
+                    par = buf[pd + r * d + a]
+                    if par == 0.0:
+                        continue
+                    s = 0.0
+                    for c in range(da):
+                        s += buf[oa + r * da + c] * buf[pd + c * d + b]
+                    acc += par * s
+                buf[o0 + a * d + b] = acc
+                buf[o0 + b * d + a] = acc
+    # CEMPs (lines 18–22, eq. 19)
+    for row in range(cemp.shape[0]):
+        x, j, o, prev, top = cemp[row, 0], cemp[row, 1], cemp[row, 2], cemp[row, 3], cemp[row, 4]
+        me = T[x, N_SPACE]
+        dj = T[j, N_SPACE]
+        pd = T[top, N_PD]  # ^{j}P_{top's branching node} (dj × d_src)
+        if prev < 0:  # ^{A(e)}K_e = ^{A(e)}P_eᵀ
+            for r in range(me):
+                for c in range(dj):
+                    buf[o + r * dj + c] = buf[pd + c * me + r]
+        else:  # ^{A(j')}K_e = ^{j'}K_e ^{A(j')}P_{j'}ᵀ
+            ps = cemp[prev, 2]
+            dsrc = T[cemp[prev, 1], N_SPACE]
+            for r in range(me):
+                for c in range(dj):
+                    acc = 0.0
+                    for s in range(dsrc):
+                        acc += buf[ps + r * dsrc + s] * buf[pd + c * dsrc + s]
+                    buf[o + r * dj + c] = acc
+    # assembly (lines 23–28)
+    for e in range(nc):
+        x = ncl + 1 + e
+        r0 = crow[e]
+        me = crow[e + 1] - r0
+        if T[x, N_INN] == 0:  # a constraint on the world
+            for r in range(me):
+                for c in range(me):
+                    out[r0 + r, r0 + c] = 0.0
+            continue
+        o0 = T[x, N_O0]
+        for r in range(me):
+            for c in range(me):
+                out[r0 + r, r0 + c] = buf[o0 + r * me + c]
+    for p in range(asm.shape[0]):
+        e1, e2, c, k1, k2 = asm[p, 0], asm[p, 1], asm[p, 2], asm[p, 3], asm[p, 4]
+        a0, b0 = crow[e1], crow[e2]
+        m1, m2 = crow[e1 + 1] - a0, crow[e2 + 1] - b0
+        if c == 0:
+            for r in range(m1):
+                for s in range(m2):
+                    out[a0 + r, b0 + s] = 0.0
+                    out[b0 + s, a0 + r] = 0.0
+            continue
+        dc = T[c, N_SPACE]
+        oc = T[c, N_O0]
+        for s in range(m2):  # f = ⁰Ω_c (ᶜK_e2)ᵀ column s
+            for a in range(dc):
+                acc = 0.0
+                for b in range(dc):
+                    acc += buf[oc + a * dc + b] * buf[k2 + s * dc + b]
+                f[a] = acc
+            for r in range(m1):
+                acc = 0.0
+                for a in range(dc):
+                    acc += buf[k1 + r * dc + a] * f[a]
+                out[a0 + r, b0 + s] = acc
+                out[b0 + s, a0 + r] = acc
+    return 0
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
+    "float64[::1], int64[:, ::1], int64[::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], "
+    "int64[:, ::1], int64[::1], int64[:, ::1], int64[:, ::1], float64[::1], float64[:, ::1])"
+)
+def c_pv_osimr_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, order, cemp,
+                      asm, buf, out):  # fmt: skip
+    zero = np.zeros(_nv(ic))
+    st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
+    if st != 0:
+        return st
+    return c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, order,
+                           cemp, asm, buf, out)  # fmt: skip
+
+
+def run_c_pv_osimr(model, data, q, prep) -> np.ndarray:
+    """Λ⁻¹ (m × m, a new array) by cluster PV-OSIMr for the prepared constraints ``prep``."""
+    from .cluster_dynamics import _args
+    from .cluster_kinematics import raise_cluster_status
+    from .common import as_float_vector
+
+    cbody, crow, K = prep[0], prep[1], prep[2]
+    s = _structure(model, data, cbody, crow)
+    m = int(crow[-1])
+    out = np.empty((m, m))
+    args = (cbody, crow, K, s.table, s.order, s.cemp, s.asm, s.buf, out)
+    try:
+        st = c_pv_osimr_kernel(*_args(data), q, *args)
+    except TypeError:
+        st = c_pv_osimr_kernel(*_args(data), as_float_vector(q, "q"), *args)
+    if st:
+        raise_cluster_status(model, st, ("q",))
+    return out

@@ -1,0 +1,822 @@
+"""PV-OSIM and PV-OSIMr: the Delassus matrix ``Λ⁻¹ = J M⁻¹ Jᵀ`` of link constraints on a kinematic
+tree by propagation of the constraint rows (Sathya, Decré, Swevers; spec
+``delassus-pv-osimr-sathya2023``).
+
+* ``run_pv_osim`` — PV-OSIM (the paper's Algorithm 1), O(n + m² d): one backward sweep carries every
+  constraint row up to the root (line 13) and adds the rank-nᵢ update ``(Kᴬ S) D⁻¹ (Kᴬ S)ᵀ`` of the
+  joint to the block of all the rows below it (line 14).
+* ``run_pv_osimr`` — PV-OSIMr (Algorithm 3), O(n + m²): between two branching links the tree is a
+  chain, over which ONE 6×6 (or 6×m_e) force propagator and ONE inverse inertia are composed
+  (lines 13 and 15, eqs 16–17) however many rows pass through it; the inverse inertias ``⁰Ω`` at the
+  branching links follow in a forward sweep over the branching set N (line 17, eq 18), the
+  constraint-space motion propagators (CEMPs) in a backward sweep over N (lines 20–22, eq 19), and
+  the blocks ``ᶜK_e1 ⁰Ω_c ᶜK_e2ᵀ`` at the closest common ancestor c (lines 25–28, eq 13).
+
+Both run in link coordinates (spec §3.7): with ``Xup_i = ⁱX_{π(i)}``, ``U_i = Iᴬ_i S_i`` and
+``D_i = S_iᵀ U_i + diag(armature)`` (as the ABA and EFPA: ``joint_dinv``),
+
+* the force propagator ``P_i f = Xup_iᵀ (f − U_i D_i⁻¹ S_iᵀ f)`` carries a force from i to π(i); the
+  rows of ``K`` propagate like forces (``ᵖK = ⁱK P_iᵀ``, pitfall P3: P on forces, Pᵀ on motions);
+* ``Ω_i = S_i D_i⁻¹ S_iᵀ`` is the inverse inertia of link i with π(i) grounded (i coordinates);
+* ``K_e`` acts on the constrained link's ``[ω; v]`` in link coordinates (``delassus._prepare``).
+
+The branching set is the robust one of spec §2.2 (not the paper's literal formula, erratum E1):
+``N = {0} ∪ E ∪ {links with ≥ 2 children whose subtrees hold end-effectors}``. Every constraint is
+a fictitious end-effector (EE) child of its link; a constraint with more than 6 rows is split into
+EEs of at most 6 rows on the same link (so every propagated block is at most 6 wide: pitfall P9;
+this is the "identity propagation" of §3.5.1 — the link becomes a branching link and the split
+blocks meet there). Constraints on the world (body 0) give zero rows and columns.
+
+The bookkeeping (N, A, D, top, the compressed tree and its EE groups) depends only on the topology
+and the constrained links: it is computed once per prepared constraint list (pure Python,
+:func:`branching_structure`), packed into one int64 array and cached together with the float
+scratch (pitfall P10: no closest-common-ancestor walk per pair).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from ..model import layout as L
+from ..spatial import ops
+from .aba import joint_dinv
+from .common import (
+    SINGULAR,
+    STATUS_BASE,
+    as_float_vector,
+    check_configuration,
+    jcalc,
+    kernel,
+    raise_for_status,
+    s_column,
+)
+
+__all__ = ["BranchingStructure", "branching_structure", "run_pv_osim", "run_pv_osimr"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the branching structure (pure Python; once per topology and constraint attachment)
+class _SubtreeEEs(Mapping):
+    """ES(i): the end-effectors that are strict descendants of i (i = 0 … n_b + m_b), computed on
+    demand from the depth-first intervals of the extended tree (O(m_b) per lookup)."""
+
+    def __init__(self, s: BranchingStructure):
+        self._s = s
+
+    def __getitem__(self, i):
+        s = self._s
+        if not (isinstance(i, int | np.integer) and 0 <= i <= s.nb + s.ne):
+            raise KeyError(i)
+        return frozenset(e for e in range(s.nb + 1, s.nb + s.ne + 1) if s._tin[i] < s._tin[e] < s._tout[i])
+
+    def __iter__(self):
+        return iter(range(self._s.nb + self._s.ne + 1))
+
+    def __len__(self):
+        return self._s.nb + self._s.ne + 1
+
+
+@dataclass
+class BranchingStructure:
+    """The index sets of the paper's §I-C for a tree with end-effectors, spec §2.2.
+
+    Links are ``1 … nb``, the world is 0 and the EEs are ``nb+1 … nb+ne`` in the given order.
+    Lists ``D`` and ``A`` hold ``D(i)`` and ``A(i)`` for ``i = 1 … nb+ne`` (``D[i-1]`` is ``D(i)``;
+    ``None`` where ``D`` is undefined, i.e. no EE below i). ``ES[i]`` is a frozenset for ``i = 0 …``.
+    """
+
+    nb: int
+    ne: int
+    parent: list[int]  # π(i) for i = 0 … nb+ne (parent[0] = -1)
+    N: list[int]  # branching links, sorted, with 0 and the EEs
+    D: list[int | None]
+    A: list[int]
+    has_ee: list[bool]  # ES'(i) ≠ ∅ (EEs in the subtree rooted at i, i included), i = 0 … nb+ne
+    chain_child: dict[int, int]  # real link i ∉ N with EEs below: its unique child holding EEs
+    top: dict[int, int]  # j ∈ N∖{0}: the child of A(j) on the path to j
+    groups: dict[int, list[int]]  # real c ∈ N∖{0}: its compressed children {u ∈ N : A(u) = c}
+    ee_range: dict[int, tuple[int, int]]  # i with EEs below: (first, last) EE of ES'(i), if contiguous
+    _tin: list[int] = field(repr=False, default_factory=list)
+    _tout: list[int] = field(repr=False, default_factory=list)
+    _depth: list[int] = field(repr=False, default_factory=list)
+    ES: Mapping = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.ES = _SubtreeEEs(self)
+
+    def cca(self, i: int, j: int) -> int:
+        """The closest common ancestor ``max((anc(i) ∪ {i}) ∩ (anc(j) ∪ {j}))`` (O(depth); for tests
+        and inspection — the kernels use the compressed groups instead)."""
+        p, d = self.parent, self._depth
+        while d[i] > d[j]:
+            i = p[i]
+        while d[j] > d[i]:
+            j = p[j]
+        while i != j:
+            i, j = p[i], p[j]
+        return i
+
+
+def branching_structure(parents, ee_links) -> BranchingStructure:
+    """The branching structure of the tree ``parents`` (``parents[i-1] = π(i)`` for the links
+    ``1 … nb``, 0 = world, ``π(i) < i``) with one fictitious end-effector per entry of ``ee_links``
+    (its link; 0 allowed), numbered ``nb+1, nb+2, …`` in that order.
+
+    Robust branching set (spec §2.2, erratum E1): ``N = {0} ∪ E ∪ {i : at least two children c with
+    ES'(c) ≠ ∅}``; ``A(i) = max(anc(i) ∩ N)``; ``D(i) = i`` if ``i ∈ N`` else ``D(chainChild(i))``
+    (= ``min((desc(i) ∪ {i}) ∩ N)``). O(n + m_b) apart from the lazily evaluated ``ES``.
+    """
+    parents = [int(p) for p in parents]
+    ee_links = [int(b) for b in ee_links]
+    nb, ne = len(parents), len(ee_links)
+    nt = nb + ne + 1
+    par = [-1] + parents + ee_links
+    for i in range(1, nb + 1):
+        if not 0 <= par[i] < i:
+            raise ValueError(f"parents must satisfy 0 ≤ π(i) < i; π({i}) = {par[i]}")
+    for e in range(nb + 1, nt):
+        if not 0 <= par[e] <= nb:
+            raise ValueError(f"end-effector link {par[e]} out of range 0 … {nb}")
+    children: list[list[int]] = [[] for _ in range(nt)]
+    for i in range(1, nt):
+        children[par[i]].append(i)
+    # ES'(i) ≠ ∅ and the number of children holding EEs (reverse sweep; EEs come after all links)
+    has = [False] * nt
+    cnt = [0] * nt
+    for i in range(nt - 1, 0, -1):
+        if i > nb:
+            has[i] = True
+        if has[i]:
+            cnt[par[i]] += 1
+            has[par[i]] = True
+    in_n = [False] * nt
+    in_n[0] = True
+    for i in range(1, nt):
+        in_n[i] = i > nb or cnt[i] >= 2
+    N = [i for i in range(nt) if in_n[i]]
+    # A(i) := π(i) if π(i) ∈ N else A(π(i))  (forward sweep over links, then EEs)
+    A = [0] * nt
+    for i in range(1, nt):
+        p = par[i]
+        A[i] = p if in_n[p] else A[p]
+    # D(k), chainChild(k) and top(D(k)) (reverse sweep over all links with EEs below)
+    D: list[int | None] = [None] * nt
+    chain: dict[int, int] = {}
+    top: dict[int, int] = {}
+    for k in range(nt - 1, 0, -1):
+        if not has[k]:
+            continue
+        if in_n[k]:
+            D[k] = k
+        else:
+            c = next(c for c in children[k] if has[c])
+            chain[k] = c
+            D[k] = D[c]
+        if in_n[par[k]]:
+            top[D[k]] = k
+    groups = {c: [] for c in N if 0 < c <= nb}
+    for u in N:
+        if u > 0 and A[u] > 0:
+            groups[A[u]].append(u)
+    # depth-first intervals (EE children first, then links, each ascending) and depths
+    tin, tout, depth = [0] * nt, [0] * nt, [0] * nt
+    t = 0
+    stack = [(0, False)]
+    while stack:
+        i, done = stack.pop()
+        if done:
+            tout[i] = t
+            t += 1
+            continue
+        tin[i] = t
+        t += 1
+        stack.append((i, True))
+        kids = sorted(children[i], key=lambda c: (c <= nb, c))
+        for c in reversed(kids):
+            depth[c] = depth[i] + 1
+            stack.append((c, False))
+    # (first, last) EE under each node when the EEs of its subtree are numbered contiguously
+    lo = [nt] * nt
+    hi = [-1] * nt
+    n_under = [0] * nt
+    for i in range(nt - 1, 0, -1):
+        if i > nb:
+            lo[i], hi[i], n_under[i] = i, i, 1
+        p = par[i]
+        if has[i]:
+            lo[p], hi[p], n_under[p] = min(lo[p], lo[i]), max(hi[p], hi[i]), n_under[p] + n_under[i]
+    ee_range = {i: (lo[i], hi[i]) for i in range(nt) if has[i] and hi[i] - lo[i] + 1 == n_under[i]}
+    return BranchingStructure(
+        nb=nb,
+        ne=ne,
+        parent=par,
+        N=N,
+        D=D[1:],
+        A=A[1:],
+        has_ee=has,
+        chain_child=chain,
+        top=top,
+        groups=groups,
+        ee_range=ee_range,
+        _tin=tin,
+        _tout=tout,
+        _depth=depth,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# packing the structure for the kernels
+#
+# bk (int64, 1-D): header, then records
+H_NB, H_NE, H_M, H_NN, H_NC, H_LINK, H_EE, H_NODE, H_CNODE, H_GROUP, H_RMAP = range(11)
+HEADER = 12
+# per link i = 0 … nb (LINK_W ints): flags, first and end internal row of ES'(i), chain child slot,
+# width of D(i)
+LK_FLAGS, LK_LO, LK_HI, LK_CHAIN, LK_W = range(5)
+LINK_W = 5
+F_HAS, F_IN_N = 1, 2
+# per internal EE k (slot nb + 1 + k; EE_W ints): link, first internal row, rows, first user row
+EE_LINK, EE_ROW, EE_DIM, EE_UROW = range(4)
+EE_W = 4
+# nodes j ∈ N∖{0}, ascending (NODE_W ints): slot j, A(j), top(j), width
+ND_J, ND_A, ND_TOP, ND_W = range(4)
+NODE_W = 4
+# real branching links c, descending (CN_W ints): c, first group, number of groups
+CN_C, CN_G0, CN_NG = range(3)
+CN_W = 3
+# groups (compressed children u of c; GR_W ints): top(u), first and end internal row of ES'(u), u is an EE
+GR_TOP, GR_LO, GR_HI, GR_EE = range(4)
+GR_W = 4
+# float scratch (1-D): per slot (0 … nb+ne) SLOT_W floats — PD (6 × w, column c at 6 c),
+# OD (w × w at 36), ⁰Ω (w × w at 72); slot 0 is the kernels' small scratch. Then per internal row
+# ROW_W floats, then (PV-OSIM) the m × m accumulator.
+SLOT_W = 108
+PD_OFF, OD_OFF, O0_OFF = 0, 36, 72
+ROW_W = 18  # PV-OSIM: K, FS, Y (6 each); PV-OSIMr: ᶜK, W
+TILE = 8  # rows per band in the assembly loops
+
+
+@dataclass
+class _Packed:
+    prep: tuple  # the prepared constraints this was built for (kept alive: its id is the cache key)
+    structure: BranchingStructure
+    bk: np.ndarray
+    m_user: int
+    m_int: int
+    nslot: int
+    local: threading.local = field(default_factory=threading.local)
+
+    def scratch(self, which: str) -> np.ndarray:
+        """Per-thread float scratch (allocated once)."""
+        buf = getattr(self.local, which, None)
+        if buf is None:
+            n = SLOT_W * self.nslot + ROW_W * self.m_int
+            if which == "osim":
+                n += self.m_int * self.m_int
+            buf = np.zeros(n)
+            setattr(self.local, which, buf)
+        return buf
+
+
+def _pack(ib: np.ndarray, prep) -> _Packed:
+    """PRECOMPUTE (spec §3.5.1): EEs in depth-first order, :func:`branching_structure`, and the
+    records the kernels read, in one int64 array. O(n + m_b) (plus sorting the groups)."""
+    cbody, crow = prep[0], prep[1]
+    nb = int(ib[0, L.I0_NBODIES])
+    parents = [int(ib[i, L.I_PARENT]) for i in range(1, nb + 1)]
+    # split the constraints into EEs of at most 6 rows: (link, first user row, rows)
+    pieces_of: list[list[tuple[int, int, int]]] = [[] for _ in range(nb + 1)]
+    for e in range(len(cbody)):
+        b = int(cbody[e])
+        if b == 0:
+            continue  # on the world: zero rows and columns
+        r0, r1 = int(crow[e]), int(crow[e + 1])
+        for s in range(r0, r1, 6):
+            pieces_of[b].append((b, s, min(6, r1 - s)))
+    # depth-first order of the EEs (at each link its own EEs in constraint order, then its children
+    # ascending), so that the EEs below any link are numbered contiguously
+    children: list[list[int]] = [[] for _ in range(nb + 1)]
+    for i in range(1, nb + 1):
+        children[parents[i - 1]].append(i)
+    pieces = []
+    stack = [0]
+    while stack:
+        i = stack.pop()
+        pieces.extend(pieces_of[i])
+        stack.extend(reversed(children[i]))
+    s = branching_structure(parents, [p[0] for p in pieces])
+    ne = len(pieces)
+    nslot = nb + ne + 1
+    rstart = [0] * (ne + 1)
+    for k, p in enumerate(pieces):
+        rstart[k + 1] = rstart[k] + p[2]
+    m_int = rstart[ne]
+
+    def rows(i):  # internal rows of ES'(i)
+        a, b = s.ee_range[i]
+        return rstart[a - nb - 1], rstart[b - nb]
+
+    def width(j):  # width of the node j ∈ N∖{0}
+        return 6 if j <= nb else pieces[j - nb - 1][2]
+
+    nodes = [j for j in s.N if j > 0]
+    cnodes = [c for c in reversed(nodes) if c <= nb]
+    # the groups of c in row order (they tile the rows of ES'(c))
+    grp = {c: sorted(s.groups[c], key=lambda u: rows(u)[0]) for c in cnodes}
+    ngroups = sum(len(grp[c]) for c in cnodes)
+    off_link = HEADER
+    off_ee = off_link + LINK_W * (nb + 1)
+    off_node = off_ee + EE_W * ne
+    off_cnode = off_node + NODE_W * len(nodes)
+    off_group = off_cnode + CN_W * len(cnodes)
+    off_rmap = off_group + GR_W * ngroups
+    bk = np.zeros(off_rmap + m_int, dtype=np.int64)
+    bk[:HEADER] = 0
+    bk[[H_NB, H_NE, H_M, H_NN, H_NC]] = nb, ne, m_int, len(nodes), len(cnodes)
+    bk[[H_LINK, H_EE, H_NODE, H_CNODE, H_GROUP, H_RMAP]] = (
+        off_link,
+        off_ee,
+        off_node,
+        off_cnode,
+        off_group,
+        off_rmap,
+    )
+    in_n = set(s.N)
+    for i in range(1, nb + 1):
+        if not s.has_ee[i]:
+            continue
+        o = off_link + LINK_W * i
+        lo, hi = rows(i)
+        bk[o + LK_FLAGS] = F_HAS | (F_IN_N if i in in_n else 0)
+        bk[o + LK_LO], bk[o + LK_HI] = lo, hi
+        bk[o + LK_CHAIN] = s.chain_child.get(i, 0)
+        bk[o + LK_W] = width(s.D[i - 1])
+    for k, (b, ur, dim) in enumerate(pieces):
+        o = off_ee + EE_W * k
+        bk[o + EE_LINK], bk[o + EE_ROW], bk[o + EE_DIM], bk[o + EE_UROW] = b, rstart[k], dim, ur
+        bk[off_rmap + rstart[k] : off_rmap + rstart[k] + dim] = np.arange(ur, ur + dim)
+    for n, j in enumerate(nodes):
+        o = off_node + NODE_W * n
+        bk[o + ND_J], bk[o + ND_A], bk[o + ND_TOP], bk[o + ND_W] = j, s.A[j - 1], s.top[j], width(j)
+    g = 0
+    for n, c in enumerate(cnodes):
+        o = off_cnode + CN_W * n
+        bk[o + CN_C], bk[o + CN_G0], bk[o + CN_NG] = c, g, len(grp[c])
+        for u in grp[c]:
+            og = off_group + GR_W * g
+            lo, hi = rows(u)
+            bk[og + GR_TOP], bk[og + GR_LO], bk[og + GR_HI], bk[og + GR_EE] = s.top[u], lo, hi, int(u > nb)
+            g += 1
+    m_user = int(crow[-1])
+    return _Packed(prep, s, bk, m_user, m_int, nslot)
+
+
+_PACKED: dict = {}
+
+
+def _packed(data, prep) -> _Packed:
+    """The cached packed structure of a prepared constraint list (``delassus._prepare`` returns the
+    same tuple while the model and the constraints are unchanged)."""
+    hit = _PACKED.get(id(prep))
+    if hit is not None and hit.prep is prep:
+        return hit
+    p = _pack(data.ib, prep)
+    if len(_PACKED) > 64:
+        _PACKED.clear()
+    _PACKED[id(prep)] = p
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# shared kernel pieces
+@njit(cache=True, inline="always")
+def _articulated_inertias_init(ib, ws, q, K, bk, added):
+    """First forward sweep (lines 1–2): placements in the parent and Iᴬ_i ← I_i, plus
+    ``added · K_eᵀ K_e`` on each constrained link (the penalised system of the damped Delassus)."""
+    nb = ib[0, L.I0_NBODIES]
+    for i in range(1, nb + 1):
+        jcalc(ib, ws, i, q)
+        ops.store_inertia_matrix(ws, i, L.W_IA, ops.load10(ws, i, L.W_INER))
+    if added > 0.0:
+        off_ee = bk[H_EE]
+        for k in range(bk[H_NE]):
+            o = off_ee + EE_W * k
+            b = bk[o + EE_LINK]
+            for r in range(bk[o + EE_UROW], bk[o + EE_UROW] + bk[o + EE_DIM]):
+                for a in range(6):
+                    x = added * K[r, a]
+                    for c in range(6):
+                        ws[b, L.W_IA + 6 * a + c] += x * K[r, c]
+
+
+@njit(cache=True, inline="always")
+def _joint_factor(ib, ws, i):
+    """U_i = Iᴬ_i S_i and D_i⁻¹ (line 7 / line 8; armature included as the ABA). False if singular."""
+    for k in range(ib[i, L.I_NV]):
+        ops.store6(ws, i, L.W_U + 6 * k, ops.mat6_mul(ws, i, L.W_IA, s_column(ib, ws, i, k)))
+    return joint_dinv(ib, ws, i)
+
+
+@njit(cache=True, inline="always")
+def _inertia_to_parent(ib, ws, i, par):
+    """Lines 10–11: Iᴬ_π(i) += P_i Iᴬ_i = Xupᵀ (Iᴬ_i − U D⁻¹ Uᵀ) Xup (Iᴬ_i is overwritten)."""
+    nv = ib[i, L.I_NV]
+    for k in range(nv):
+        Uk = ops.load6(ws, i, L.W_U + 6 * k)
+        for l in range(nv):
+            dkl = ws[i, L.W_DINV + nv * k + l]
+            Ul = ops.load6(ws, i, L.W_U + 6 * l)
+            for r in range(6):
+                x = Uk[r] * dkl
+                for cc in range(6):
+                    ws[i, L.W_IA + 6 * r + cc] -= x * Ul[cc]
+    ops.mat6_to_parent_add(ws, i, L.W_IA, ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P), par, L.W_IA)
+
+
+@njit(cache=True, inline="always")
+def _load6(a, o):
+    return (a[o], a[o + 1], a[o + 2], a[o + 3], a[o + 4], a[o + 5])
+
+
+@njit(cache=True, inline="always")
+def _store6(a, o, x):
+    a[o] = x[0]
+    a[o + 1] = x[1]
+    a[o + 2] = x[2]
+    a[o + 3] = x[3]
+    a[o + 4] = x[4]
+    a[o + 5] = x[5]
+
+
+@njit(cache=True, inline="always")
+def _force_up(ib, ws, i, f, y, yo):
+    """P_i f = Xup_iᵀ (f − U_i y) with y = D_i⁻¹ S_iᵀ f given at y[yo : yo + nv]."""
+    g = f
+    for k in range(ib[i, L.I_NV]):
+        g = ops.sub6(g, ops.scale6(ops.load6(ws, i, L.W_U + 6 * k), y[yo + k]))
+    return ops.force_to_parent(ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P), g)
+
+
+# ---------------------------------------------------------------------------------------------
+# PV-OSIM (Algorithm 1)
+@njit(cache=True)
+def pv_osim_core(ib, ws, q, K, bk, sc, added, out):
+    """PV-OSIM on validated inputs; writes Λ⁻¹ (user order) into ``out``. Returns 0 or SINGULAR.
+
+    Internal rows are numbered depth-first, so ``K_i^A`` (the rows of ES(i)) is the contiguous range
+    ``[lo_i, hi_i)`` and ``L_i^A`` the matching diagonal block of the accumulator G: the "stacking"
+    of lines 4 and 13 and the block-diagonal assembly of lines 5 and 14 are implicit. Each row keeps
+    its current CEMP ``ⁱK_r`` (i = the link being processed) in the row scratch.
+    """
+    nb = bk[H_NB]
+    m = bk[H_M]
+    off_link = bk[H_LINK]
+    off_rmap = bk[H_RMAP]
+    R0 = SLOT_W * (nb + bk[H_NE] + 1)  # row scratch: K (0:6), FS = Kᴬ S (6:12), Y = D⁻¹ FSᵀ (12:18)
+    G0 = R0 + ROW_W * m  # accumulator, m × m row-major (upper triangle)
+    out[:, :] = 0.0
+    _articulated_inertias_init(ib, ws, q, K, bk, added)  # lines 1–2
+    for r in range(m):  # lines 3–4: Kᴬ_π(e) ← [Kᴬ_π(e); K_e]
+        ur = bk[off_rmap + r]
+        for c in range(6):
+            sc[R0 + ROW_W * r + c] = K[ur, c]
+    for k in range(m * m):  # line 5: Lᴬ ← blkdiag(…, 0)
+        sc[G0 + k] = 0.0
+    for i in range(nb, 0, -1):  # line 6
+        if not _joint_factor(ib, ws, i):  # line 7: D_i, Ω_i = S D⁻¹ Sᵀ (kept factored)
+            return SINGULAR * STATUS_BASE + i
+        nv = ib[i, L.I_NV]
+        par = ib[i, L.I_PARENT]
+        o = off_link + LINK_W * i
+        if bk[o + LK_FLAGS] & F_HAS:  # line 11: ES(i) ≠ ∅
+            lo = bk[o + LK_LO]
+            hi = bk[o + LK_HI]
+            if nv == 1:
+                s0 = s_column(ib, ws, i, 0)
+                dinv = ws[i, L.W_DINV]
+                for r in range(lo, hi):  # FS = Kᴬ_i S_i, Y = D⁻¹ FSᵀ
+                    ro = R0 + ROW_W * r
+                    f = ops.dot6(s0, _load6(sc, ro))
+                    sc[ro + 6] = f
+                    sc[ro + 12] = dinv * f
+                # line 14: Lᴬ_π(i) ← blkdiag(Lᴬ_π(i), Lᴬ_i + Kᴬ_i Ω_i Kᴬ_iᵀ), as the rank-1 update
+                # (Kᴬ S) D⁻¹ (Kᴬ S)ᵀ of the block of ES(i) (for π(i) = 0 too: pitfall P8)
+                for r1 in range(lo, hi):
+                    f1 = sc[R0 + ROW_W * r1 + 6]
+                    g = G0 + m * r1
+                    for r2 in range(r1, hi):
+                        sc[g + r2] += f1 * sc[R0 + ROW_W * r2 + 12]
+                if par > 0:  # line 13: Kᴬ_π(i) ← [Kᴬ_π(i); Kᴬ_i P_iᵀ] (each row carried as a force)
+                    R = ops.load9(ws, i, L.W_R)
+                    p = ops.load3(ws, i, L.W_P)
+                    U0 = ops.load6(ws, i, L.W_U)
+                    for r in range(lo, hi):
+                        ro = R0 + ROW_W * r
+                        g6 = ops.sub6(_load6(sc, ro), ops.scale6(U0, sc[ro + 12]))
+                        _store6(sc, ro, ops.force_to_parent(R, p, g6))
+            else:
+                for r in range(lo, hi):  # FS = Kᴬ_i S_i, Y = D⁻¹ FSᵀ
+                    ro = R0 + ROW_W * r
+                    kr = _load6(sc, ro)
+                    for k in range(nv):
+                        sc[ro + 6 + k] = ops.dot6(s_column(ib, ws, i, k), kr)
+                    for k in range(nv):
+                        acc = 0.0
+                        for l in range(nv):
+                            acc += ws[i, L.W_DINV + nv * k + l] * sc[ro + 6 + l]
+                        sc[ro + 12 + k] = acc
+                # line 14, as the rank-nᵢ update (Kᴬ S) D⁻¹ (Kᴬ S)ᵀ
+                for r1 in range(lo, hi):
+                    ro1 = R0 + ROW_W * r1 + 6
+                    g = G0 + m * r1
+                    for r2 in range(r1, hi):
+                        ro2 = R0 + ROW_W * r2 + 12
+                        acc = 0.0
+                        for k in range(nv):
+                            acc += sc[ro1 + k] * sc[ro2 + k]
+                        sc[g + r2] += acc
+                if par > 0:  # line 13
+                    for r in range(lo, hi):
+                        ro = R0 + ROW_W * r
+                        _store6(sc, ro, _force_up(ib, ws, i, _load6(sc, ro), sc, ro + 12))
+        if par > 0:  # lines 9–10
+            _inertia_to_parent(ib, ws, i, par)
+    # line 15: Λ⁻¹ = Lᴬ_0, mapped to the user's constraint order (P5) and made exactly symmetric (P12);
+    # in bands of TILE rows, so that both the (u1, u2) and the transposed (u2, u1) stores stay in cache
+    for a0 in range(0, m, TILE):
+        a1 = min(a0 + TILE, m)
+        for r2 in range(a0, m):
+            u2 = bk[off_rmap + r2]
+            for r1 in range(a0, min(a1, r2 + 1)):
+                v = sc[G0 + m * r1 + r2]
+                u1 = bk[off_rmap + r1]
+                out[u1, u2] = v
+                out[u2, u1] = v
+    return 0
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], int64[::1], float64[::1], float64, "
+    "float64[:, ::1])"
+)
+def pv_osim_kernel(ib, ws, q, K, bk, sc, added, out):
+    st = check_configuration(ib, q)
+    if st != 0:
+        return st
+    return pv_osim_core(ib, ws, q, K, bk, sc, added, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# PV-OSIMr (Algorithm 3)
+@njit(cache=True)
+def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
+    """PV-OSIMr on validated inputs (spec §3.5.1 in link coordinates, §3.7); writes Λ⁻¹ (user order)
+    into ``out``. Returns 0 or SINGULAR.
+
+    Per slot s (link or EE): ``PD[s] = ^{π(s)}P_{D(s)}`` (6 × w, w = 6 or m_e, force propagator from
+    D(s)'s coordinates — constraint space for an EE — to π(s)'s), ``OD[s] = ^{π(s)}Ω_{D(s)}`` (w × w)
+    and, for s ∈ N, ``⁰Ω_s``. Per internal row: its CEMP ``ᶜK_e`` at the branching ancestor c being
+    processed, and ``W = ᶜK_e ⁰Ω_c``.
+    """
+    nb = bk[H_NB]
+    ne = bk[H_NE]
+    off_link = bk[H_LINK]
+    off_ee = bk[H_EE]
+    off_rmap = bk[H_RMAP]
+    R0 = SLOT_W * (nb + ne + 1)  # row scratch: ᶜK (0:6), W = ᶜK ⁰Ω_c (6:12)
+    out[:, :] = 0.0  # cca = 0 blocks stay exactly zero (P7)
+    _articulated_inertias_init(ib, ws, q, K, bk, added)  # lines 1–2
+    for k in range(ne):  # lines 3–4: ^{π(e)}P_e ← K_eᵀ, ^{π(e)}Ω_e ← 0 (abuse of notation, E8)
+        o = off_ee + EE_W * k
+        s = SLOT_W * (nb + 1 + k)
+        w = bk[o + EE_DIM]
+        ur = bk[o + EE_UROW]
+        for c in range(w):
+            for a in range(6):
+                sc[s + PD_OFF + 6 * c + a] = K[ur + c, a]
+        for a in range(w * w):
+            sc[s + OD_OFF + a] = 0.0
+    Wb = 0  # slot 0 scratch: W = S_iᵀ Pb (nv × w, row-major, row stride 6) at 0, Y = D⁻¹ W at 36
+    Yb = 36
+    for i in range(nb, 0, -1):  # line 5
+        if not _joint_factor(ib, ws, i):  # line 8: D_i, ^{π(i)}Ω_i = S D⁻¹ Sᵀ (kept factored)
+            return SINGULAR * STATUS_BASE + i
+        nv = ib[i, L.I_NV]
+        par = ib[i, L.I_PARENT]
+        o = off_link + LINK_W * i
+        flags = bk[o + LK_FLAGS]
+        if flags & F_HAS:  # lines 12–15: ES(i) ≠ ∅
+            w = bk[o + LK_W]
+            si = SLOT_W * i
+            sb = 0
+            # (Pb, Ob) = (ⁱP_{D(i)}, ⁱΩ_{D(i)}): (1₆, 0₆) if i ∈ N (lines 6–7), else the chain child's
+            if not flags & F_IN_N:
+                sb = SLOT_W * bk[o + LK_CHAIN]
+            if nv == 1 and not flags & F_IN_N:  # the common case: a 1-dof link inside a chain
+                s0 = s_column(ib, ws, i, 0)
+                dinv = ws[i, L.W_DINV]
+                for c in range(w):  # W = Sᵀ Pb
+                    sc[Wb + c] = ops.dot6(s0, _load6(sc, sb + PD_OFF + 6 * c))
+                for a in range(w):  # line 15 (eq 16): Ob + Wᵀ D⁻¹ W
+                    ya = sc[Wb + a] * dinv
+                    for c in range(a, w):
+                        v = sc[sb + OD_OFF + w * a + c] + ya * sc[Wb + c]
+                        sc[si + OD_OFF + w * a + c] = v
+                        sc[si + OD_OFF + w * c + a] = v
+                if par > 0:  # line 13 (eq 17): P_i Pb = Xupᵀ (Pb − U D⁻¹ W)
+                    R = ops.load9(ws, i, L.W_R)
+                    p = ops.load3(ws, i, L.W_P)
+                    U0 = ops.load6(ws, i, L.W_U)
+                    for c in range(w):
+                        g = ops.sub6(_load6(sc, sb + PD_OFF + 6 * c), ops.scale6(U0, dinv * sc[Wb + c]))
+                        _store6(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
+            else:
+                if flags & F_IN_N:
+                    for k in range(nv):
+                        sk = s_column(ib, ws, i, k)
+                        for c in range(6):
+                            sc[Wb + 6 * k + c] = sk[c]
+                else:
+                    for k in range(nv):
+                        sk = s_column(ib, ws, i, k)
+                        for c in range(w):
+                            sc[Wb + 6 * k + c] = ops.dot6(sk, _load6(sc, sb + PD_OFF + 6 * c))
+                for k in range(nv):  # Y = D⁻¹ W
+                    for c in range(w):
+                        acc = 0.0
+                        for l in range(nv):
+                            acc += ws[i, L.W_DINV + nv * k + l] * sc[Wb + 6 * l + c]
+                        sc[Yb + 6 * k + c] = acc
+                # line 15 (eq 16): ^{π(i)}Ω_{D(i)} = ⁱΩ_{D(i)} + ⁱP_{D(i)}ᵀ Ω_i ⁱP_{D(i)} = Ob + Wᵀ D⁻¹ W
+                for a in range(w):
+                    for c in range(a, w):
+                        acc = 0.0
+                        for k in range(nv):
+                            acc += sc[Wb + 6 * k + a] * sc[Yb + 6 * k + c]
+                        if not flags & F_IN_N:
+                            acc += sc[sb + OD_OFF + w * a + c]
+                        sc[si + OD_OFF + w * a + c] = acc
+                        sc[si + OD_OFF + w * c + a] = acc
+                if par > 0:  # line 13 (eq 17): ^{π(i)}P_{D(i)} = P_i ⁱP_{D(i)}, column by column
+                    R = ops.load9(ws, i, L.W_R)
+                    p = ops.load3(ws, i, L.W_P)
+                    for c in range(w):
+                        if flags & F_IN_N:
+                            g = (
+                                1.0 if c == 0 else 0.0,
+                                1.0 if c == 1 else 0.0,
+                                1.0 if c == 2 else 0.0,
+                                1.0 if c == 3 else 0.0,
+                                1.0 if c == 4 else 0.0,
+                                1.0 if c == 5 else 0.0,
+                            )
+                        else:
+                            g = _load6(sc, sb + PD_OFF + 6 * c)
+                        for k in range(nv):
+                            g = ops.sub6(g, ops.scale6(ops.load6(ws, i, L.W_U + 6 * k), sc[Yb + 6 * k + c]))
+                        _store6(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
+        if par > 0:  # lines 9–11
+            _inertia_to_parent(ib, ws, i, par)
+    # lines 16–17 (eq 18), ascending over N∖{0}: ⁰Ω_j = ^{A}Ω_j + ^{A}P_jᵀ ⁰Ω_A ^{A}P_j, with
+    # ^{A(j)}P_j = PD[top(j)] and ^{A(j)}Ω_j = OD[top(j)]; ⁰Ω_j = OD[top(j)] when A(j) = 0
+    off_node = bk[H_NODE]
+    for n in range(bk[H_NN]):
+        o = off_node + NODE_W * n
+        sj = SLOT_W * bk[o + ND_J]
+        a_ = bk[o + ND_A]
+        st = SLOT_W * bk[o + ND_TOP]
+        w = bk[o + ND_W]
+        if a_ == 0:
+            for k in range(w * w):
+                sc[sj + O0_OFF + k] = sc[st + OD_OFF + k]
+            continue
+        sa = SLOT_W * a_
+        for c in range(w):  # T = ⁰Ω_A PD (6 × w) into slot 0 (column c at 6 c)
+            pc = _load6(sc, st + PD_OFF + 6 * c)
+            for r in range(6):
+                sc[Wb + 6 * c + r] = ops.dot6(_load6(sc, sa + O0_OFF + 6 * r), pc)
+        for r in range(w):
+            pr = _load6(sc, st + PD_OFF + 6 * r)
+            for c in range(r, w):
+                v = sc[st + OD_OFF + w * r + c] + ops.dot6(pr, _load6(sc, Wb + 6 * c))
+                sc[sj + O0_OFF + w * r + c] = v
+                sc[sj + O0_OFF + w * c + r] = v
+    # lines 18–26, one real branching link c at a time, descending (children before parents): bring
+    # the CEMPs of the EEs below every compressed child u of c up to c (line 20: ^{c}K_e = PD[top(e)]ᵀ
+    # for an EE child; line 22, eq 19: ^{c}K_e = ^{u}K_e PD[top(u)]ᵀ), then the blocks with cca = c
+    # between different groups (line 25, eq 13) — every off-diagonal pair with cca ≠ 0 exactly once
+    off_cnode = bk[H_CNODE]
+    off_group = bk[H_GROUP]
+    for n in range(bk[H_NC]):
+        o = off_cnode + CN_W * n
+        cc = bk[o + CN_C]
+        g0 = bk[o + CN_G0]
+        ng = bk[o + CN_NG]
+        for g in range(g0, g0 + ng):
+            og = off_group + GR_W * g
+            st = SLOT_W * bk[og + GR_TOP]
+            lo = bk[og + GR_LO]
+            hi = bk[og + GR_HI]
+            if bk[og + GR_EE]:  # line 20
+                for r in range(lo, hi):
+                    _store6(sc, R0 + ROW_W * r, _load6(sc, st + PD_OFF + 6 * (r - lo)))
+            else:  # line 22: row ↦ row · PDᵀ = Σ_b row[b] PD[:, b]
+                for r in range(lo, hi):
+                    ro = R0 + ROW_W * r
+                    kr = _load6(sc, ro)
+                    acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                    for b in range(6):
+                        acc = ops.add6(acc, ops.scale6(_load6(sc, st + PD_OFF + 6 * b), kr[b]))
+                    _store6(sc, ro, acc)
+        # W = ᶜK ⁰Ω_c (⁰Ω_c symmetric) for the rows of every group but the largest one, which only
+        # needs its ᶜK: each pair of groups uses W on one side and ᶜK on the other
+        gbig = g0
+        for g in range(g0 + 1, g0 + ng):
+            og = off_group + GR_W * g
+            ob = off_group + GR_W * gbig
+            if bk[og + GR_HI] - bk[og + GR_LO] > bk[ob + GR_HI] - bk[ob + GR_LO]:
+                gbig = g
+        sO = SLOT_W * cc + O0_OFF
+        for g in range(g0, g0 + ng):
+            if g == gbig:
+                continue
+            og = off_group + GR_W * g
+            for r in range(bk[og + GR_LO], bk[og + GR_HI]):
+                ro = R0 + ROW_W * r
+                kr = _load6(sc, ro)
+                for a in range(6):
+                    sc[ro + 6 + a] = ops.dot6(_load6(sc, sO + 6 * a), kr)
+        for g1 in range(g0, g0 + ng):
+            for g2 in range(g1 + 1, g0 + ng):
+                ga = g2 if g1 == gbig else g1  # the side with W
+                gb = g1 if g1 == gbig else g2
+                oa = off_group + GR_W * ga
+                ob = off_group + GR_W * gb
+                hi_a = bk[oa + GR_HI]
+                for a0 in range(
+                    bk[oa + GR_LO], hi_a, TILE
+                ):  # bands of TILE rows (transposed stores stay in cache)
+                    a1 = min(a0 + TILE, hi_a)
+                    for r2 in range(bk[ob + GR_LO], bk[ob + GR_HI]):
+                        k2 = _load6(sc, R0 + ROW_W * r2)
+                        u2 = bk[off_rmap + r2]
+                        for r1 in range(a0, a1):
+                            v = ops.dot6(_load6(sc, R0 + ROW_W * r1 + 6), k2)
+                            u1 = bk[off_rmap + r1]
+                            out[u1, u2] = v  # line 25
+                            out[u2, u1] = v  # line 26
+    # line 28: the diagonal blocks Λ⁻¹_{e,e} = ⁰Ω_e (this also covers E5: no cca(e, e) = e lookup)
+    for k in range(ne):
+        o = off_ee + EE_W * k
+        se = SLOT_W * (nb + 1 + k)
+        w = bk[o + EE_DIM]
+        ur = bk[o + EE_UROW]
+        for a in range(w):
+            for c in range(w):
+                out[ur + a, ur + c] = sc[se + O0_OFF + w * a + c]
+    return 0
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], int64[::1], float64[::1], float64, "
+    "float64[:, ::1])"
+)
+def pv_osimr_kernel(ib, ws, q, K, bk, sc, added, out):
+    st = check_configuration(ib, q)
+    if st != 0:
+        return st
+    return pv_osimr_core(ib, ws, q, K, bk, sc, added, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Python entry points (called by loopdyn.algorithms.delassus)
+def _run(model, data, q, prep, added, which):
+    p = _packed(data, prep)
+    out = np.empty((p.m_user, p.m_user))
+    sc = p.scratch(which)
+    kern = pv_osim_kernel if which == "osim" else pv_osimr_kernel
+    try:
+        st = kern(data.ib, data.ws, q, prep[2], p.bk, sc, added, out)
+    except TypeError:
+        st = kern(data.ib, data.ws, as_float_vector(q, "q"), prep[2], p.bk, sc, float(added), out)
+    if st:
+        raise_for_status(model, st, ("q",), (model.nq,))
+    return out
+
+
+def run_pv_osim(model, data, q, prep, added: float = 0.0) -> np.ndarray:
+    """Λ⁻¹ (m × m, a new array, blocks in the constraint order of ``prep``) by PV-OSIM,
+    O(n + m² d). ``added ≥ 0`` adds ``added · K_eᵀ K_e`` to each constrained link's inertia first."""
+    return _run(model, data, q, prep, added, "osim")
+
+
+def run_pv_osimr(model, data, q, prep, added: float = 0.0) -> np.ndarray:
+    """Λ⁻¹ (m × m, a new array, blocks in the constraint order of ``prep``) by PV-OSIMr, O(n + m²).
+    ``added ≥ 0`` adds ``added · K_eᵀ K_e`` to each constrained link's inertia first (used by
+    ``damped_delassus_inverse``)."""
+    return _run(model, data, q, prep, added, "osimr")
