@@ -12,23 +12,62 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="loopdyn", description="Rigid-body dynamics for robots with loops.")
     parser.add_argument("--version", action="version", version=f"loopdyn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("bench", help="time loopdyn against Pinocchio (if installed) on the benchmark robots")
-    b.add_argument("--quick", action="store_true", help="fewer robots and repeats (about a minute)")
-    b.add_argument("--out", metavar="DIR", help="write DIR/results.json with every number printed")
+    b = sub.add_parser(
+        "bench",
+        help="reproduce the cluster paper's timing and accuracy experiments (Tables II-IV, Figs. 11, 13, "
+        "14) on the built-in robots, then time tree dynamics against Pinocchio (if installed)",
+    )
+    b.add_argument("--quick", action="store_true", help="fewer states, repeats and random chains (minutes)")
+    b.add_argument("--out", metavar="DIR", help="write DIR/results.json with every number printed, and PNGs")
     b.add_argument("--batch-states", type=int, default=None, help="states per batch call (default 20000)")
-    i = sub.add_parser("info", help="describe a robot: an example robot name or a URDF path")
-    i.add_argument("robot")
+    i = sub.add_parser(
+        "info", help="describe a robot: a built-in robot name, an example robot name or a URDF path"
+    )
+    i.add_argument("robot", help="a built-in robot (loopdyn.robots.names()), an example robot or a URDF path")
     i.add_argument("--floating", action="store_true", help="URDF path: add a free-flyer root joint")
+    i.add_argument(
+        "--variant",
+        choices=("exact", "approximate", "unconstrained"),
+        default="exact",
+        help="the model with its constraints (default), or its approximate / unconstrained twin",
+    )
+    i.add_argument(
+        "--parameters",
+        choices=("current", "paper"),
+        default=None,
+        help="built-in robots: the reference file's parameters (default) or the paper's",
+    )
     args = parser.parse_args(argv)
 
     if args.command == "bench":
-        from .bench.trees import run
+        from .bench.paper import run_paper
 
-        run(quick=args.quick, out_dir=args.out, batch_states=args.batch_states)
+        run_paper(quick=args.quick, out_dir=args.out, batch_states=args.batch_states)
         return 0
     if args.command == "info":
-        from . import io, robots
+        return _info(args)
+    return 1  # pragma: no cover
 
+
+def _info(args) -> int:
+    """``loopdyn info ROBOT``: a built-in robot by name, else an example robot or a URDF path."""
+    from . import io, robots
+    from .errors import LoopdynError
+
+    if args.robot in robots.names():
+        kwargs = {} if args.parameters is None else {"parameters": args.parameters}
+        try:
+            model = robots.build(args.robot, **kwargs)
+        except TypeError as exc:  # a robot without parameter sets (the chains, the linkages)
+            print(f"loopdyn: {args.robot}: no --parameters choice ({exc})", file=sys.stderr)
+            return 2
+        except LoopdynError as exc:
+            print(f"loopdyn: {exc}", file=sys.stderr)
+            return 2
+    else:
+        if args.parameters is not None:
+            print("loopdyn: --parameters applies to built-in robots only", file=sys.stderr)
+            return 2
         try:
             path, floating = robots.example_robot_urdf(args.robot)
         except KeyError:
@@ -41,10 +80,21 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, NotImplementedError) as exc:
             print(f"loopdyn: {exc}", file=sys.stderr)
             return 2
-        print(model.summary())
-        print(f"total mass {model.mass:.3f} kg, {len(model.frames)} frames")
-        return 0
-    return 1  # pragma: no cover
+    if args.variant != "exact":
+        try:
+            twin = robots.approximate(model) if args.variant == "approximate" else robots.unconstrained(model)
+        except LoopdynError as exc:
+            print(f"loopdyn: {exc}", file=sys.stderr)
+            return 2
+        print(repr(twin))
+        model = twin.tree
+    print(model.summary())
+    clusters = len(model.clusters().clusters)
+    print(
+        f"bodies {model.nbodies}, clusters {clusters}, nq {model.nq}, nv {model.nv}, "
+        f"total mass {model.mass:.6g} kg, {len(model.frames)} frames"
+    )
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,17 +15,21 @@ loops and ``independent`` flags.
   (a free flyer from the welded root link ``base`` to ``"Floating Base"``) and 12 geared
   transmissions (nq = 19, nv = 18).
 
-The parameters are those of the GRBDA reference files (GRBDA HEAD, spec §7 pitfall 26): Mini Cheetah
-rotors of mass 0.055, the rz(π) hip joint rotation and abad y-location 0.049; the MIT Humanoid leg
-with massless rotors. The paper's Mini Cheetah (massless rotors, abad y 0.05, no hip rotation) is
-not reproduced here. Coupling names are the files' own, including Mini Cheetah's
-``*_tranmission`` spelling.
+The MIT Humanoid and JVRC-1 are in :mod:`loopdyn.robots.humanoids`.
+
+Parameter sets. ``parameters="current"`` (the default) is the reference file, i.e. GRBDA HEAD
+(spec §7 pitfall 26): Mini Cheetah rotors of mass 0.055, the rz(π) hip joint rotation and abad
+y-location 0.049. ``parameters="paper"`` is the model of the paper's experiments (Chignoli et al.
+2024 §IX, GRBDA at the paper's commit, spec §5.1–5.2 and §7 pitfalls 12, 26, 27); the functions'
+docstrings list exactly what differs. Coupling names are the files' own, including Mini Cheetah's
+``*_tranmission`` spelling, in both sets.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
 from ..io.urdf import rpy_to_matrix
 from ..model.joints import FreeFlyer, Revolute
 from ..model.model import BODY_FRAME, Model
@@ -67,6 +71,8 @@ _SMALL_ROTOR_Z = (1.084e-4, 0.0, 0.0, 1.084e-4, 0.0, 1.6841e-4)
 _SMALL_ROTOR_X = (1.6841e-4, 0.0, 0.0, 1.084e-4, 0.0, 1.084e-4)
 _SMALL_ROTOR_Y = (1.084e-4, 0.0, 0.0, 1.6841e-4, 0.0, 1.084e-4)
 _LARGE_ROTOR_Y = (3.443e-4, 0.0, 0.0, 5.548e-4, 0.0, 3.443e-4)
+# The table lists the bodies in the paper's registration order (link before rotor, knee-ankle
+# cluster [knee_link, knee_rotor, ankle_rotor, ankle_link]).
 _MHL_JOINTS = (
     ("base_to_hipz_link", "hip_rz_link", None, _Z, (-0.00565, -0.082, -0.05735), (0.0, -0.174533, 0.0),
      True, 0.84563, (-0.064842, -3.6e-05, -0.063090),
@@ -115,6 +121,10 @@ _MC_ROTOR_MASS = 0.055
 _MC_ROTOR_X = (6.3e-05, 0.0, 0.0, 3.2999999999999996e-05, 0.0, 3.2999999999999996e-05)
 _MC_ROTOR_Y = (3.2999999999999996e-05, 0.0, 0.0, 6.3e-05, 0.0, 3.2999999999999996e-05)
 _MC_RZ_PI = (0.0, 0.0, 3.141592653589793)
+# the paper-era values (spec §5.1, §7 pitfall 26): massless rotors, abad y-location 0.05, no rz(π)
+_MC_PAPER_ROTOR_MASS = 0.0
+_MC_PAPER_ABAD_Y = 0.05
+_MC_PAPER_HIP_RPY = _O
 # One leg, the front left (FL) one: "{}" is the leg prefix, "torso" the floating base. The other legs
 # negate x of the abad locations (hind legs) and mirror about the xz plane (right legs): y of the
 # locations and centres of mass, ixy and iyz negated.
@@ -137,7 +147,8 @@ _MC_LEG_COUPLINGS = (
     ("{}_hip_tranmission", "{}_hip_link", "{}_hip_rotor", 6.0),
     ("{}_knee_tranmission", "{}_knee_link", "{}_knee_rotor", 9.33),
 )
-# (prefix, x sign of the abad locations, y sign) in the file's order
+# (prefix, x sign of the abad locations, y sign) in the file's order, which is also GRBDA's leg
+# index order 0..3 (the paper's registration order)
 _MC_LEGS = (("FR", 1.0, -1.0), ("FL", 1.0, 1.0), ("HR", -1.0, -1.0), ("HL", -1.0, 1.0))
 
 _ROBOTS = {
@@ -176,11 +187,24 @@ def _inertia(mass, com, tensor) -> Inertia:
     return Inertia(mass, com, np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]))
 
 
-def _add_joints(model: Model, rows, limits, top=None) -> None:
-    """Add the revolute joints of ``rows`` in URDF order, from the rows whose parent is ``top``
-    (``None``: the root link, welded to the world)."""
+PARAMETER_SETS = ("current", "paper")
+
+
+def _check_parameters(parameters: str, robot: str) -> bool:
+    """True for the paper-era set, False for the current one (the reference file)."""
+    if parameters not in PARAMETER_SETS:
+        raise InputError(f"{robot}: parameters must be one of {PARAMETER_SETS}, got {parameters!r}")
+    return parameters == "paper"
+
+
+def _add_joints(model: Model, rows, limits, top=None, urdf_order: bool = True) -> None:
+    """Add the revolute joints of ``rows`` in URDF order (``urdf_order=False``: in the table's
+    order, which must list parents first), from the rows whose parent is ``top`` (``None``: the
+    root link, welded to the world)."""
     lower, upper, effort, velocity = limits
-    for name, body, parent, axis, xyz, rpy, independent, mass, com, tensor in _urdf_order(rows, top):
+    for name, body, parent, axis, xyz, rpy, independent, mass, com, tensor in (
+        _urdf_order(rows, top) if urdf_order else rows
+    ):
         model.add_body(
             body,
             0 if parent is None else parent,
@@ -225,22 +249,41 @@ def four_bar() -> Model:
     return model
 
 
-def mit_humanoid_leg() -> Model:
+def mit_humanoid_leg(parameters: str = "current") -> Model:
     """GRBDA's ``mit_humanoid_leg.urdf``: fixed base ``base``, 10 bodies in 4 clusters (hip rz, rx,
-    ry geared transmissions and the knee-ankle parallel belt), massless rotors; nq = nv = 5."""
-    model = _fixed_base("mit_humanoid_leg", "base")
-    _add_joints(model, _MHL_JOINTS, _MHL_LIMITS)
+    ry geared transmissions and the knee-ankle parallel belt), massless rotors; nq = nv = 5.
+
+    ``parameters="current"`` (default): the reference file, bodies in the URDF reader's order.
+    ``parameters="paper"`` reproduces the paper's leg (Fig. 14). The numbers are the same: the
+    leg's rotors are massless in both (spec §5.2, §7 pitfall 26), and the one formula that changed,
+    the belt cross-coupling ratio (PAPER N2·b1, HEAD N2·b21, pitfall 27), gives 12 either way
+    (N2 = 6, b1 = b21 = 2). What differs is the body registration order (pitfalls 8, 12): the paper
+    registers [hip_rz_link, hip_rz_rotor, hip_rx_link, hip_rx_rotor, hip_ry_link, hip_ry_rotor,
+    knee_link, knee_rotor, ankle_rotor, ankle_link] (HEAD's knee-ankle cluster order is
+    [ankle_rotor, knee_link, knee_rotor, ankle_link], the file's is [ankle_rotor, knee_link,
+    ankle_link, knee_rotor]). The independent coordinates are [hip_rz, hip_rx, hip_ry, knee, ankle]
+    in both; the model is named ``mit_humanoid_leg_paper``."""
+    paper = _check_parameters(parameters, "mit_humanoid_leg")
+    model = _fixed_base("mit_humanoid_leg_paper" if paper else "mit_humanoid_leg", "base")
+    _add_joints(model, _MHL_JOINTS, _MHL_LIMITS, urdf_order=not paper)
     for name, pred, succ, ratio in _MHL_COUPLINGS:
         model.add_coupling(name, pred, succ, ratio)
     model.clusters()
     return model
 
 
-def _mirror_leg(prefix: str, sx: float, sy: float):
-    """The rows of one Mini Cheetah leg from the FL template."""
+def _mirror_leg(prefix: str, sx: float, sy: float, paper: bool = False):
+    """The rows of one Mini Cheetah leg from the FL template (``paper``: the paper-era values)."""
     rows = []
     for name, body, parent, axis, xyz, rpy, independent, mass, com, tensor in _MC_LEG_JOINTS:
         ixx, ixy, ixz, iyy, iyz, izz = tensor
+        if paper:
+            if not independent:
+                mass = _MC_PAPER_ROTOR_MASS
+            if rpy == _MC_RZ_PI:
+                rpy = _MC_PAPER_HIP_RPY
+            if name == "torso_to_{}_abad_j":
+                xyz = (xyz[0], _MC_PAPER_ABAD_Y, xyz[2])
         rows.append(
             (
                 name.format(prefix),
@@ -258,15 +301,35 @@ def _mirror_leg(prefix: str, sx: float, sy: float):
     return rows
 
 
-def mini_cheetah() -> Model:
+def mini_cheetah(parameters: str = "current") -> Model:
     """GRBDA's ``mini_cheetah.urdf``: root link ``base`` welded to the world, the free flyer
     ``base_to_floating_base`` to the torso ``"Floating Base"``, four legs (FL, FR, HL, HR in joint
-    order) of three geared transmissions each; 25 bodies, 13 clusters, nq = 19, nv = 18."""
-    model = _fixed_base("mini_cheetah", "base")
+    order) of three geared transmissions each; 25 bodies, 13 clusters, nq = 19, nv = 18.
+
+    ``parameters="current"`` (default): the reference file (GRBDA HEAD): rotor mass 0.055, hip
+    joints (link and rotor) rotated by rz(π), abad joints at (±0.19, ±0.049, 0).
+
+    ``parameters="paper"`` reproduces the paper's Mini Cheetah (spec §5.1, §7 pitfalls 12, 26),
+    named ``mini_cheetah_paper``:
+
+    * the 12 rotors are massless (mass 0 instead of 0.055; their rotational inertia
+      diag(33, 33, 63)·1e-6 about the spin axis is kept);
+    * no rz(π) rotation in the hip link and hip rotor joint placements (identity instead);
+    * the abad *link* joints at y = ±0.05 instead of ±0.049. The spec states the change for the
+      abad location only: whether the paper's abad *rotor* location (±0.125, ±0.049, 0) also had
+      0.05 cannot be established from it, so the rotor keeps 0.049;
+    * bodies registered in the paper's order: legs FR, FL, HR, HL (GRBDA leg indices 0..3), each
+      [abad link, abad rotor, hip link, hip rotor, knee link, knee rotor], so the independent
+      velocities are the free flyer's then FR, FL, HR, HL (abad, hip, knee).
+
+    Everything else (names, torso, link inertias, gear ratios 6, 6, 9.33) is the same.
+    """
+    paper = _check_parameters(parameters, "mini_cheetah")
+    model = _fixed_base("mini_cheetah_paper" if paper else "mini_cheetah", "base")
     torso, mass, com, tensor = _MC_TORSO
     model.add_body(torso, 0, FreeFlyer(), None, _inertia(mass, com, tensor), joint_name=_MC_BASE_JOINT)
-    rows = [row for prefix, sx, sy in _MC_LEGS for row in _mirror_leg(prefix, sx, sy)]
-    _add_joints(model, rows, _MC_LIMITS, torso)
+    rows = [row for prefix, sx, sy in _MC_LEGS for row in _mirror_leg(prefix, sx, sy, paper)]
+    _add_joints(model, rows, _MC_LIMITS, torso, urdf_order=not paper)
     for prefix, _, _ in _MC_LEGS:
         for name, pred, succ, ratio in _MC_LEG_COUPLINGS:
             model.add_coupling(name.format(prefix), pred.format(prefix), succ.format(prefix), ratio)
