@@ -380,3 +380,43 @@ def test_against_pinocchio_constraint_dynamics(mechanism, seed):
         rel_close(G @ ydd_c + g, qdd_pin, f"{mechanism}: G ÿ + g (C-ABA) vs Pinocchio", 1e-8)
         worst = max(worst, float(np.max(np.abs(qdd - qdd_pin)) / max(1.0, np.max(np.abs(qdd_pin)))))
     print(f"{mechanism} seed {seed}: worst relative difference to Pinocchio {worst:.2e}")
+
+
+# ---------------------------------------------------------------------------------------------
+# the compiled constraint source (for timing the baselines as the paper does)
+def test_compiled_maps_equal_the_independent_maps(model):
+    """G, g, K, k and the spanning state from the cluster kernels' constraint tapes equal the sympy /
+    partition-formula maps, and every baseline gives the same result with either source."""
+    from loopdyn.baselines.compiled import compiled_maps
+
+    for q, v, x, rng in states(model, n=3, seed=5):
+        qs, vs, G, g = spanning_state(model, q, v)
+        K, k = constraint_jacobians(model, qs, vs)
+        cq, cv, cG, cg, cK, ck = compiled_maps(model, q, v)
+        for name, a, b in (("q_span", cq, qs), ("v_span", cv, vs), ("G", cG, G), ("g", cg, g), ("K", cK, K),
+                           ("k", ck, k)):  # fmt: skip
+            assert a.shape == b.shape, name
+            rel_close(a, b, name, rtol=1e-11)
+        f = rng.normal(size=(model.njoints, 6))
+        rel_close(projected_rnea(model, q, v, x, f, compiled=True), projected_rnea(model, q, v, x, f), "ID")
+        rel_close(projection_forward_dynamics(model, q, v, x, f, compiled=True),
+                  projection_forward_dynamics(model, q, v, x, f), "projection")  # fmt: skip
+        for method in ("dense", "ltl"):
+            rel_close(lagrange_forward_dynamics(model, q, v, x, f, method, compiled=True),
+                      lagrange_forward_dynamics(model, q, v, x, f, method), f"LM {method}")  # fmt: skip
+
+
+def test_compiled_maps_on_tello():
+    """Tello's nonlinear differentials (implicit clusters): the compiled K, k equal sympy's."""
+    from loopdyn.baselines.compiled import compiled_maps
+
+    model = loopdyn.robots.tello(arms=False)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        q = loopdyn.random_configuration(model, rng)
+        v = rng.normal(size=model.nv)
+        qs, vs, G, g = spanning_state(model, q, v)
+        K, k = constraint_jacobians(model, qs, vs)
+        _, _, cG, cg, cK, ck = compiled_maps(model, q, v)
+        for name, a, b in (("G", cG, G), ("g", cg, g), ("K", cK, K), ("k", ck, k)):
+            rel_close(a, b, name, rtol=1e-11)

@@ -668,7 +668,7 @@ def _compute(model, data, q, constraints, method, prep=None):
     if method == "projected":
         from ..baselines.projection import projected_delassus
 
-        return projected_delassus(model, q, constraints)
+        return projected_delassus(model, q, constraints, compiled=True)
     if method == "approximate":
         from ..baselines.approximate import approximate_delassus
 
@@ -711,7 +711,7 @@ def delassus(model, data, q, constraints, method: str | None = None) -> np.ndarr
       accepted as aliases of the cluster versions;
     * ``"dense"`` — the cluster mass matrix and ``J`` in independent coordinates, dense Cholesky;
     * ``"projected"`` — the paper's baseline ``J (GᵀH_spanG)⁻¹ Jᵀ`` built on the spanning tree
-      (:func:`loopdyn.baselines.projected_delassus`);
+      (:func:`loopdyn.baselines.projected_delassus`, G from the compiled constraint code);
     * ``"approximate"`` — EFPA on the reflected-inertia model (rotors dropped, their inertia as
       armature; :func:`loopdyn.baselines.approximate_delassus`): fast but not exact.
 

@@ -85,7 +85,9 @@ def lift_forces(G: np.ndarray, tau: np.ndarray) -> np.ndarray:
     return G @ cho_solve(cho_factor(GtG, lower=True, check_finite=False), tau, check_finite=False)
 
 
-def lagrange_forward_dynamics(model, q, v, tau, f_ext=None, method: str = "dense", *, full_output=False):
+def lagrange_forward_dynamics(
+    model, q, v, tau, f_ext=None, method: str = "dense", *, full_output=False, compiled: bool = False
+):
     """Forward dynamics by Lagrange multipliers on the spanning tree (see the module docstring).
 
     Parameters
@@ -100,6 +102,9 @@ def lagrange_forward_dynamics(model, q, v, tau, f_ext=None, method: str = "dense
         ``"dense"`` (Cholesky of H) or ``"ltl"`` (sparse LᵀL factorisation of H).
     full_output:
         Also return the spanning accelerations and the multipliers.
+    compiled:
+        G, K and k from the compiled constraint code (:mod:`loopdyn.baselines.compiled`), as the
+        paper's implementation does, instead of the independent dense maps.
 
     Returns
     -------
@@ -111,8 +116,13 @@ def lagrange_forward_dynamics(model, q, v, tau, f_ext=None, method: str = "dense
     tau = np.asarray(tau, dtype=float)
     if tau.shape != (model.nv,):
         raise ValueError(f"tau must have shape ({model.nv},), got {tau.shape}")
-    qs, vs, G, _ = spanning_state(model, q, v)
-    K, k = constraint_jacobians(model, qs, vs)
+    if compiled:
+        from .compiled import compiled_maps
+
+        qs, vs, G, _, K, k = compiled_maps(model, q, v)
+    else:
+        qs, vs, G, _ = spanning_state(model, q, v)
+        K, k = constraint_jacobians(model, qs, vs)
     H = crba(cache.tree, cache.data, qs)
     C = rnea(cache.tree, cache.data, qs, vs, np.zeros(cache.nvs), f_ext)
     tau_span = lift_forces(G, tau) if cache.constrained else tau

@@ -17,7 +17,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from ..algorithms.crba import crba
 from ..algorithms.rnea import rnea
-from .constraints import baseline_cache, spanning_state
+from .constraints import _check, baseline_cache, spanning_state
 
 __all__ = [
     "projected_bias",
@@ -28,10 +28,21 @@ __all__ = [
 ]
 
 
-def projected_rnea(model, q, v, a, f_ext=None) -> np.ndarray:
-    """Inverse dynamics ``τ = Gᵀ RNEA_span(q_s, v_s, G a + g, f_ext)`` (independent forces, nv)."""
+def _state(model, q, v, compiled: bool):
+    """(q_span, v_span, G, g): by the independent dense maps, or by the compiled constraint code."""
+    if compiled:
+        from .compiled import compiled_maps
+
+        return compiled_maps(model, q, v)[:4]
+    return spanning_state(model, q, v)
+
+
+def projected_rnea(model, q, v, a, f_ext=None, *, compiled: bool = False) -> np.ndarray:
+    """Inverse dynamics ``τ = Gᵀ RNEA_span(q_s, v_s, G a + g, f_ext)`` (independent forces, nv).
+    ``compiled``: G, g from the compiled constraint code (:mod:`loopdyn.baselines.compiled`)."""
     cache = baseline_cache(model)
-    qs, vs, as_, G, _ = spanning_state(model, q, v, a)
+    qs, vs, G, g = _state(model, q, v, compiled)
+    as_ = G @ _check(a, model.nv, "a") + g
     return G.T @ rnea(cache.tree, cache.data, qs, vs, as_, f_ext)
 
 
@@ -53,17 +64,20 @@ def projected_bias(model, q, v, f_ext=None) -> np.ndarray:
     return G.T @ (C + H @ g)
 
 
-def projection_forward_dynamics(model, q, v, tau, f_ext=None, *, full_output: bool = False):
+def projection_forward_dynamics(
+    model, q, v, tau, f_ext=None, *, full_output: bool = False, compiled: bool = False
+):
     """Forward dynamics by projection: ``ÿ = (GᵀHG)⁻¹(τ − Gᵀ(C + H g))`` (dense Cholesky).
 
     Returns ``ÿ`` (nv, cluster-state order), or ``(ÿ, q̈_span)`` with ``q̈_span = G ÿ + g`` when
-    ``full_output``.
+    ``full_output``. ``compiled``: G, g from the compiled constraint code
+    (:mod:`loopdyn.baselines.compiled`), as the paper's implementation does.
     """
     cache = baseline_cache(model)
     tau = np.asarray(tau, dtype=float)
     if tau.shape != (model.nv,):
         raise ValueError(f"tau must have shape ({model.nv},), got {tau.shape}")
-    qs, vs, G, g = spanning_state(model, q, v)
+    qs, vs, G, g = _state(model, q, v, compiled)
     H = crba(cache.tree, cache.data, qs)
     C = rnea(cache.tree, cache.data, qs, vs, np.zeros(cache.nvs), f_ext)
     A = G.T @ H @ G
@@ -74,7 +88,7 @@ def projection_forward_dynamics(model, q, v, tau, f_ext=None, *, full_output: bo
     return ydd
 
 
-def projected_delassus(model, q, constraints) -> np.ndarray:
+def projected_delassus(model, q, constraints, *, compiled: bool = False) -> np.ndarray:
     """The paper's projected inverse operational-space inertia (spec §2.7.5):
     ``Λ⁻¹ = J (GᵀHG)⁻¹ Jᵀ`` with ``J = J_span G``, ``J_span`` stacking ``K_e`` times the LOCAL frame
     Jacobian of each constraint frame on the spanning tree, ``H`` the spanning tree's CRBA and dense
@@ -82,7 +96,7 @@ def projected_delassus(model, q, constraints) -> np.ndarray:
     from ..algorithms.delassus import _constraint_jacobian, _prepare
 
     cache = baseline_cache(model)
-    qs, _, G, _ = spanning_state(model, q, np.zeros(model.nv))
+    qs, _, G, _ = _state(model, q, np.zeros(model.nv), compiled)
     H = crba(cache.tree, cache.data, qs)
     J = _constraint_jacobian(cache.tree, cache.data, qs, _prepare(cache.tree, constraints)) @ G
     A = G.T @ H @ G

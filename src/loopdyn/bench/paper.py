@@ -5,8 +5,10 @@
   interleaved runs (:func:`loopdyn.bench.timing.interleaved`). One timed call runs the algorithm on
   the same ``S`` random states for every contender (``q`` random, ``ẏ``, ``ÿ``, ``τ`` uniform in
   [−1, 1]), and every call starts from the configuration: kinematics, constraint Jacobians and biases
-  are inside the timing, as in the paper. The approximate models get their tree state directly (the
-  paper sets each model's state outside the timed call, too). Beside each number, the paper's; and per
+  are inside the timing, as in the paper. The exact baselines evaluate the loop constraints with the
+  same compiled constraint code as the cluster algorithms (``compiled=True``, as GRBDA's baselines
+  do). The approximate models get their tree state directly (the paper sets each model's state
+  outside the timed call, too). Beside each number, the paper's; and per
   robot whether our ordering matches the paper's (cluster algorithm faster than the exact baselines,
   slower than the approximate one).
 * Figs. 11 and 13 — time against chain length N for random GT and PBT chains, the median over a few
@@ -17,14 +19,16 @@
 * Then the tree benchmark against Pinocchio (:mod:`loopdyn.bench.trees`).
 
 Everything printed is also returned by :func:`run_paper` and written to ``DIR/results.json`` with
-``--out DIR``, next to the PNG figures (matplotlib, the ``[bench]`` extra; without it the figures are
+``--out DIR``, with the printed report (``results.md``) and the PNG figures (matplotlib, the ``[bench]`` extra; without it the figures are
 skipped). Absolute times are not comparable with the paper's (C++ on an Apple M1 Pro; here Python
 calls of Numba kernels, with NumPy/SciPy for the dense baselines): only the orderings are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import io
 import json
 import os
 import platform
@@ -267,7 +271,9 @@ class _Robot:
         return {
             "C-RNEA": _over(lambda q, v, a, _: rnea(m, d, q, v, a), self.states),
             "Approximate RNEA": _over(lambda q, v, a, _: rnea(tm, td, q, v, a), self.tree_states),
-            "Projected RNEA": _over(lambda q, v, a, _: projected_rnea(m, q, v, a), self.states),
+            "Projected RNEA": _over(
+                lambda q, v, a, _: projected_rnea(m, q, v, a, compiled=True), self.states
+            ),
         }
 
     def forward_dynamics(self) -> dict:
@@ -275,12 +281,16 @@ class _Robot:
         return {
             "C-ABA": _over(lambda q, v, _, t: aba(m, d, q, v, t), self.states),
             "Approximate ABA": _over(lambda q, v, _, t: aba(tm, td, q, v, t), self.tree_states),
-            "Projection": _over(lambda q, v, _, t: projection_forward_dynamics(m, q, v, t), self.states),
+            "Projection": _over(
+                lambda q, v, _, t: projection_forward_dynamics(m, q, v, t, compiled=True), self.states
+            ),
             "Lagrange (dense)": _over(
-                lambda q, v, _, t: lagrange_forward_dynamics(m, q, v, t, method="dense"), self.states
+                lambda q, v, _, t: lagrange_forward_dynamics(m, q, v, t, method="dense", compiled=True),
+                self.states,
             ),
             "Lagrange (LᵀL)": _over(
-                lambda q, v, _, t: lagrange_forward_dynamics(m, q, v, t, method="ltl"), self.states
+                lambda q, v, _, t: lagrange_forward_dynamics(m, q, v, t, method="ltl", compiled=True),
+                self.states,
             ),
         }
 
@@ -601,10 +611,34 @@ def _plots(out_dir: str, scaling: dict, fig14: dict) -> list[str]:
 def run_paper(quick: bool = False, out_dir: str | None = None, batch_states: int | None = None) -> dict:
     """Run the paper's experiments (module docstring), print markdown tables and return every number.
     ``quick``: fewer states, repetitions and random chains (a few minutes). ``out_dir``: also write
-    ``results.json`` and the PNG figures there. BLAS runs single-threaded meanwhile
-    (:func:`single_threaded_blas`)."""
-    with single_threaded_blas() as n_blas:
-        return _run(_settings(quick), quick, out_dir, batch_states, n_blas)
+    ``results.json``, the PNG figures and ``results.md`` (the printed report) there. BLAS runs
+    single-threaded meanwhile (:func:`single_threaded_blas`)."""
+    tee = _Tee(sys.stdout) if out_dir else None
+    capture = contextlib.redirect_stdout(tee) if tee else contextlib.nullcontext()
+    with single_threaded_blas() as n_blas, capture:
+        results = _run(_settings(quick), quick, out_dir, batch_states, n_blas)
+    if tee is not None:  # the printed report, for the README's Results section
+        path = os.path.join(out_dir, "results.md")
+        with open(path, "w") as fh:
+            fh.write("".join(tee.parts))
+        print(f"wrote {path}")
+    return results
+
+
+class _Tee(io.TextIOBase):
+    """Writes to ``stream`` and keeps a copy of the text."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.parts: list[str] = []
+
+    def write(self, s: str) -> int:
+        self.stream.write(s)
+        self.parts.append(s)
+        return len(s)
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def _run(st: Settings, quick: bool, out_dir: str | None, batch_states: int | None, n_blas: int) -> dict:
