@@ -72,45 +72,47 @@ def cluster_paths(ib, ic, cbody):
 
 
 @njit(cache=True, inline="always")
-def _force_to_parent_cluster(ib, ws, ic, cb, k, src, dst):
-    """dst (6 n_b of k's parent cluster) = the forces src (6 n_b of cluster k) moved to the output
-    bodies: ``dst[Λ(a)] += ᵃX_Λᵀ src[a]``."""
-    pnb6 = 6 * ic[ic[k, L.C_PARENT], L.C_NB]
-    for x in range(pnb6):
-        dst[x] = 0.0
+def _force_to_parent_cluster(ib, ws, ic, cb, k, S, rs, D, rd):
+    """Row rd of D (6 n_b of k's parent cluster) = the forces in row rs of S (6 n_b of cluster k)
+    moved to the output bodies: ``D[Λ(a)] += ᵃX_Λᵀ S[a]``. (2-D arrays and row indices, not row
+    views: views cost reference counting in the inner loops.)"""
+    for x in range(6 * ic[ic[k, L.C_PARENT], L.C_NB]):
+        D[rd, x] = 0.0
     first = ic[k, L.C_FIRST]
     for a in range(ic[k, L.C_NB]):
         i = cb[first + a]
         R, p = placement_in_output(ib, ws, ic, k, i)
-        f = ops.force_to_parent(R, p, (src[6 * a], src[6 * a + 1], src[6 * a + 2],
-                                       src[6 * a + 3], src[6 * a + 4], src[6 * a + 5]))  # fmt: skip
+        o = 6 * a
+        f = ops.force_to_parent(R, p, (S[rs, o], S[rs, o + 1], S[rs, o + 2],
+                                       S[rs, o + 3], S[rs, o + 4], S[rs, o + 5]))  # fmt: skip
         o = 6 * ib[ib[i, L.I_OUT], L.I_SUB]
         for r in range(6):
-            dst[o + r] += f[r]
+            D[rd, o + r] += f[r]
 
 
 @njit(cache=True, inline="always")
-def _motion_from_parent_cluster(ib, ws, ic, cb, k, src, dst):
-    """dst (6 n_b of cluster k) = the motions src (6 n_b of k's parent) seen by k's bodies:
-    ``dst[a] = ᵃX_Λ src[Λ(a)]``."""
+def _motion_from_parent_cluster(ib, ws, ic, cb, k, S, rs, D, rd):
+    """Row rd of D (6 n_b of cluster k) = the motions in row rs of S (6 n_b of k's parent) seen by
+    k's bodies: ``D[a] = ᵃX_Λ S[Λ(a)]``."""
     first = ic[k, L.C_FIRST]
     for a in range(ic[k, L.C_NB]):
         i = cb[first + a]
         R, p = placement_in_output(ib, ws, ic, k, i)
         o = 6 * ib[ib[i, L.I_OUT], L.I_SUB]
-        x = ops.motion_to_child(R, p, (src[o], src[o + 1], src[o + 2], src[o + 3], src[o + 4], src[o + 5]))
+        x = ops.motion_to_child(R, p, (S[rs, o], S[rs, o + 1], S[rs, o + 2],
+                                       S[rs, o + 3], S[rs, o + 4], S[rs, o + 5]))  # fmt: skip
         for r in range(6):
-            dst[6 * a + r] = x[r]
+            D[rd, 6 * a + r] = x[r]
 
 
 @njit(cache=True, inline="always")
-def _st_mul(ib, ws, ic, cb, wc, k, f, z):
-    """z[:m] = 𝖲_kᵀ f (f: 6 n_b)."""
+def _st_mul(ib, ws, ic, cb, wc, k, F, rf, z):
+    """z[:m] = 𝖲_kᵀ F[rf] (a row of 6 n_b forces)."""
     for l in range(ic[k, L.C_M]):
         acc = 0.0
         for j in range(ic[k, L.C_NB]):
             o = 6 * j
-            fj = (f[o], f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5])
+            fj = (F[rf, o], F[rf, o + 1], F[rf, o + 2], F[rf, o + 3], F[rf, o + 4], F[rf, o + 5])
             acc += ops.dot6(s_col(ib, ws, ic, cb, wc, k, j, l), fj)
         z[l] = acc
 
@@ -148,11 +150,12 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
     m = crow[nc]
     dmax = path.shape[1] - 1
     w6 = 6 * nbmax
-    KC = np.zeros((m, dmax + 1, w6))  # χ of each row at the path's cluster of depth t (eqs. 57–58, 62)
-    W = np.zeros((m, dmax + 1, w6))  # 𝛀⁻¹_{k e} columns (eq. 67)
+    nd = dmax + 1
+    KC = np.zeros((m * nd, w6))  # row r·nd + t: χ of row r at the path's cluster of depth t (eqs. 57–58, 62)
+    W = np.zeros((m * nd, w6))  # row r·nd + t: 𝛀⁻¹_{k e} column of row r (eq. 67)
     z = np.empty(mmax)
     y = np.empty(mmax)
-    ap = np.empty(w6)
+    ap = np.empty((1, w6))
     for e in range(nc):
         b = cbody[e]
         if b == 0:
@@ -160,41 +163,40 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
         d = depth[ib[b, L.I_CLUSTER]]
         sb = 6 * ib[b, L.I_SUB]
         for r in range(crow[e], crow[e + 1]):
+            base = r * nd
             for c in range(6):
-                KC[r, d, sb + c] = K[r, c]
+                KC[base + d, sb + c] = K[r, c]
             for t in range(d, 1, -1):  # backward (eq. 62): χ_λ = 𝒳ᵀ 𝖫ᵀ χ_k
                 k = path[e, t]
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
-                _st_mul(ib, ws, ic, cb, wc, k, KC[r, t], z)
+                _st_mul(ib, ws, ic, cb, wc, k, KC, base + t, z)
                 _dinv_mul(ic, wc, k, z, y)
                 for x in range(nb6):
-                    acc = KC[r, t, x]
+                    acc = KC[base + t, x]
                     for l in range(mk):
                         acc -= wc[U + x * mk + l] * y[l]
-                    ap[x] = acc
-                _force_to_parent_cluster(ib, ws, ic, cb, k, ap, KC[r, t - 1])
+                    ap[0, x] = acc
+                _force_to_parent_cluster(ib, ws, ic, cb, k, ap, 0, KC, base + t - 1)
             for t in range(1, d + 1):  # forward (eqs. 63–67)
                 k = path[e, t]
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
                 if t == 1:
                     for x in range(nb6):
-                        ap[x] = 0.0
+                        W[base + t, x] = 0.0
                 else:
-                    _motion_from_parent_cluster(ib, ws, ic, cb, k, W[r, t - 1], ap)
-                _st_mul(ib, ws, ic, cb, wc, k, KC[r, t], z)
+                    _motion_from_parent_cluster(ib, ws, ic, cb, k, W, base + t - 1, W, base + t)
+                _st_mul(ib, ws, ic, cb, wc, k, KC, base + t, z)
                 for l in range(mk):
                     acc = z[l]
                     for x in range(nb6):
-                        acc -= wc[U + x * mk + l] * ap[x]
+                        acc -= wc[U + x * mk + l] * W[base + t, x]
                     z[l] = acc
                 _dinv_mul(ic, wc, k, z, y)
                 for j in range(ic[k, L.C_NB]):
                     for l in range(mk):
-                        s = s_col(ib, ws, ic, cb, wc, k, j, l)
+                        sc = s_col(ib, ws, ic, cb, wc, k, j, l)
                         for c in range(6):
-                            ap[6 * j + c] += s[c] * y[l]
-                for x in range(nb6):
-                    W[r, t, x] = ap[x]
+                            W[base + t, 6 * j + c] += sc[c] * y[l]
     # assembly: Λ⁻¹_{r1,r2} = χ_{r1,c} · W_{r2,c} at the deepest common cluster c (0: none, zero block)
     for e1 in range(nc):
         d1 = depth[ib[cbody[e1], L.I_CLUSTER]] if cbody[e1] > 0 else 0
@@ -214,7 +216,7 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
                 for r2 in range(r2a, crow[e2 + 1]):
                     v = 0.0
                     for x in range(nb6):
-                        v += KC[r1, lo, x] * W[r2, lo, x]
+                        v += KC[r1 * nd + lo, x] * W[r2 * nd + lo, x]
                     out[r1, r2] = v
                     out[r2, r1] = v
     return 0
@@ -228,8 +230,7 @@ def cluster_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J):
     nbmax = 1
     for k in range(1, ic[0, L.C0_NCL] + 1):
         nbmax = max(nbmax, ic[k, L.C_NB])
-    f = np.zeros(6 * nbmax)
-    g = np.zeros(6 * nbmax)
+    f = np.zeros((2, 6 * nbmax))  # the row's forces on the current cluster (row 0), its parent (row 1)
     z = np.empty(6 * nbmax)
     for e in range(cbody.shape[0]):
         b = cbody[e]
@@ -238,19 +239,19 @@ def cluster_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J):
         for r in range(crow[e], crow[e + 1]):
             k = ib[b, L.I_CLUSTER]
             for x in range(6 * ic[k, L.C_NB]):
-                f[x] = 0.0
+                f[0, x] = 0.0
             for c in range(6):
-                f[6 * ib[b, L.I_SUB] + c] = K[r, c]
+                f[0, 6 * ib[b, L.I_SUB] + c] = K[r, c]
             while k > 0:
-                _st_mul(ib, ws, ic, cb, wc, k, f, z)
+                _st_mul(ib, ws, ic, cb, wc, k, f, 0, z)
                 iv = ic[k, L.C_IV]
                 for l in range(ic[k, L.C_M]):
                     J[r, iv + l] = z[l]
                 if ic[k, L.C_PARENT] == 0:
                     break
-                _force_to_parent_cluster(ib, ws, ic, cb, k, f, g)
+                _force_to_parent_cluster(ib, ws, ic, cb, k, f, 0, f, 1)
                 for x in range(6 * ic[ic[k, L.C_PARENT], L.C_NB]):
-                    f[x] = g[x]
+                    f[0, x] = f[1, x]
                 k = ic[k, L.C_PARENT]
 
 

@@ -213,8 +213,7 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
         mmax = max(mmax, ic[k, L.C_M])
     for e in range(nc):
         wmax = max(wmax, crow[e + 1] - crow[e])
-    f = np.empty(wmax)
-    h = np.empty(wmax)
+    f = np.empty((2, wmax))  # row 0: a propagated column; row 1: the same moved to the parent
     z = np.empty(mmax)
     Y = np.empty((mmax, wmax))  # 𝖲ᵀ P
     Z = np.empty((mmax, wmax))  # 𝖣⁻¹ 𝖲ᵀ P
@@ -245,12 +244,12 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
         for col in range(dim):
             if branching:  # ᵏP_k = 1 (line 7)
                 for a in range(nb6):
-                    f[a] = 0.0
-                f[col] = 1.0
+                    f[0, a] = 0.0
+                f[0, col] = 1.0
             else:
                 for a in range(nb6):
-                    f[a] = buf[src + a * dim + col]
-            _st_mul(ib, ws, ic, cb, wc, k, f, z)
+                    f[0, a] = buf[src + a * dim + col]
+            _st_mul(ib, ws, ic, cb, wc, k, f, 0, z)
             for l in range(mk):
                 Y[l, col] = z[l]
             DI = ic[k, L.C_DINV]
@@ -262,13 +261,13 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
             pd = T[k, N_PD]
             if pd >= 0:  # eq. 17: 𝒳ᵀ (χ − 𝖴 𝖣⁻¹ 𝖲ᵀ χ), column by column
                 for a in range(nb6):
-                    acc = f[a]
+                    acc = f[0, a]
                     for l in range(mk):
                         acc -= wc[U + a * mk + l] * Z[l, col]
-                    f[a] = acc
-                _force_to_parent_cluster(ib, ws, ic, cb, k, f, h)
+                    f[0, a] = acc
+                _force_to_parent_cluster(ib, ws, ic, cb, k, f, 0, f, 1)
                 for a in range(T[T[k, N_PARENT], N_SPACE]):
-                    buf[pd + a * dim + col] = h[a]
+                    buf[pd + a * dim + col] = f[1, a]
         od = T[k, N_OD]  # eq. 16
         for a in range(dim):
             for b in range(a, dim):
@@ -355,11 +354,11 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
                 acc = 0.0
                 for b in range(dc):
                     acc += buf[oc + a * dc + b] * buf[k2 + s * dc + b]
-                f[a] = acc
+                f[0, a] = acc
             for r in range(m1):
                 acc = 0.0
                 for a in range(dc):
-                    acc += buf[k1 + r * dc + a] * f[a]
+                    acc += buf[k1 + r * dc + a] * f[0, a]
                 out[a0 + r, b0 + s] = acc
                 out[b0 + s, a0 + r] = acc
     return 0
