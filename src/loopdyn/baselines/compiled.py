@@ -83,15 +83,15 @@ def _setup(model):
     return cache, extra
 
 
-def compiled_maps(model, q, v):
+def compiled_maps(model, q, v, constraints: bool = True):
     """``(q_span, v_span, G, g, K, k)`` at the cluster state ``(q, v)`` by the compiled cluster
     coordinates (same layout as :func:`loopdyn.baselines.spanning_state` and
-    :func:`loopdyn.baselines.constraint_jacobians`)."""
+    :func:`loopdyn.baselines.constraint_jacobians`); only the first four when not ``constraints``."""
     cache, (data, krow) = _setup(model)
     nvs = cache.nvs
     if not cache.implicit:  # constant maps (trees, explicit clusters): nothing to evaluate
         qs, vs, G, g = spanning_state(model, q, v)
-        return (qs, vs, G, g, *constraint_jacobians(model, qs, vs))
+        return (qs, vs, G, g, *constraint_jacobians(model, qs, vs)) if constraints else (qs, vs, G, g)
     G = np.zeros((nvs, model.nv))
     g = np.zeros(nvs)
     K = cache.K0.copy()
@@ -103,4 +103,4 @@ def compiled_maps(model, q, v):
     ic, wc = data.ic, data.wc
     qs = wc[ic[0, L.C0_QS] : ic[0, L.C0_QS] + model.spanning_nq].copy()
     vs = wc[ic[0, L.C0_QDS] : ic[0, L.C0_QDS] + nvs].copy()
-    return qs, vs, G, g, K, k
+    return (qs, vs, G, g, K, k) if constraints else (qs, vs, G, g)

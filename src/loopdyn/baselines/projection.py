@@ -33,7 +33,7 @@ def _state(model, q, v, compiled: bool):
     if compiled:
         from .compiled import compiled_maps
 
-        return compiled_maps(model, q, v)[:4]
+        return compiled_maps(model, q, v, constraints=False)
     return spanning_state(model, q, v)
 
 
