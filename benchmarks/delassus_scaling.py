@@ -221,6 +221,49 @@ def _markdown(fam: dict, predicted: dict | None, extra: dict | None = None) -> s
     return "\n".join(lines)
 
 
+CLUSTER_METHODS = ("c-pv-osimr", "c-efpa", "projected", "dense")
+
+
+def _cluster_family(quick: bool, repeats: int, target: float) -> dict:
+    """Models with loops: a random PBT chain of N DoF (N/2 four-body belt clusters) with a 6D weld on
+    the distal link of every cluster (m = 3N rows). C-EFPA propagates every row down its whole path,
+    O(m 𝖽) = O(N²) with a large constant; cluster PV-OSIMr composes the propagators between branching
+    clusters, O(N + m²) with a 6 × 6 product per pair; the dense and projected methods factorise
+    GᵀHG (O(N³), small at these sizes)."""
+    from loopdyn.robots import pbt_chain
+
+    sizes = (4, 8, 12, 16, 24, 32) if quick else (4, 8, 12, 16, 24, 32, 48, 64)
+    rows = []
+    for n in sizes:
+        model = pbt_chain(n, seed=n)
+        cons = [loopdyn.Constraint(f"link-B-{i}", "6d") for i in range(n // 2)]
+        data = model.create_data()
+        q = _configuration(model)
+        fns = {}
+        for meth in CLUSTER_METHODS:
+            loopdyn.delassus(model, data, q, cons, method=meth)
+            fns[meth] = lambda meth=meth, args=(model, data, q, cons): loopdyn.delassus(*args, method=meth)
+        t = _interleaved(fns, repeats, target)
+        rows.append({"N": n, "m": 6 * len(cons), "seconds": {k: v[0] for k, v in t.items()},
+                     "seconds_min": {k: v[1] for k, v in t.items()}})  # fmt: skip
+        times = ", ".join(f"{k} {v[0] * 1e6:.1f}" for k, v in t.items())
+        print(f"  pbt_welds N={n}: {times} µs", file=sys.stderr, flush=True)
+    xs = [r["N"] for r in rows]
+    exps = {k: _fit(xs, [r["seconds"][k] for r in rows]) for k in CLUSTER_METHODS}
+    exps3 = {k: _fit(xs, [r["seconds"][k] for r in rows], last=3) for k in CLUSTER_METHODS}
+    lines = ["### pbt_welds (models with loops: PBT chain of N DoF, a 6D weld on every belt cluster, m = 3N)",
+             "", "| N | m | " + " | ".join(f"{k} µs" for k in CLUSTER_METHODS) + " |",
+             "|---:|---:|" + "---:|" * len(CLUSTER_METHODS)]  # fmt: skip
+    for r in rows:
+        cells = " | ".join(f"{r['seconds'][k] * 1e6:.1f}" for k in CLUSTER_METHODS)
+        lines.append(f"| {r['N']} | {r['m']} | {cells} |")
+    cells = " | ".join(f"**{exps[k]:.2f}**" for k in CLUSTER_METHODS)
+    lines.append(f"| **exponent in N** | | {cells} |")
+    lines.append("| exponent, 3 largest | | " + " | ".join(f"{exps3[k]:.2f}" for k in CLUSTER_METHODS) + " |")
+    return {"family": "pbt_welds", "size": "N", "rows": rows, "exponents": exps, "exponents_last3": exps3,
+            "markdown": "\n".join(lines)}  # fmt: skip
+
+
 def run(quick: bool = False) -> dict:
     """Time every family; print markdown tables (stdout) and return the numbers."""
     t_start = time.perf_counter()
@@ -279,6 +322,10 @@ def run(quick: bool = False) -> dict:
     fam["ratio_t_over_mb2_last_two"] = ratio
     results["families"].append(fam)
     out += [_markdown(fam, PREDICTED["comb"], {"(t/m_b²) last / previous": ratio}), ""]
+
+    fam = _cluster_family(quick, repeats, target)
+    results["families"].append(fam)
+    out += [fam["markdown"], ""]
 
     results["seconds_total"] = time.perf_counter() - t_start
     out.append(f"(total {results['seconds_total']:.0f} s)")

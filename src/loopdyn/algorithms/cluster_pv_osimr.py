@@ -59,7 +59,9 @@ N_TOP = 8  # for a branching node: the node below A on its stretch
 N_O0 = 9  # for a branching node: offset of ⁰Ω (SPACE × SPACE)
 N_SPACE = 10  # the node's own space: 6 n_b (cluster) or m_e (EE)
 N_E = 11  # for an EE: its constraint index
-NN = 12
+N_FULL = 12  # for a cluster: 6 n_b, the rows of the propagators into it
+N_PORT = 13  # for a branching cluster: offset of its ports (body sub-indices) in the ports array
+NN = 14
 
 
 def cluster_branching(parents, ee_parents):
@@ -105,8 +107,27 @@ class _Structure:
         has_es, in_n, chain, D, A = cluster_branching(parents, ee_par)
         total = ncl + 1 + nc
         par = [0] + parents + ee_par
-        space = [0] + [6 * int(ic[k, L.C_NB]) for k in range(1, ncl + 1)]
-        space += [int(crow[e + 1] - crow[e]) for e in range(nc)]
+        # A branching cluster's space is the forces on its *ports*: the bodies carrying its EEs and the
+        # output bodies of its child clusters with EEs — the only bodies that forces from below reach.
+        full = [0] + [6 * int(ic[k, L.C_NB]) for k in range(1, ncl + 1)] + [0] * nc
+        ports: dict[int, set] = {k: set() for k in range(1, ncl + 1) if in_n[k]}
+        for e in range(nc):
+            if ee_par[e] in ports:
+                ports[ee_par[e]].add(int(ib[cbody[e], L.I_SUB]))
+        for c in range(1, ncl + 1):
+            if has_es[c] and parents[c - 1] in ports:
+                first, nb = int(ic[c, L.C_FIRST]), int(ic[c, L.C_NB])
+                for j in range(nb):
+                    out = int(ib[data.cb[first + j], L.I_OUT])
+                    if out > 0 and int(ib[out, L.I_CLUSTER]) == parents[c - 1]:
+                        ports[parents[c - 1]].add(int(ib[out, L.I_SUB]))
+        space = list(full[: ncl + 1]) + [int(crow[e + 1] - crow[e]) for e in range(nc)]
+        port_list: list[int] = []
+        port_off = {}
+        for k, ps in ports.items():
+            port_off[k] = len(port_list)
+            port_list += sorted(ps)
+            space[k] = 6 * len(ps)
         T = np.full((total, NN), -1, dtype=np.int64)
         off = 0
         for x in range(total):
@@ -117,13 +138,15 @@ class _Structure:
             T[x, N_A] = A[x]
             T[x, N_SPACE] = space[x]
             T[x, N_E] = x - ncl - 1 if x > ncl else -1
+            T[x, N_FULL] = full[x]
+            T[x, N_PORT] = port_off.get(x, -1)
             if x == 0 or not has_es[x]:
                 continue
             dim = space[D[x]]
             T[x, N_DIM] = dim
             if par[x] > 0:
                 T[x, N_PD] = off
-                off += space[par[x]] * dim
+                off += full[par[x]] * dim
             T[x, N_OD] = off
             off += dim * dim
         branching = [x for x in range(1, total) if in_n[x]]
@@ -172,6 +195,7 @@ class _Structure:
                 else:
                     asm.append((e1, e2, 0, -1, -1))
         self.table = T
+        self.ports = np.array(port_list + [0], dtype=np.int64)
         self.order = np.array(branching, dtype=np.int64)
         self.cemp = np.array(cemp, dtype=np.int64).reshape(-1, 5)
         self.asm = np.array(asm, dtype=np.int64).reshape(-1, 5)
@@ -194,8 +218,8 @@ def _structure(model, data, cbody, crow) -> _Structure:
 
 
 @njit(cache=True)
-def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, order, cemp, asm,
-                    buf, out):  # fmt: skip
+def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
+                    cemp, asm, buf, out):  # fmt: skip
     """Cluster PV-OSIMr on a validated state; writes Λ⁻¹ into ``out``. Returns 0 or a status."""
     zero = np.zeros(_nv(ic))
     st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
@@ -224,7 +248,7 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
             continue
         me = crow[e + 1] - crow[e]
         pd = T[x, N_PD]
-        for a in range(T[T[x, N_PARENT], N_SPACE] * me):
+        for a in range(T[T[x, N_PARENT], N_FULL] * me):
             buf[pd + a] = 0.0
         sb = 6 * ib[cbody[e], L.I_SUB]
         for r in range(me):
@@ -242,10 +266,10 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
         ch = T[k, N_CHAIN]
         src = 0 if branching else T[ch, N_PD]
         for col in range(dim):
-            if branching:  # ᵏP_k = 1 (line 7)
+            if branching:  # ᵏP_k = 1 (line 7), on the ports' forces
                 for a in range(nb6):
                     f[0, a] = 0.0
-                f[0, col] = 1.0
+                f[0, 6 * ports[T[k, N_PORT] + col // 6] + col % 6] = 1.0
             else:
                 for a in range(nb6):
                     f[0, a] = buf[src + a * dim + col]
@@ -266,7 +290,7 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
                         acc -= wc[U + a * mk + l] * Z[l, col]
                     f[0, a] = acc
                 _force_to_parent_cluster(ib, ws, ic, cb, k, f, 0, f, 1)
-                for a in range(T[T[k, N_PARENT], N_SPACE]):
+                for a in range(T[T[k, N_PARENT], N_FULL]):
                     buf[pd + a * dim + col] = f[1, a]
         od = T[k, N_OD]  # eq. 16
         for a in range(dim):
@@ -276,7 +300,7 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
                     acc += Y[l, a] * Z[l, b]
                 buf[od + a * dim + b] = acc
                 buf[od + b * dim + a] = acc
-    # forward sweep over N (line 17, eq. 18)
+    # forward sweep over N (line 17, eq. 18): ⁰Ω_i = ^{A}Ω_i + Pᵀ ⁰Ω_A P with P = ^{A}P_i on A's ports
     for ii in range(order.shape[0]):
         i = order[ii]
         t = T[i, N_TOP]
@@ -284,44 +308,47 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
         d = T[i, N_SPACE]
         o0 = T[i, N_O0]
         od = T[t, N_OD]
+        for a in range(d * d):
+            buf[o0 + a] = buf[od + a]
         if A == 0:
-            for a in range(d * d):
-                buf[o0 + a] = buf[od + a]
             continue
         pd = T[t, N_PD]
         da = T[A, N_SPACE]
         oa = T[A, N_O0]
-        for a in range(d):
-            for b in range(a, d):
-                acc = buf[od + a * d + b]
+        po = T[A, N_PORT]
+        for b in range(d):  # column b of ⁰Ω_A P (into f[0]), then Pᵀ times it
+            for r in range(da):
+                acc = 0.0
+                for c in range(da):
+                    acc += buf[oa + r * da + c] * buf[pd + (6 * ports[po + c // 6] + c % 6) * d + b]
+                f[0, r] = acc
+            for a in range(b, d):
+                acc = 0.0
                 for r in range(da):
-                    par = buf[pd + r * d + a]
-                    if par == 0.0:
-                        continue
-                    s = 0.0
-                    for c in range(da):
-                        s += buf[oa + r * da + c] * buf[pd + c * d + b]
-                    acc += par * s
-                buf[o0 + a * d + b] = acc
-                buf[o0 + b * d + a] = acc
-    # CEMPs (lines 18–22, eq. 19)
+                    acc += buf[pd + (6 * ports[po + r // 6] + r % 6) * d + a] * f[0, r]
+                buf[o0 + a * d + b] += acc
+                if a != b:
+                    buf[o0 + b * d + a] += acc
+    # CEMPs (lines 18–22, eq. 19), on the ports of the branching ancestors
     for row in range(cemp.shape[0]):
         x, j, o, prev, top = cemp[row, 0], cemp[row, 1], cemp[row, 2], cemp[row, 3], cemp[row, 4]
         me = T[x, N_SPACE]
         dj = T[j, N_SPACE]
-        pd = T[top, N_PD]  # ^{j}P_{top's branching node} (dj × d_src)
+        po = T[j, N_PORT]
+        pd = T[top, N_PD]  # ^{j}P_{top's branching node} (rows: j's bodies, full)
         if prev < 0:  # ^{A(e)}K_e = ^{A(e)}P_eᵀ
             for r in range(me):
                 for c in range(dj):
-                    buf[o + r * dj + c] = buf[pd + c * me + r]
+                    buf[o + r * dj + c] = buf[pd + (6 * ports[po + c // 6] + c % 6) * me + r]
         else:  # ^{A(j')}K_e = ^{j'}K_e ^{A(j')}P_{j'}ᵀ
             ps = cemp[prev, 2]
             dsrc = T[cemp[prev, 1], N_SPACE]
             for r in range(me):
                 for c in range(dj):
+                    rc = (6 * ports[po + c // 6] + c % 6) * dsrc
                     acc = 0.0
                     for s in range(dsrc):
-                        acc += buf[ps + r * dsrc + s] * buf[pd + c * dsrc + s]
+                        acc += buf[ps + r * dsrc + s] * buf[pd + rc + s]
                     buf[o + r * dj + c] = acc
     # assembly (lines 23–28)
     for e in range(nc):
@@ -367,16 +394,16 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
 @kernel(
     "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
     "float64[::1], int64[:, ::1], int64[::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], "
-    "int64[:, ::1], int64[::1], int64[:, ::1], int64[:, ::1], float64[::1], float64[:, ::1])"
+    "int64[:, ::1], int64[::1], int64[::1], int64[:, ::1], int64[:, ::1], float64[::1], float64[:, ::1])"
 )
-def c_pv_osimr_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, order, cemp,
-                      asm, buf, out):  # fmt: skip
+def c_pv_osimr_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
+                      cemp, asm, buf, out):  # fmt: skip
     zero = np.zeros(_nv(ic))
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:
         return st
-    return c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, order,
-                           cemp, asm, buf, out)  # fmt: skip
+    return c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,
+                           order, cemp, asm, buf, out)  # fmt: skip
 
 
 def run_c_pv_osimr(model, data, q, prep) -> np.ndarray:
@@ -389,7 +416,7 @@ def run_c_pv_osimr(model, data, q, prep) -> np.ndarray:
     s = _structure(model, data, cbody, crow)
     m = int(crow[-1])
     out = np.empty((m, m))
-    args = (cbody, crow, K, s.table, s.order, s.cemp, s.asm, s.buf, out)
+    args = (cbody, crow, K, s.table, s.ports, s.order, s.cemp, s.asm, s.buf, out)
     try:
         st = c_pv_osimr_kernel(*_args(data), q, *args)
     except TypeError:

@@ -18,10 +18,11 @@
   ``q = A sin(2πωt)``; RMS error of the unconstrained and approximate inverse dynamics against C-RNEA.
 * Then the tree benchmark against Pinocchio (:mod:`loopdyn.bench.trees`).
 
-Everything printed is also returned by :func:`run_paper` and written to ``DIR/results.json`` with
-``--out DIR``, with the printed report (``results.md``) and the PNG figures (matplotlib, the ``[bench]`` extra; without it the figures are
-skipped). Absolute times are not comparable with the paper's (C++ on an Apple M1 Pro; here Python
-calls of Numba kernels, with NumPy/SciPy for the dense baselines): only the orderings are.
+Everything printed is also returned by :func:`run_paper` and, with ``--out DIR``, written to
+``DIR/results.json``, with the printed report (``results.md``) and the PNG figures (matplotlib, the
+``[bench]`` extra; without it the figures are skipped). Absolute times are not comparable with the
+paper's (C++ on an Apple M1 Pro; here Python calls of Numba kernels, with NumPy/SciPy for the dense
+baselines): only the orderings are.
 """
 
 from __future__ import annotations
