@@ -333,3 +333,49 @@ def test_frame_jacobians_of_a_model_with_loops(seed, blocks, floating):
             for ref in ("local", "world", "local_world_aligned"):
                 J = loopdyn.frame_jacobian(model, d, q, body, ref)
                 assert rel_err(J, loopdyn.frame_jacobian(tree, td, qs, body, ref) @ G) < 1e-12, ref
+
+
+def test_branching_cluster_with_several_ports():
+    """A geared cluster {link, rotor} whose link and rotor both carry a child subtree with a
+    constraint, plus constraints on the rotor itself and on a belt cluster below: the branching
+    cluster's space spans two ports (link and rotor)."""
+    m = loopdyn.Model("ports")
+    rng = np.random.default_rng(9)
+
+    def inertia():
+        return loopdyn.Inertia(
+            rng.uniform(0.5, 2), rng.uniform(-0.1, 0.1, 3), np.eye(3) * rng.uniform(0.01, 0.1)
+        )
+
+    def place():
+        return (np.eye(3), rng.uniform(-0.3, 0.3, 3))
+
+    m.add_body("base", 0, loopdyn.FreeFlyer(), None, inertia())
+    m.add_body("link", "base", loopdyn.Revolute((0, 0, 1)), place(), inertia())
+    m.add_body("rotor", "base", loopdyn.Revolute((0, 1, 0)), place(), inertia())
+    m.add_coupling("gear", "link", "rotor", 5.0)
+    m.add_body("a", "link", loopdyn.Revolute((1, 0, 0)), place(), inertia())
+    m.add_body("b", "rotor", loopdyn.Prismatic((0, 0, 1)), place(), inertia())
+    m.add_body("c", "a", loopdyn.Revolute((0, 1, 0)), place(), inertia())
+    m.add_body("c_rotor", "a", loopdyn.Revolute((0, 1, 0)), place(), inertia())
+    m.add_coupling("gear_c", "c", "c_rotor", 3.0)
+    d = m.create_data()
+    cons = [Constraint("c", "6d"), Constraint("b", "3d"), Constraint("rotor", "6d")]
+    cons += [Constraint("c_rotor", "3d"), Constraint("a", rng.normal(size=(2, 6)))]
+    for _ in range(3):
+        q = loopdyn.random_configuration(m, rng)
+        ref, _ = spanning_oracle(m, q, cons)
+        for method in ("c-pv-osimr", "c-efpa"):
+            assert rel_err(delassus(m, d, q, cons, method=method), ref) < TOL, method
+
+
+def test_belt_chain_with_a_weld_on_every_cluster():
+    """Every four-body belt cluster branches (its weld and the rest of the chain) through one port,
+    its distal link: the compressed 6-dimensional spaces give the same matrix."""
+    model = loopdyn.robots.pbt_chain(8, seed=3)
+    d = model.create_data()
+    cons = [Constraint(f"link-B-{i}", "6d") for i in range(4)] + [Constraint("rotor-A-1", "3d")]
+    q = loopdyn.random_configuration(model, np.random.default_rng(0))
+    ref, _ = spanning_oracle(model, q, cons)
+    for method in ("c-pv-osimr", "c-efpa"):
+        assert rel_err(delassus(model, d, q, cons, method=method), ref) < TOL, method
