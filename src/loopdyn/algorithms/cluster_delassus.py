@@ -34,6 +34,7 @@ from ..spatial import ops
 from .cluster_dynamics import c_aba_backward, placement_in_output, s_col
 from .cluster_kinematics import cluster_fk_core, validate_cluster_state
 from .common import kernel
+from .delassus import common_depth
 
 __all__ = ["c_efpa_core", "cluster_constraint_jacobian_core", "cluster_paths"]
 
@@ -202,14 +203,7 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
         d1 = depth[ib[cbody[e1], L.I_CLUSTER]] if cbody[e1] > 0 else 0
         for e2 in range(e1, nc):
             d2 = depth[ib[cbody[e2], L.I_CLUSTER]] if cbody[e2] > 0 else 0
-            lo = 0
-            hi = min(d1, d2)
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if path[e1, mid] == path[e2, mid]:
-                    lo = mid
-                else:
-                    hi = mid - 1
+            lo = common_depth(path, e1, e2, min(d1, d2))
             nb6 = 6 * ic[path[e1, lo], L.C_NB] if lo > 0 else 0
             for r1 in range(crow[e1], crow[e1 + 1]):
                 r2a = r1 if e1 == e2 else crow[e2]

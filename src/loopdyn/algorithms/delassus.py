@@ -268,6 +268,21 @@ def _u_comb(ib, ws, i, y):
     return acc
 
 
+@njit(cache=True, inline="always")
+def common_depth(path, e1, e2, dmax):
+    """The deepest t ≤ dmax with path[e1, t] == path[e2, t] (0: only the world in common). Equality
+    is monotone in t (the paths run from the root), so a binary search: O(log depth)."""
+    lo = 0
+    hi = dmax
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if path[e1, mid] == path[e2, mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 @njit(cache=True)
 def efpa_core(ib, ws, q, cbody, crow, K, added, out):
     """EFPA on validated inputs; writes Λ⁻¹ (m × m) into ``out``. Returns 0 or a SINGULAR status.
@@ -364,16 +379,7 @@ def efpa_core(ib, ws, q, cbody, crow, K, added, out):
         d1 = depth[cbody[e1]]
         for e2 in range(e1, nc):
             d2 = depth[cbody[e2]]
-            # deepest t with equal ancestors (monotone in t): binary search
-            lo = 0
-            hi = min(d1, d2)
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if path[e1, mid] == path[e2, mid]:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            c = lo
+            c = common_depth(path, e1, e2, min(d1, d2))
             for r1 in range(crow[e1], crow[e1 + 1]):
                 r2a = r1 if e1 == e2 else crow[e2]
                 for r2 in range(r2a, crow[e2 + 1]):
