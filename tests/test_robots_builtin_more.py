@@ -134,13 +134,13 @@ def rz(angle: float) -> np.ndarray:
 @pytest.mark.parametrize("name", list(FILES))
 def test_humanoid_same_as_reference_file(name):
     ref = loopdyn.load_urdf(reference_path(FILES[name]))
-    assert_same_model(getattr(robots, name)(), ref)
+    assert_same_model(getattr(robots, name)(parameters="current"), ref)
 
 
 @pytest.mark.parametrize("name", list(FILES))
 def test_humanoid_same_dynamics_as_reference_file(name):
     ref = loopdyn.load_urdf(reference_path(FILES[name]))
-    model = getattr(robots, name)()
+    model = getattr(robots, name)(parameters="current")
     assert model.velocity_names == ref.velocity_names
     assert_same_dynamics(model, ref)
 
@@ -158,7 +158,7 @@ def test_humanoid_sizes():
     kinds = sorted(len(c.bodies) for c in m.clusters().clusters)
     assert kinds == [1] + [2] * 14 + [4] * 2  # free torso, 14 geared, 2 knee-ankle belts
     # JVRC-1 as its file: 58 bodies (25 geared joints), 33 clusters, nv 38
-    j = robots.jvrc1()
+    j = robots.jvrc1(parameters="current")
     assert (j.nbodies, len(j.clusters().clusters), j.nv, j.nq) == (58, 33, 38, 39)
     assert len(j.constraints) == 25 and j.mass == pytest.approx(61.75, rel=1e-14, abs=0)
     # the paper's JVRC-1, every joint geared: spec §5 table 65 bodies, 33 clusters, nv 38, n_span 70, nq 39
@@ -325,7 +325,7 @@ def test_mit_humanoid_leg_paper_only_reorders():
 
 
 def test_jvrc1_paper_gears_every_joint():
-    cur, pap = robots.jvrc1(), robots.jvrc1(parameters="paper")
+    cur, pap = robots.jvrc1(parameters="current"), robots.jvrc1()  # the default is the paper's
     assert differences(cur, pap) == {}
     added = sorted(set(pap.body_names) - set(cur.body_names))
     ungeared = ["neck-pitch", "neck-roll", "neck-yaw"]
@@ -386,14 +386,13 @@ def test_jvrc1_paper_is_the_file_with_its_commented_rotors(tmp_path):
 
 # ----------------------------------------------------------------------------------------------
 # registry
-# spec §5 table: (bodies, clusters, nv, nq); JVRC-1 as its reference file (the table's 65 bodies are
-# the paper's all-geared model, checked in test_humanoid_sizes)
+# spec §5 table: (bodies, clusters, nv, nq); JVRC-1's default is the paper's all-geared model
 TABLE = {
     "mini_cheetah": (25, 13, 18, 19),
     "mit_humanoid": (37, 17, 24, 25),
     "mit_humanoid_leg": (10, 4, 5, 5),
     "tello": (37, 15, 24, 33),
-    "jvrc1": (58, 33, 38, 39),
+    "jvrc1": (65, 33, 38, 39),
     "gt_chain": (24, 12, 12, 12),
     "pbt_chain": (24, 6, 12, 12),
     "four_bar": (3, 1, 1, 3),
@@ -495,7 +494,8 @@ def test_twin_reflected_inertia_numbers():
     # a rotor the paper's JVRC-1 adds
     paper = armature(robots.approximate("jvrc1", parameters="paper"))
     assert paper["waist-roll-to-neck-yaw"] == pytest.approx(6.0**2 * 5e-05, rel=1e-14)
-    assert armature(robots.approximate("jvrc1"))["waist-roll-to-neck-yaw"] == 0.0
+    assert armature(robots.approximate("jvrc1", parameters="current"))["waist-roll-to-neck-yaw"] == 0.0
+    assert armature(robots.approximate("jvrc1"))["waist-roll-to-neck-yaw"] > 0.0  # the default gears it
 
 
 @pytest.mark.parametrize("name", ["four_bar", "planar_leg_linkage"])

@@ -9,8 +9,9 @@ root link, siblings sorted by joint name), same placements, inertias, limits, co
 * :func:`mit_humanoid` — ``mit_humanoid.urdf``: floating base, per leg three geared transmissions
   (hip rz, rx, ry) and the knee-ankle parallel belt transmission, per arm four geared transmissions
   (shoulder ry, rx, rz, elbow); 37 bodies, 17 clusters, nq = 25, nv = 24.
-* :func:`jvrc1` — ``jvrc1_humanoid.urdf``: JVRC-1 with geared joints; 33 clusters, nq = 39,
-  nv = 38 (58 bodies as in the file, 65 with ``parameters="paper"``: see the function).
+* :func:`jvrc1` — JVRC-1 with every joint geared (the paper's, the default: 65 bodies) or as
+  ``jvrc1_humanoid.urdf`` (``parameters="current"``: 58 bodies, 25 geared joints); 33 clusters,
+  nq = 39, nv = 38.
 
 ``parameters="paper"`` gives the model of the paper's experiments (Chignoli et al. 2024 §IX); each
 docstring lists exactly what differs from the reference file.
@@ -286,19 +287,24 @@ def _diagonal(moments):
     return (ixx, 0.0, 0.0, iyy, 0.0, izz)
 
 
-def jvrc1(parameters: str = "current") -> Model:
-    """GRBDA's ``jvrc1_humanoid.urdf``: root link ``base`` welded to the world, the free flyer
+def jvrc1(parameters: str = "paper") -> Model:
+    """JVRC-1 with every joint geared (the paper's robot) or as GRBDA's ``jvrc1_humanoid.urdf``: root
+    link ``base`` welded to the world, the free flyer
     ``base_to_pelvis`` to the pelvis (10 kg), waist yaw-pitch-roll, neck yaw-roll-pitch, per leg
     hip pitch-roll-yaw, knee, ankle roll-pitch, per arm shoulder pitch-roll-yaw, elbow pitch-yaw,
     wrist roll-yaw (32 revolute joints); 33 clusters, nq = 39, nv = 38.
 
-    ``parameters="current"`` (default): the reference file. Its geared joints (N = 6) have a rotor
+    Unlike the other robots, the default is the paper's parameter set: the reference file gears only
+    25 of the 32 joints, while the paper's JVRC-1 — the robot the name stands for in the benchmarks —
+    gears every joint.
+
+    ``parameters="current"``: the reference file. Its geared joints (N = 6) have a rotor
     ``<link>-rotor`` of mass 0.07 and inertia diag(2e-5, 2e-5, 5e-5), at the link joint's frame on
     the link's parent, turning about the same axis, coupled by ``<link>-transmission``. The file
     gears 25 of the 32 joints: the rotors of the neck (yaw, roll, pitch) and of both wrists (roll,
     yaw) are commented out. So 58 bodies (61.75 kg), 25 couplings.
 
-    ``parameters="paper"``: the paper's JVRC-1 "modified so every joint has a geared transmission"
+    ``parameters="paper"`` (default): the paper's JVRC-1 "modified so every joint has a geared transmission"
     (spec §5.4, §6.1, the §5 table: 65 bodies, 33 clusters, nv = 38), named ``jvrc1_paper``: the 7
     missing rotors are added exactly as the file's other rotors (spec §5.4: N = 6 everywhere, rotor
     m 0.07, Ī = diag(2e-5, 2e-5, 5e-5) for every axis, rotor frame = link joint frame), with the

@@ -69,7 +69,7 @@ _REGISTRY: dict[str, _Entry] = {
     "jvrc1": _Entry(
         ".humanoids",
         "jvrc1",
-        "JVRC-1 humanoid: floating base, geared joints (25 as in its file, all 32 with parameters='paper')",
+        "JVRC-1 humanoid: floating base, all 32 joints geared (25 as in its file with parameters='current')",
     ),
     "gt_chain": _Entry(
         ".serial", "gt_chain", "12-link serial chain of geared transmissions (uniform planar)", {"n": 12}
