@@ -379,3 +379,22 @@ def test_belt_chain_with_a_weld_on_every_cluster():
     ref, _ = spanning_oracle(model, q, cons)
     for method in ("c-pv-osimr", "c-efpa"):
         assert rel_err(delassus(model, d, q, cons, method=method), ref) < TOL, method
+
+
+def test_configuration_off_a_loop_is_refused():
+    """A four-bar configuration that violates its loop closure raises ConfigurationError naming the
+    cluster, for every method, and leaves the data usable."""
+    from loopdyn.errors import ConfigurationError
+
+    model = loopdyn.robots.four_bar()
+    d = model.create_data()
+    q = loopdyn.random_configuration(model, np.random.default_rng(1))
+    cons = [Constraint("link3", "3d")]
+    good = delassus(model, d, q, cons)
+    bad = q.copy()
+    bad[1] += 0.1
+    for method in ("c-pv-osimr", "c-efpa", "dense"):
+        with pytest.raises(ConfigurationError):
+            delassus(model, d, bad, cons, method=method)
+    assert np.array_equal(delassus(model, d, q, cons), good)
+

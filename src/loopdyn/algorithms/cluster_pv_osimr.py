@@ -29,10 +29,12 @@ branching strict ancestor.
   when the two hang from the world through different clusters), ``Λ⁻¹_{e,e} = ⁰Ω_e``.
 
 The branching structure and the buffer layout depend only on the model and on which bodies carry
-constraints: they are computed once and cached (pitfall P10).
+constraints: they are computed once and cached (pitfall P10); each thread gets its own buffer.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 from numba import njit
@@ -199,7 +201,15 @@ class _Structure:
         self.order = np.array(branching, dtype=np.int64)
         self.cemp = np.array(cemp, dtype=np.int64).reshape(-1, 5)
         self.asm = np.array(asm, dtype=np.int64).reshape(-1, 5)
-        self.buf = np.zeros(max(off, 1))
+        self.size = max(off, 1)
+        self.local = threading.local()
+
+    def buffer(self) -> np.ndarray:
+        """The float workspace of the calling thread (allocated once per thread)."""
+        buf = getattr(self.local, "buf", None)
+        if buf is None:
+            buf = self.local.buf = np.zeros(self.size)
+        return buf
 
 
 _CACHE: dict = {}
@@ -416,7 +426,7 @@ def run_c_pv_osimr(model, data, q, prep) -> np.ndarray:
     s = _structure(model, data, cbody, crow)
     m = int(crow[-1])
     out = np.empty((m, m))
-    args = (cbody, crow, K, s.table, s.ports, s.order, s.cemp, s.asm, s.buf, out)
+    args = (cbody, crow, K, s.table, s.ports, s.order, s.cemp, s.asm, s.buffer(), out)
     try:
         st = c_pv_osimr_kernel(*_args(data), q, *args)
     except TypeError:
