@@ -397,4 +397,3 @@ def test_configuration_off_a_loop_is_refused():
         with pytest.raises(ConfigurationError):
             delassus(model, d, bad, cons, method=method)
     assert np.array_equal(delassus(model, d, q, cons), good)
-
