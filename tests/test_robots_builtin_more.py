@@ -540,3 +540,21 @@ def test_info_cli_errors(capsys, tmp_path):
     assert main(["info", str(tmp_path / "missing.urdf")]) == 2  # not a built-in name: the URDF path
     assert main(["info", str(tmp_path / "missing.urdf"), "--parameters", "paper"]) == 2
     assert "built-in robots only" in capsys.readouterr().err
+
+
+def test_uniform_gt_chain_is_the_reference_rotor_chain():
+    """gt_chain(3) (uniform) is GRBDA's revolute_rotor_chain.urdf: same mass matrix and, with the
+    chain's gravity (9.81, 0, 0) given to the file's model, same bias, on random states."""
+    ref = loopdyn.load_urdf(reference_path("revolute_rotor_chain"))
+    chain = robots.gt_chain(3)
+    ref.gravity = np.array(chain.gravity, dtype=float)
+    dr, dc = ref.create_data(), chain.create_data()
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        q = loopdyn.random_configuration(chain, rng)
+        v = rng.normal(size=3)
+        assert rel_err(loopdyn.crba(chain, dc, q), loopdyn.crba(ref, dr, q)) <= 1e-12
+        assert (
+            rel_err(loopdyn.nonlinear_effects(chain, dc, q, v), loopdyn.nonlinear_effects(ref, dr, q, v))
+            <= 1e-12
+        )
