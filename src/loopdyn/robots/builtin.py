@@ -272,6 +272,30 @@ def mit_humanoid_leg(parameters: str = "current") -> Model:
     return model
 
 
+def mirrored_row(row, key: str, sy: float, *, root: str | None = None, sx: float = 1.0,
+                 mirror_rpy: bool = False, mass: float | None = None):  # fmt: skip
+    """One joint row for the side or prefix ``key`` from a template row: names formatted with
+    ``key``, the template's parent ``"torso"`` replaced by ``root``, y coordinates multiplied by
+    ``sy`` (a reflection through the xz plane: the inertia's xy and yz products change sign too),
+    the x coordinate of joints on ``root`` by ``sx``, the rpy roll and yaw by ``sy`` if
+    ``mirror_rpy``; ``mass`` replaces the template's mass when given."""
+    name, body, parent, axis, xyz, rpy, independent, m, com, tensor = row
+    ixx, ixy, ixz, iyy, iyz, izz = tensor
+    on_root = parent == "torso"
+    return (
+        name.format(key),
+        body.format(key),
+        root if on_root else parent.format(key),
+        axis,
+        (sx * xyz[0] if on_root else xyz[0], sy * xyz[1], xyz[2]),
+        (sy * rpy[0], rpy[1], sy * rpy[2]) if mirror_rpy else rpy,
+        independent,
+        m if mass is None else mass,
+        (com[0], sy * com[1], com[2]),
+        (ixx, sy * ixy, ixz, iyy, sy * iyz, izz),
+    )
+
+
 def _mirror_leg(prefix: str, sx: float, sy: float, paper: bool = False):
     """The rows of one Mini Cheetah leg from the FL template (``paper``: the paper-era values)."""
     rows = []
@@ -284,20 +308,8 @@ def _mirror_leg(prefix: str, sx: float, sy: float, paper: bool = False):
                 rpy = _MC_PAPER_HIP_RPY
             if name == "torso_to_{}_abad_j":
                 xyz = (xyz[0], _MC_PAPER_ABAD_Y, xyz[2])
-        rows.append(
-            (
-                name.format(prefix),
-                body.format(prefix),
-                _MC_TORSO[0] if parent == "torso" else parent.format(prefix),
-                axis,
-                (sx * xyz[0] if parent == "torso" else xyz[0], sy * xyz[1], xyz[2]),
-                rpy,
-                independent,
-                mass,
-                (com[0], sy * com[1], com[2]),
-                (ixx, sy * ixy, ixz, iyy, sy * iyz, izz),
-            )
-        )
+        row = (name, body, parent, axis, xyz, rpy, independent, mass, com, tensor)
+        rows.append(mirrored_row(row, prefix, sy, root=_MC_TORSO[0], sx=sx))
     return rows
 
 

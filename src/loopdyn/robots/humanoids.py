@@ -33,6 +33,7 @@ from .builtin import (
     _check_parameters,
     _fixed_base,
     _inertia,
+    mirrored_row,
 )
 
 __all__ = ["jvrc1", "mit_humanoid"]
@@ -126,24 +127,10 @@ _MH_SIDES = (("right", 1.0), ("left", -1.0))  # (side, y sign relative to the ri
 
 
 def _mh_rows(table, side: str, sy: float, rotor_mass: dict):
-    rows = []
-    for name, body, parent, axis, xyz, rpy, independent, mass, com, tensor in table:
-        ixx, ixy, ixz, iyy, iyz, izz = tensor
-        rows.append(
-            (
-                name.format(side),
-                body.format(side),
-                _MH_TORSO[0] if parent == "torso" else parent.format(side),
-                axis,
-                (xyz[0], sy * xyz[1], xyz[2]),
-                (sy * rpy[0], rpy[1], sy * rpy[2]),
-                independent,
-                rotor_mass.get(mass, mass),
-                (com[0], sy * com[1], com[2]),
-                (ixx, sy * ixy, ixz, iyy, sy * iyz, izz),
-            )
-        )
-    return rows
+    return [
+        mirrored_row(row, side, sy, root=_MH_TORSO[0], mirror_rpy=True, mass=rotor_mass.get(row[7], row[7]))
+        for row in table
+    ]
 
 
 def mit_humanoid(parameters: str = "current") -> Model:

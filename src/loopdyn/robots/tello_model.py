@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import InputError, ModelError
 from ..model.joints import FreeFlyer
 from ..model.model import BODY_FRAME, Model
-from .builtin import _add_joints, _inertia
+from .builtin import _add_joints, _inertia, mirrored_row
 
 __all__ = [
     "GEAR_RATIO",
@@ -170,25 +170,7 @@ _ARM_ROWS = (
 
 def _arm_rows(side: str):
     """The eight joints of one arm from the left-arm template (mirrored for the right arm)."""
-    sy = 1.0 if side == "left" else -1.0
-    rows = []
-    for name, body, parent, axis, xyz, rpy, independent, mass, com, tensor in _ARM_ROWS:
-        ixx, ixy, ixz, iyy, iyz, izz = tensor
-        rows.append(
-            (
-                name.format(side),
-                body.format(side),
-                parent.format(side),
-                axis,
-                (xyz[0], sy * xyz[1], xyz[2]),
-                rpy,
-                independent,
-                mass,
-                (com[0], sy * com[1], com[2]),
-                (ixx, sy * ixy, ixz, iyy, sy * iyz, izz),
-            )
-        )
-    return rows
+    return [mirrored_row(row, side, 1.0 if side == "left" else -1.0, root="torso") for row in _ARM_ROWS]
 
 
 def _tello_tree(arms: bool, floating_base: bool = True) -> Model:
