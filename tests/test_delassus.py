@@ -146,7 +146,7 @@ def test_invariant_to_world_placement_of_floating_base():
         q2 = q.copy()
         q2[:3] = rng.normal(size=3) * 10.0
         q2[3:7] = trees.random_quaternion(rng)
-        for method in ("efpa", "dense"):
+        for method in ("efpa", "dense", "ltl", "pv-osim", "pv-osimr"):
             assert rel_err(delassus(lm, d, q2, cons, method=method), ref) < 1e-9
 
 
