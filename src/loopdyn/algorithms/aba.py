@@ -49,6 +49,32 @@ def joint_dinv(ib, ws, i):
     return ops.spd_inverse(ws, 0, T, nv, i, L.W_DINV, 0, T + 36)
 
 
+@njit(cache=True, inline="always")
+def joint_factor(ib, ws, i):
+    """U = IA S into ws[i, W_U] and D⁻¹ (:func:`joint_dinv`) for body i: the bias-free joint step of
+    the articulated-body recursion (EFPA, PV-OSIM, PV-OSIMr). False if D is singular."""
+    for k in range(ib[i, L.I_NV]):
+        ops.store6(ws, i, L.W_U + 6 * k, ops.mat6_mul(ws, i, L.W_IA, s_column(ib, ws, i, k)))
+    return joint_dinv(ib, ws, i)
+
+
+@njit(cache=True, inline="always")
+def inertia_to_parent(ib, ws, i, par):
+    """IA_par += Xupᵀ (IA_i − U D⁻¹ Uᵀ) Xup after :func:`joint_factor` (IA_i is overwritten): the
+    bias-free transfer of the articulated-body recursion (the ABA fuses it with its bias forces)."""
+    nv = ib[i, L.I_NV]
+    for k in range(nv):
+        Uk = ops.load6(ws, i, L.W_U + 6 * k)
+        for l in range(nv):
+            dkl = ws[i, L.W_DINV + nv * k + l]
+            Ul = ops.load6(ws, i, L.W_U + 6 * l)
+            for r in range(6):
+                x = Uk[r] * dkl
+                for cc in range(6):
+                    ws[i, L.W_IA + 6 * r + cc] -= x * Ul[cc]
+    ops.mat6_to_parent_add(ws, i, L.W_IA, ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P), par, L.W_IA)
+
+
 @njit(cache=True)
 def aba_core(ib, ws, q, v, tau, fext, ddq):
     """ABA on validated inputs; writes the accelerations into ``ddq``. Returns 0 or a SINGULAR status.

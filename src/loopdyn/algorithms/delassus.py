@@ -39,7 +39,7 @@ from numba import njit
 from ..errors import InputError, ModelError, UnsupportedFeatureError
 from ..model import layout as L
 from ..spatial import ops
-from .aba import joint_dinv
+from .aba import inertia_to_parent, joint_factor
 from .common import (
     SINGULAR,
     STATUS_BASE,
@@ -269,6 +269,17 @@ def _u_comb(ib, ws, i, y):
 
 
 @njit(cache=True, inline="always")
+def add_row_inertia(ws, b, K, r0, r1, added):
+    """Iᴬ_b += added · K[r0:r1]ᵀ K[r0:r1]: the penalty inertia of the damped Delassus matrix (the
+    rows K act on body b's motion in its own coordinates)."""
+    for r in range(r0, r1):
+        for a in range(6):
+            x = added * K[r, a]
+            for c in range(6):
+                ws[b, L.W_IA + 6 * a + c] += x * K[r, c]
+
+
+@njit(cache=True, inline="always")
 def common_depth(path, e1, e2, dmax):
     """The deepest t ≤ dmax with path[e1, t] == path[e2, t] (0: only the world in common). Equality
     is monotone in t (the paths run from the root), so a binary search: O(log depth)."""
@@ -299,34 +310,15 @@ def efpa_core(ib, ws, q, cbody, crow, K, added, out):
         ops.store_inertia_matrix(ws, i, L.W_IA, ops.load10(ws, i, L.W_INER))
     if added > 0.0:
         for e in range(nc):
-            b = cbody[e]
-            if b == 0:
-                continue
-            for r in range(crow[e], crow[e + 1]):
-                for a in range(6):
-                    x = added * K[r, a]
-                    for c in range(6):
-                        ws[b, L.W_IA + 6 * a + c] += x * K[r, c]
+            if cbody[e] > 0:
+                add_row_inertia(ws, cbody[e], K, crow[e], crow[e + 1], added)
     # pass 2: articulated inertias (ABA's second loop without bias forces)
     for i in range(nb, 0, -1):
-        nv = ib[i, L.I_NV]
-        for k in range(nv):
-            ops.store6(ws, i, L.W_U + 6 * k, ops.mat6_mul(ws, i, L.W_IA, s_column(ib, ws, i, k)))
-        if not joint_dinv(ib, ws, i):  # as the ABA: D⁻¹ = (Sᵀ U + armature)⁻¹
+        if not joint_factor(ib, ws, i):  # U = Iᴬ S, D⁻¹ = (Sᵀ U + armature)⁻¹ as the ABA
             return SINGULAR * STATUS_BASE + i
         par = ib[i, L.I_PARENT]
-        if par == 0:
-            continue
-        for k in range(nv):  # Iᵃ = Iᴬ − U D⁻¹ Uᵀ, then Iᴬ_par += Xupᵀ Iᵃ Xup
-            Uk = ops.load6(ws, i, L.W_U + 6 * k)
-            for l in range(nv):
-                dkl = ws[i, L.W_DINV + nv * k + l]
-                Ul = ops.load6(ws, i, L.W_U + 6 * l)
-                for r in range(6):
-                    x = Uk[r] * dkl
-                    for cc in range(6):
-                        ws[i, L.W_IA + 6 * r + cc] -= x * Ul[cc]
-        ops.mat6_to_parent_add(ws, i, L.W_IA, ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P), par, L.W_IA)
+        if par > 0:
+            inertia_to_parent(ib, ws, i, par)  # Iᴬ_par += Xupᵀ (Iᴬ − U D⁻¹ Uᵀ) Xup
     # the root → link path of every constraint, indexed by depth
     depth = np.empty(nb + 1, dtype=np.int64)
     depth[0] = 0

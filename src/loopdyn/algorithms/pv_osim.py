@@ -44,7 +44,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
-from .aba import joint_dinv
+from .aba import inertia_to_parent, joint_factor
 from .common import (
     SINGULAR,
     STATUS_BASE,
@@ -55,6 +55,7 @@ from .common import (
     raise_for_status,
     s_column,
 )
+from .delassus import add_row_inertia
 
 __all__ = ["BranchingStructure", "branching_structure", "run_pv_osim", "run_pv_osimr"]
 
@@ -406,36 +407,7 @@ def _articulated_inertias_init(ib, ws, q, K, bk, added):
         off_ee = bk[H_EE]
         for k in range(bk[H_NE]):
             o = off_ee + EE_W * k
-            b = bk[o + EE_LINK]
-            for r in range(bk[o + EE_UROW], bk[o + EE_UROW] + bk[o + EE_DIM]):
-                for a in range(6):
-                    x = added * K[r, a]
-                    for c in range(6):
-                        ws[b, L.W_IA + 6 * a + c] += x * K[r, c]
-
-
-@njit(cache=True, inline="always")
-def _joint_factor(ib, ws, i):
-    """U_i = Iᴬ_i S_i and D_i⁻¹ (line 7 / line 8; armature included as the ABA). False if singular."""
-    for k in range(ib[i, L.I_NV]):
-        ops.store6(ws, i, L.W_U + 6 * k, ops.mat6_mul(ws, i, L.W_IA, s_column(ib, ws, i, k)))
-    return joint_dinv(ib, ws, i)
-
-
-@njit(cache=True, inline="always")
-def _inertia_to_parent(ib, ws, i, par):
-    """Lines 10–11: Iᴬ_π(i) += P_i Iᴬ_i = Xupᵀ (Iᴬ_i − U D⁻¹ Uᵀ) Xup (Iᴬ_i is overwritten)."""
-    nv = ib[i, L.I_NV]
-    for k in range(nv):
-        Uk = ops.load6(ws, i, L.W_U + 6 * k)
-        for l in range(nv):
-            dkl = ws[i, L.W_DINV + nv * k + l]
-            Ul = ops.load6(ws, i, L.W_U + 6 * l)
-            for r in range(6):
-                x = Uk[r] * dkl
-                for cc in range(6):
-                    ws[i, L.W_IA + 6 * r + cc] -= x * Ul[cc]
-    ops.mat6_to_parent_add(ws, i, L.W_IA, ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P), par, L.W_IA)
+            add_row_inertia(ws, bk[o + EE_LINK], K, bk[o + EE_UROW], bk[o + EE_UROW] + bk[o + EE_DIM], added)
 
 
 @njit(cache=True, inline="always")
@@ -488,7 +460,7 @@ def pv_osim_core(ib, ws, q, K, bk, sc, added, out):
     for k in range(m * m):  # line 5: Lᴬ ← blkdiag(…, 0)
         sc[G0 + k] = 0.0
     for i in range(nb, 0, -1):  # line 6
-        if not _joint_factor(ib, ws, i):  # line 7: D_i, Ω_i = S D⁻¹ Sᵀ (kept factored)
+        if not joint_factor(ib, ws, i):  # line 7: D_i, Ω_i = S D⁻¹ Sᵀ (kept factored)
             return SINGULAR * STATUS_BASE + i
         nv = ib[i, L.I_NV]
         par = ib[i, L.I_PARENT]
@@ -545,7 +517,7 @@ def pv_osim_core(ib, ws, q, K, bk, sc, added, out):
                         ro = R0 + ROW_W * r
                         _store6(sc, ro, _force_up(ib, ws, i, _load6(sc, ro), sc, ro + 12))
         if par > 0:  # lines 9–10
-            _inertia_to_parent(ib, ws, i, par)
+            inertia_to_parent(ib, ws, i, par)
     # line 15: Λ⁻¹ = Lᴬ_0, mapped to the user's constraint order (P5) and made exactly symmetric (P12);
     # in bands of TILE rows, so that both the (u1, u2) and the transposed (u2, u1) stores stay in cache
     for a0 in range(0, m, TILE):
@@ -604,7 +576,7 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
     Wb = 0  # slot 0 scratch: W = S_iᵀ Pb (nv × w, row-major, row stride 6) at 0, Y = D⁻¹ W at 36
     Yb = 36
     for i in range(nb, 0, -1):  # line 5
-        if not _joint_factor(ib, ws, i):  # line 8: D_i, ^{π(i)}Ω_i = S D⁻¹ Sᵀ (kept factored)
+        if not joint_factor(ib, ws, i):  # line 8: D_i, ^{π(i)}Ω_i = S D⁻¹ Sᵀ (kept factored)
             return SINGULAR * STATUS_BASE + i
         nv = ib[i, L.I_NV]
         par = ib[i, L.I_PARENT]
@@ -681,7 +653,7 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
                             g = ops.sub6(g, ops.scale6(ops.load6(ws, i, L.W_U + 6 * k), sc[Yb + 6 * k + c]))
                         _store6(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
         if par > 0:  # lines 9–11
-            _inertia_to_parent(ib, ws, i, par)
+            inertia_to_parent(ib, ws, i, par)
     # lines 16–17 (eq 18), ascending over N∖{0}: ⁰Ω_j = ^{A}Ω_j + ^{A}P_jᵀ ⁰Ω_A ^{A}P_j, with
     # ^{A(j)}P_j = PD[top(j)] and ^{A(j)}Ω_j = OD[top(j)]; ⁰Ω_j = OD[top(j)] when A(j) = 0
     off_node = bk[H_NODE]
