@@ -418,19 +418,9 @@ def c_pv_osimr_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody
 
 def run_c_pv_osimr(model, data, q, prep) -> np.ndarray:
     """Λ⁻¹ (m × m, a new array) by cluster PV-OSIMr for the prepared constraints ``prep``."""
-    from .cluster_dynamics import _args
-    from .cluster_kinematics import raise_cluster_status
-    from .common import as_float_vector
+    from .delassus import cluster_call
 
-    cbody, crow, K = prep[0], prep[1], prep[2]
-    s = _structure(model, data, cbody, crow)
-    m = int(crow[-1])
-    out = np.empty((m, m))
-    args = (cbody, crow, K, s.table, s.ports, s.order, s.cemp, s.asm, s.buffer(), out)
-    try:
-        st = c_pv_osimr_kernel(*_args(data), q, *args)
-    except TypeError:
-        st = c_pv_osimr_kernel(*_args(data), as_float_vector(q, "q"), *args)
-    if st:
-        raise_cluster_status(model, st, ("q",))
-    return out
+    s = _structure(model, data, prep[0], prep[1])
+    m = int(prep[1][-1])
+    extra = (s.table, s.ports, s.order, s.cemp, s.asm, s.buffer(), np.empty((m, m)))
+    return cluster_call(c_pv_osimr_kernel, model, data, q, prep, *extra)

@@ -35,7 +35,7 @@ from ..errors import InputError, RedundantConstraintsError, ShapeError
 from ..model import layout as L
 from .aba import aba
 from .common import as_float_vector
-from .delassus import _compute, _method, _prepare, _run_ltl, constraint_jacobian, ltl_solve_lower
+from .delassus import _compute, _jacobian, _method, _prepare, _run_ltl, ltl_solve_lower
 from .kinematics import forward_kinematics
 
 __all__ = ["RedundantConstraintsError", "constrained_forward_dynamics", "constraint_acceleration"]
@@ -151,7 +151,7 @@ def constrained_forward_dynamics(
         G = _compute(model, data, q, constraints, "c-pv-osimr", prep)
         G[np.diag_indices(m)] += mu
         lam_c = _solve_spd(G, rhs, mu)
-        J = constraint_jacobian(model, data, q, constraints)
+        J = _jacobian(model, data, q, prep)
         tau_c = as_float_vector(tau, "tau") + J.T @ lam_c
         return aba(model, data, q, v, tau_c, f_ext), lam_c
     G, _, Y, Mf, lam = _run_ltl(model, data, q, prep)

@@ -519,7 +519,6 @@ TREE_METHODS = ("pv-osimr", "pv-osim", "efpa", "ltl", "dense")
 #: methods for models with loops or couplings (the first is the default)
 CLUSTER_METHODS = ("c-pv-osimr", "c-efpa", "dense", "projected", "approximate")
 _CLUSTER_ALIASES = {"efpa": "c-efpa", "pv-osimr": "c-pv-osimr"}
-_METHODS = TREE_METHODS  # (kept for the tree-only callers)
 
 
 def _method(model, data, method) -> str:
@@ -550,15 +549,6 @@ def _method(model, data, method) -> str:
     raise InputError(f"method must be one of {TREE_METHODS}, got {method!r}")
 
 
-def _check(model, data, method):
-    """Tree-only entry points (contacts): raise for a model with loops."""
-    if model.has_constraints:
-        raise UnsupportedFeatureError(
-            f"model {model.name!r} has loops or couplings: this function handles kinematic trees only"
-        )
-    _method(model, data, method)
-
-
 def _run_efpa(model, data, q, prep, added):
     cbody, crow, K = prep[0], prep[1], prep[2]
     m = int(crow[-1])
@@ -572,25 +562,28 @@ def _run_efpa(model, data, q, prep, added):
     return out
 
 
-def _cluster_call(kern, model, data, q, prep, out):
+def cluster_call(kern, model, data, q, prep, *extra):
+    """Run a cluster Delassus kernel ``kern(<data arrays>, q, cbody, crow, K, *extra)`` whose last
+    argument is its output; return that output. Arguments whose types do not match the kernel's
+    signature are coerced with clear errors; a non-zero status raises."""
     from .cluster_dynamics import _args
     from .cluster_kinematics import raise_cluster_status
 
     cbody, crow, K = prep[0], prep[1], prep[2]
     try:
-        st = kern(*_args(data), q, cbody, crow, K, out)
+        st = kern(*_args(data), q, cbody, crow, K, *extra)
     except TypeError:
-        st = kern(*_args(data), as_float_vector(q, "q"), cbody, crow, K, out)
+        st = kern(*_args(data), as_float_vector(q, "q"), cbody, crow, K, *extra)
     if st:
         raise_cluster_status(model, st, ("q",))
-    return out
+    return extra[-1]
 
 
 def _run_c_efpa(model, data, q, prep):
     from .cluster_delassus import c_efpa_kernel
 
     m = int(prep[1][-1])
-    return _cluster_call(c_efpa_kernel, model, data, q, prep, np.empty((m, m)))
+    return cluster_call(c_efpa_kernel, model, data, q, prep, np.empty((m, m)))
 
 
 def constraint_jacobian(model, data, q, constraints) -> np.ndarray:
@@ -598,14 +591,18 @@ def constraint_jacobian(model, data, q, constraints) -> np.ndarray:
     Jacobian of its frame (rows ``[linear; angular]`` of the frame's velocity in its own axes), with
     respect to the model's velocity (the independent velocities of a model with loops:
     ``J = J_span G``)."""
-    prep = _prepare(model, constraints)
+    _method(model, data, None)
+    return _jacobian(model, data, q, _prepare(model, constraints))
+
+
+def _jacobian(model, data, q, prep):
+    """J (m × nv) of the prepared constraints: the cluster kernel for a model with loops (J_span G),
+    the tree's LOCAL frame Jacobians otherwise."""
     if model.has_constraints:
         from .cluster_delassus import cluster_jacobian_kernel
 
-        _method(model, data, None)
         J = np.empty((int(prep[1][-1]), model.nv))
-        return _cluster_call(cluster_jacobian_kernel, model, data, q, prep, J)
-    _method(model, data, None)
+        return cluster_call(cluster_jacobian_kernel, model, data, q, prep, J)
     return _constraint_jacobian(model, data, q, prep)
 
 
@@ -637,13 +634,7 @@ def _dense(model, data, q, prep):
     from .crba import crba
 
     M = crba(model, data, q)
-    if model.has_constraints:
-        from .cluster_delassus import cluster_jacobian_kernel
-
-        J = np.empty((int(prep[1][-1]), model.nv))
-        J = _cluster_call(cluster_jacobian_kernel, model, data, q, prep, J)
-    else:
-        J = _constraint_jacobian(model, data, q, prep)
+    J = _jacobian(model, data, q, prep)
     try:
         Lc = np.linalg.cholesky(M)
     except np.linalg.LinAlgError:

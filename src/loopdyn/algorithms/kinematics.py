@@ -273,7 +273,9 @@ def _cluster_frame_jacobian(model, data, q, frame, reference):
     J = constraint_jacobian(model, data, q, [Constraint(name, "6d")])
     if ref == LOCAL:
         return J
-    forward_kinematics(model, data, q)
+    from .cluster_kinematics import placements_from_parents
+
+    placements_from_parents(data.ib, data.ws)  # world placements from the kernel's parent placements
     T = frame_placement(model, data, name)
     R, p = T[:3, :3], T[:3, 3]
     out = np.empty_like(J)
