@@ -89,11 +89,6 @@ def col6w(wc, o, stride):
 
 
 @njit(cache=True, inline="always")
-def load6w(wc, o):
-    return (wc[o], wc[o + 1], wc[o + 2], wc[o + 3], wc[o + 4], wc[o + 5])
-
-
-@njit(cache=True, inline="always")
 def add6w(wc, o, x):
     for r in range(6):
         wc[o + r] += x[r]
@@ -140,7 +135,7 @@ def sym6_to_parent(w, src, sstride, R, p, dst, dstride):
 def gen6_to_parent(w, src, sstride, Ra, pa, Rb, pb, dst, dstride, tmp):
     """w[dst block] += ᵃX_Λᵀ A ᵇX_Λ for a general 6×6 block A at w[src]; w[tmp:tmp+36] scratch."""
     for r in range(6):  # Y = A ᵇX_Λ row by row: (ᵇX_Λᵀ rowᵀ)ᵀ
-        row = ops.force_to_parent(Rb, pb, load6w(w, src + r * sstride))
+        row = ops.force_to_parent(Rb, pb, ops.load6_at(w, src + r * sstride))
         for c in range(6):
             w[tmp + 6 * r + c] = row[c]
     for c in range(6):  # ᵃX_Λᵀ Y column by column
@@ -280,7 +275,7 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
             ul = tau[iv + l]
             for j in range(nb):
                 s = s_col(ib, ws, ic, cb, wc, k, j, l)
-                ul -= ops.dot6(s, load6w(wc, PA + 6 * j))
+                ul -= ops.dot6(s, ops.load6_at(wc, PA + 6 * j))
                 for jr in range(nb):
                     if wc[MK + jr * nb + j] != 0.0:
                         col = block_mul(wc, IA + (6 * jr) * nb6 + 6 * j, nb6, s)
@@ -337,7 +332,7 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
                 for r in range(6):
                     wc[GV + g * 6 * m + r * m + l] += xu[r]
             # full-rank part, bias part
-            pb_ = load6w(wc, PA + 6 * a)
+            pb_ = ops.load6_at(wc, PA + 6 * a)
             for b in range(nb):
                 if wc[MK + a * nb + b] == 0.0:
                     continue

@@ -411,21 +411,6 @@ def _articulated_inertias_init(ib, ws, q, K, bk, added):
 
 
 @njit(cache=True, inline="always")
-def _load6(a, o):
-    return (a[o], a[o + 1], a[o + 2], a[o + 3], a[o + 4], a[o + 5])
-
-
-@njit(cache=True, inline="always")
-def _store6(a, o, x):
-    a[o] = x[0]
-    a[o + 1] = x[1]
-    a[o + 2] = x[2]
-    a[o + 3] = x[3]
-    a[o + 4] = x[4]
-    a[o + 5] = x[5]
-
-
-@njit(cache=True, inline="always")
 def _force_up(ib, ws, i, f, y, yo):
     """P_i f = Xup_iᵀ (f − U_i y) with y = D_i⁻¹ S_iᵀ f given at y[yo : yo + nv]."""
     g = f
@@ -473,7 +458,7 @@ def pv_osim_core(ib, ws, q, K, bk, sc, added, out):
                 dinv = ws[i, L.W_DINV]
                 for r in range(lo, hi):  # FS = Kᴬ_i S_i, Y = D⁻¹ FSᵀ
                     ro = R0 + ROW_W * r
-                    f = ops.dot6(s0, _load6(sc, ro))
+                    f = ops.dot6(s0, ops.load6_at(sc, ro))
                     sc[ro + 6] = f
                     sc[ro + 12] = dinv * f
                 # line 14: Lᴬ_π(i) ← blkdiag(Lᴬ_π(i), Lᴬ_i + Kᴬ_i Ω_i Kᴬ_iᵀ), as the rank-1 update
@@ -489,12 +474,12 @@ def pv_osim_core(ib, ws, q, K, bk, sc, added, out):
                     U0 = ops.load6(ws, i, L.W_U)
                     for r in range(lo, hi):
                         ro = R0 + ROW_W * r
-                        g6 = ops.sub6(_load6(sc, ro), ops.scale6(U0, sc[ro + 12]))
-                        _store6(sc, ro, ops.force_to_parent(R, p, g6))
+                        g6 = ops.sub6(ops.load6_at(sc, ro), ops.scale6(U0, sc[ro + 12]))
+                        ops.store6_at(sc, ro, ops.force_to_parent(R, p, g6))
             else:
                 for r in range(lo, hi):  # FS = Kᴬ_i S_i, Y = D⁻¹ FSᵀ
                     ro = R0 + ROW_W * r
-                    kr = _load6(sc, ro)
+                    kr = ops.load6_at(sc, ro)
                     for k in range(nv):
                         sc[ro + 6 + k] = ops.dot6(s_column(ib, ws, i, k), kr)
                     for k in range(nv):
@@ -515,7 +500,7 @@ def pv_osim_core(ib, ws, q, K, bk, sc, added, out):
                 if par > 0:  # line 13
                     for r in range(lo, hi):
                         ro = R0 + ROW_W * r
-                        _store6(sc, ro, _force_up(ib, ws, i, _load6(sc, ro), sc, ro + 12))
+                        ops.store6_at(sc, ro, _force_up(ib, ws, i, ops.load6_at(sc, ro), sc, ro + 12))
         if par > 0:  # lines 9–10
             inertia_to_parent(ib, ws, i, par)
     # line 15: Λ⁻¹ = Lᴬ_0, mapped to the user's constraint order (P5) and made exactly symmetric (P12);
@@ -593,7 +578,7 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
                 s0 = s_column(ib, ws, i, 0)
                 dinv = ws[i, L.W_DINV]
                 for c in range(w):  # W = Sᵀ Pb
-                    sc[Wb + c] = ops.dot6(s0, _load6(sc, sb + PD_OFF + 6 * c))
+                    sc[Wb + c] = ops.dot6(s0, ops.load6_at(sc, sb + PD_OFF + 6 * c))
                 for a in range(w):  # line 15 (eq 16): Ob + Wᵀ D⁻¹ W
                     ya = sc[Wb + a] * dinv
                     for c in range(a, w):
@@ -605,8 +590,8 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
                     p = ops.load3(ws, i, L.W_P)
                     U0 = ops.load6(ws, i, L.W_U)
                     for c in range(w):
-                        g = ops.sub6(_load6(sc, sb + PD_OFF + 6 * c), ops.scale6(U0, dinv * sc[Wb + c]))
-                        _store6(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
+                        g = ops.sub6(ops.load6_at(sc, sb + PD_OFF + 6 * c), ops.scale6(U0, dinv * sc[Wb + c]))
+                        ops.store6_at(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
             else:
                 if flags & F_IN_N:
                     for k in range(nv):
@@ -617,7 +602,7 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
                     for k in range(nv):
                         sk = s_column(ib, ws, i, k)
                         for c in range(w):
-                            sc[Wb + 6 * k + c] = ops.dot6(sk, _load6(sc, sb + PD_OFF + 6 * c))
+                            sc[Wb + 6 * k + c] = ops.dot6(sk, ops.load6_at(sc, sb + PD_OFF + 6 * c))
                 for k in range(nv):  # Y = D⁻¹ W
                     for c in range(w):
                         acc = 0.0
@@ -648,10 +633,10 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
                                 1.0 if c == 5 else 0.0,
                             )
                         else:
-                            g = _load6(sc, sb + PD_OFF + 6 * c)
+                            g = ops.load6_at(sc, sb + PD_OFF + 6 * c)
                         for k in range(nv):
                             g = ops.sub6(g, ops.scale6(ops.load6(ws, i, L.W_U + 6 * k), sc[Yb + 6 * k + c]))
-                        _store6(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
+                        ops.store6_at(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
         if par > 0:  # lines 9–11
             inertia_to_parent(ib, ws, i, par)
     # lines 16–17 (eq 18), ascending over N∖{0}: ⁰Ω_j = ^{A}Ω_j + ^{A}P_jᵀ ⁰Ω_A ^{A}P_j, with
@@ -669,13 +654,13 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
             continue
         sa = SLOT_W * a_
         for c in range(w):  # T = ⁰Ω_A PD (6 × w) into slot 0 (column c at 6 c)
-            pc = _load6(sc, st + PD_OFF + 6 * c)
+            pc = ops.load6_at(sc, st + PD_OFF + 6 * c)
             for r in range(6):
-                sc[Wb + 6 * c + r] = ops.dot6(_load6(sc, sa + O0_OFF + 6 * r), pc)
+                sc[Wb + 6 * c + r] = ops.dot6(ops.load6_at(sc, sa + O0_OFF + 6 * r), pc)
         for r in range(w):
-            pr = _load6(sc, st + PD_OFF + 6 * r)
+            pr = ops.load6_at(sc, st + PD_OFF + 6 * r)
             for c in range(r, w):
-                v = sc[st + OD_OFF + w * r + c] + ops.dot6(pr, _load6(sc, Wb + 6 * c))
+                v = sc[st + OD_OFF + w * r + c] + ops.dot6(pr, ops.load6_at(sc, Wb + 6 * c))
                 sc[sj + O0_OFF + w * r + c] = v
                 sc[sj + O0_OFF + w * c + r] = v
     # lines 18–26, one real branching link c at a time, descending (children before parents): bring
@@ -696,15 +681,15 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
             hi = bk[og + GR_HI]
             if bk[og + GR_EE]:  # line 20
                 for r in range(lo, hi):
-                    _store6(sc, R0 + ROW_W * r, _load6(sc, st + PD_OFF + 6 * (r - lo)))
+                    ops.store6_at(sc, R0 + ROW_W * r, ops.load6_at(sc, st + PD_OFF + 6 * (r - lo)))
             else:  # line 22: row ↦ row · PDᵀ = Σ_b row[b] PD[:, b]
                 for r in range(lo, hi):
                     ro = R0 + ROW_W * r
-                    kr = _load6(sc, ro)
+                    kr = ops.load6_at(sc, ro)
                     acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
                     for b in range(6):
-                        acc = ops.add6(acc, ops.scale6(_load6(sc, st + PD_OFF + 6 * b), kr[b]))
-                    _store6(sc, ro, acc)
+                        acc = ops.add6(acc, ops.scale6(ops.load6_at(sc, st + PD_OFF + 6 * b), kr[b]))
+                    ops.store6_at(sc, ro, acc)
         # W = ᶜK ⁰Ω_c (⁰Ω_c symmetric) for the rows of every group but the largest one, which only
         # needs its ᶜK: each pair of groups uses W on one side and ᶜK on the other
         gbig = g0
@@ -720,9 +705,9 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
             og = off_group + GR_W * g
             for r in range(bk[og + GR_LO], bk[og + GR_HI]):
                 ro = R0 + ROW_W * r
-                kr = _load6(sc, ro)
+                kr = ops.load6_at(sc, ro)
                 for a in range(6):
-                    sc[ro + 6 + a] = ops.dot6(_load6(sc, sO + 6 * a), kr)
+                    sc[ro + 6 + a] = ops.dot6(ops.load6_at(sc, sO + 6 * a), kr)
         for g1 in range(g0, g0 + ng):
             for g2 in range(g1 + 1, g0 + ng):
                 ga = g2 if g1 == gbig else g1  # the side with W
@@ -735,10 +720,10 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
                 ):  # bands of TILE rows (transposed stores stay in cache)
                     a1 = min(a0 + TILE, hi_a)
                     for r2 in range(bk[ob + GR_LO], bk[ob + GR_HI]):
-                        k2 = _load6(sc, R0 + ROW_W * r2)
+                        k2 = ops.load6_at(sc, R0 + ROW_W * r2)
                         u2 = bk[off_rmap + r2]
                         for r1 in range(a0, a1):
-                            v = ops.dot6(_load6(sc, R0 + ROW_W * r1 + 6), k2)
+                            v = ops.dot6(ops.load6_at(sc, R0 + ROW_W * r1 + 6), k2)
                             u1 = bk[off_rmap + r1]
                             out[u1, u2] = v  # line 25
                             out[u2, u1] = v  # line 26

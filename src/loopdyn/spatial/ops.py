@@ -37,6 +37,19 @@ def load6(a, i, c):
 
 
 @njit(cache=True, inline="always")
+def load6_at(a, o):
+    """The 6-vector a[o : o + 6] of a flat array, as a tuple."""
+    return (a[o], a[o + 1], a[o + 2], a[o + 3], a[o + 4], a[o + 5])
+
+
+@njit(cache=True, inline="always")
+def store6_at(a, o, x):
+    """a[o : o + 6] = x for a flat array."""
+    for r in range(6):
+        a[o + r] = x[r]
+
+
+@njit(cache=True, inline="always")
 def load9(a, i, c):
     return (
         a[i, c],
