@@ -40,7 +40,7 @@ import numpy as np
 from numba import njit
 
 from ..model import layout as L
-from .cluster_delassus import _force_to_parent_cluster, _nv, _st_mul
+from .cluster_delassus import _dinv_mul, _force_to_parent_cluster, _nv, _st_mul
 from .cluster_dynamics import c_aba_backward
 from .cluster_kinematics import cluster_fk_core, validate_cluster_state
 from .common import kernel
@@ -249,6 +249,7 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
         wmax = max(wmax, crow[e + 1] - crow[e])
     f = np.empty((2, wmax))  # row 0: a propagated column; row 1: the same moved to the parent
     z = np.empty(mmax)
+    y = np.empty(mmax)
     Y = np.empty((mmax, wmax))  # 𝖲ᵀ P
     Z = np.empty((mmax, wmax))  # 𝖣⁻¹ 𝖲ᵀ P
     # EEs (line 4): ᵏP_e = K_eᵀ on the body's block, ᵏΩ_e = 0
@@ -284,14 +285,10 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
                 for a in range(nb6):
                     f[0, a] = buf[src + a * dim + col]
             _st_mul(ib, ws, ic, cb, wc, k, f, 0, z)
+            _dinv_mul(ic, wc, k, z, y)
             for l in range(mk):
                 Y[l, col] = z[l]
-            DI = ic[k, L.C_DINV]
-            for l in range(mk):
-                acc = 0.0
-                for l2 in range(mk):
-                    acc += wc[DI + l * mk + l2] * z[l2]
-                Z[l, col] = acc
+                Z[l, col] = y[l]
             pd = T[k, N_PD]
             if pd >= 0:  # eq. 17: 𝒳ᵀ (χ − 𝖴 𝖣⁻¹ 𝖲ᵀ χ), column by column
                 for a in range(nb6):
