@@ -237,13 +237,7 @@ def _cluster_family(quick: bool, repeats: int, target: float) -> dict:
     for n in sizes:
         model = pbt_chain(n, seed=n)
         cons = [loopdyn.Constraint(f"link-B-{i}", "6d") for i in range(n // 2)]
-        data = model.create_data()
-        q = _configuration(model)
-        fns = {}
-        for meth in CLUSTER_METHODS:
-            loopdyn.delassus(model, data, q, cons, method=meth)
-            fns[meth] = lambda meth=meth, args=(model, data, q, cons): loopdyn.delassus(*args, method=meth)
-        t = _interleaved(fns, repeats, target)
+        t = _time(model, cons, CLUSTER_METHODS, repeats, target)
         rows.append({"N": n, "m": 6 * len(cons), "seconds": {k: v[0] for k, v in t.items()},
                      "seconds_min": {k: v[1] for k, v in t.items()}})  # fmt: skip
         times = ", ".join(f"{k} {v[0] * 1e6:.1f}" for k, v in t.items())

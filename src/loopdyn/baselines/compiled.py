@@ -72,7 +72,7 @@ def compiled_maps_kernel(ib, ic, cb, wc, code, consts, table, outputs, q, v, kro
 
 def _setup(model):
     cache = baseline_cache(model)
-    extra = getattr(cache, "compiled", None)
+    extra = cache.compiled
     if extra is None:
         data = model.create_data()
         krow = np.zeros(data.ic.shape[0], dtype=np.int64)

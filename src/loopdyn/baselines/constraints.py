@@ -68,6 +68,7 @@ class _Baseline:
     K0: np.ndarray | None = None  # K with the rows of implicit clusters left zero
     implicit: list[_ClusterInfo] = field(default_factory=list)
     lam: np.ndarray | None = None  # dof parents of the spanning tree (LᵀL), filled on demand
+    compiled: tuple | None = None  # (cluster Data, K row offsets) for loopdyn.baselines.compiled
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
