@@ -35,7 +35,8 @@ from ..errors import InputError, RedundantConstraintsError, ShapeError
 from ..model import layout as L
 from .aba import aba
 from .common import as_float_vector
-from .delassus import _compute, _jacobian, _method, _prepare, _run_ltl, ltl_solve_lower
+from .crba import ltl_solve
+from .delassus import _compute, _jacobian, _method, _prepare, _run_ltl
 from .kinematics import forward_kinematics
 
 __all__ = ["RedundantConstraintsError", "constrained_forward_dynamics", "constraint_acceleration"]
@@ -157,9 +158,9 @@ def constrained_forward_dynamics(
     G, _, Y, Mf, lam = _run_ltl(model, data, q, prep)
     G[np.diag_indices(m)] += mu
     lam_c = _solve_spd(G, rhs, mu)
-    x = np.empty(data.nv)
-    ltl_solve_lower(Mf, lam, Y.T @ lam_c, x)
-    return a0 + x, lam_c
+    x = (Y.T @ lam_c)[:, None]
+    ltl_solve(Mf, lam, x)  # M⁻¹ Jᵀ λ = L⁻¹ (J L⁻¹)ᵀ λ
+    return a0 + x[:, 0], lam_c
 
 
 def _solve_spd(G, rhs, mu):

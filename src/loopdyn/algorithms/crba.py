@@ -120,6 +120,39 @@ def ltl_in_place(M, lam):
 
 
 @njit(cache=True)
+def ltl_solve_transposed(L, lam, X):
+    """``X ← L⁻ᵀ X`` in place (X: n × p), L in the lower triangle of ``L`` (from ``ltl_in_place``).
+    Back substitution in scatter form: only the ancestors (λ chain) of each coordinate are touched."""
+    n, p = X.shape
+    for i in range(n - 1, -1, -1):
+        d = L[i, i]
+        for c in range(p):
+            X[i, c] /= d
+        j = lam[i]
+        while j != -1:
+            lij = L[i, j]
+            for c in range(p):
+                X[j, c] -= lij * X[i, c]
+            j = lam[j]
+
+
+@njit(cache=True)
+def ltl_solve(L, lam, X):
+    """``X ← L⁻¹ X`` in place (forward substitution over each coordinate's ancestors)."""
+    n, p = X.shape
+    for i in range(n):
+        j = lam[i]
+        while j != -1:
+            lij = L[i, j]
+            for c in range(p):
+                X[i, c] -= lij * X[j, c]
+            j = lam[j]
+        d = L[i, i]
+        for c in range(p):
+            X[i, c] /= d
+
+
+@njit(cache=True)
 def minverse_from_ltl(M, lam, Minv):
     """Minv = L⁻¹ L⁻ᵀ from the LᵀL factor stored in the lower triangle of M."""
     n = M.shape[0]

@@ -470,19 +470,6 @@ def ltl_delassus_core(ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out):
     return 0
 
 
-@njit(cache=True)
-def ltl_solve_lower(Mf, lam, z, x):
-    """x = L⁻¹ z for the LᵀL factor in the lower triangle of ``Mf`` (O(n d)); with ``z = Yᵀ λ`` this is
-    ``M⁻¹ Jᵀ λ = L⁻¹ L⁻ᵀ Jᵀ λ``."""
-    for k in range(z.shape[0]):
-        acc = z[k]
-        i = lam[k]
-        while i != -1:
-            acc -= Mf[k, i] * x[i]
-            i = lam[i]
-        x[k] = acc / Mf[k, k]
-
-
 @kernel(
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], "
     "float64[:, ::1], int64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1])"

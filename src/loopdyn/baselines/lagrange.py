@@ -26,49 +26,15 @@ selection of the independent entries of ``q̈``, cluster by cluster in cluster-s
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from scipy.linalg import cho_factor, cho_solve
 
-from ..algorithms.crba import crba, dof_parents, ltl_in_place
+from ..algorithms.crba import crba, dof_parents, ltl_in_place, ltl_solve, ltl_solve_transposed
 from ..algorithms.rnea import rnea
 from .constraints import baseline_cache, constraint_jacobians, spanning_state
 
 __all__ = ["lagrange_forward_dynamics", "ltl_solve", "ltl_solve_transposed"]
 
 METHODS = ("dense", "ltl")
-
-
-@njit(cache=True)
-def ltl_solve_transposed(L, lam, X):
-    """``X ← L⁻ᵀ X`` in place (X: n × p), L in the lower triangle of ``L`` (from ``ltl_in_place``).
-    Back substitution in scatter form: only the ancestors (λ chain) of each coordinate are touched."""
-    n, p = X.shape
-    for i in range(n - 1, -1, -1):
-        d = L[i, i]
-        for c in range(p):
-            X[i, c] /= d
-        j = lam[i]
-        while j != -1:
-            lij = L[i, j]
-            for c in range(p):
-                X[j, c] -= lij * X[i, c]
-            j = lam[j]
-
-
-@njit(cache=True)
-def ltl_solve(L, lam, X):
-    """``X ← L⁻¹ X`` in place (forward substitution over each coordinate's ancestors)."""
-    n, p = X.shape
-    for i in range(n):
-        j = lam[i]
-        while j != -1:
-            lij = L[i, j]
-            for c in range(p):
-                X[i, c] -= lij * X[j, c]
-            j = lam[j]
-        d = L[i, i]
-        for c in range(p):
-            X[i, c] /= d
 
 
 def _lam(cache) -> np.ndarray:
