@@ -374,12 +374,12 @@ def approximate_delassus(model: Model, q, constraints, mode: str = "diagonal") -
     hit = _APPROX_CACHE.get(key)
     if hit is None or hit[0] is not model._key:
         am = ApproximateModel(model, mode)
-        hit = (model._key, am, am.tree.create_data())
+        names = frozenset(b.name for b in am.tree.bodies) | frozenset(f.name for f in am.tree.frames)
+        hit = (model._key, am, am.tree.create_data(), names)
         if len(_APPROX_CACHE) > 64:
             _APPROX_CACHE.clear()
         _APPROX_CACHE[key] = hit
-    _, am, data = hit
-    names = {b.name for b in am.tree.bodies} | {f.name for f in am.tree.frames}
+    _, am, data, names = hit
     mapped = []
     for c in constraints:
         if not isinstance(c, Constraint):
