@@ -12,14 +12,9 @@ import pytest
 from cluster_models import random_cluster_model
 
 import loopdyn
-from loopdyn import Constraint
+from loopdyn import Constraint, constraint_jacobian, damped_delassus_inverse, delassus
 from loopdyn.algorithms.cluster_pv_osimr import cluster_branching
-from loopdyn.algorithms.delassus import (
-    CLUSTER_METHODS,
-    constraint_jacobian,
-    damped_delassus_inverse,
-    delassus,
-)
+from loopdyn.delassus_methods import CLUSTER_METHODS
 from loopdyn.errors import InputError, ShapeError
 
 TOL = 1e-10
@@ -289,8 +284,8 @@ def test_constrained_forward_dynamics_with_loops_solves_the_kkt_system(seed, blo
     """Feet on the ground of a robot with loops: (ÿ, λ) solve [[H, −Jᵀ], [J, 0]] [ÿ; λ] = [τ − C; k − γ]
     with H, C from the projection baselines (GᵀH_spanG, Gᵀ(C_span + H_span g)) and J from the spanning
     tree; the constraint accelerations come out as desired."""
-    from loopdyn.algorithms.contact import constrained_forward_dynamics, constraint_acceleration
     from loopdyn.baselines import projected_bias, projected_mass_matrix
+    from loopdyn.contact import constrained_forward_dynamics, constraint_acceleration
 
     model = random_cluster_model(seed, blocks, floating)
     d = model.create_data()

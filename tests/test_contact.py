@@ -9,10 +9,10 @@ import pytest
 import trees
 from test_delassus import rel_err
 
-from loopdyn.algorithms.aba import aba
-from loopdyn.algorithms.contact import constrained_forward_dynamics, constraint_acceleration
-from loopdyn.algorithms.delassus import Constraint, _constraint_jacobian, _prepare, delassus
-from loopdyn.algorithms.kinematics import forward_kinematics, frame_velocity
+from loopdyn import Constraint, aba, delassus, forward_kinematics, frame_velocity
+from loopdyn.constraint_rows import jacobian as rows_jacobian
+from loopdyn.constraint_rows import prepare
+from loopdyn.contact import constrained_forward_dynamics, constraint_acceleration
 from loopdyn.errors import InputError, RedundantConstraintsError, ShapeError
 
 TOL = 1e-8
@@ -38,7 +38,7 @@ def pin_contacts(pin, pm, cons):
 
 
 def jacobian(lm, d, q, cons):
-    return _constraint_jacobian(lm, d, q, _prepare(lm, cons))
+    return rows_jacobian(lm, d, q, prepare(lm, cons))
 
 
 @pytest.mark.parametrize("robot", list(ROBOTS))

@@ -9,7 +9,7 @@ import pytest
 import trees
 
 import loopdyn
-from loopdyn.algorithms.delassus import Constraint, damped_delassus_inverse, delassus
+from loopdyn import Constraint, damped_delassus_inverse, delassus
 from loopdyn.errors import ConfigurationError, InputError, ShapeError, UnsupportedFeatureError
 
 TOL = 1e-10
@@ -211,7 +211,7 @@ def pin_reference(pin, pm, q, lm, cons):
     pm = pin.Model(pm)
     rows, cmodels, pin_ok = [], [], True
     for k, c in enumerate(cons):
-        fid = pm.getFrameId(lm.frames[lm._frame_index(c.body)].name)
+        fid = pm.getFrameId(lm.frames[lm.frame_index(c.body)].name)
         f = pm.frames[fid]
         R = np.eye(3) if c.placement is None else np.array(c.placement[0]).reshape(3, 3)
         p = np.zeros(3) if c.placement is None else np.array(c.placement[1])

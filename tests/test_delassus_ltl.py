@@ -10,15 +10,10 @@ import trees
 from test_delassus import TOL, check_psd, pin_reference, random_constraints, rel_err
 
 import loopdyn
-from loopdyn.algorithms.crba import crba, ltl_solve
-from loopdyn.algorithms.delassus import (
-    Constraint,
-    _constraint_jacobian,
-    _prepare,
-    _run_ltl,
-    damped_delassus_inverse,
-    delassus,
-)
+from loopdyn import Constraint, crba, damped_delassus_inverse, delassus
+from loopdyn.algorithms.crba import ltl_solve
+from loopdyn.constraint_rows import jacobian, prepare
+from loopdyn.delassus_methods import run_ltl
 from loopdyn.errors import ConfigurationError, ShapeError
 from loopdyn.model import layout as L
 
@@ -48,14 +43,14 @@ def test_ltl_factor_and_jacobian():
         d = lm.create_data()
         cons = random_constraints(rng, lm, 6)
         q, _, _ = trees.random_state(rng, lm)
-        prep = _prepare(lm, cons)
-        G, J, Y, Mf, lam = _run_ltl(lm, d, q, prep)
+        prep = prepare(lm, cons)
+        G, J, Y, Mf, lam = run_ltl(lm, d, q, prep)
         M = crba(lm, d, q)
         Lf = np.tril(Mf)
         assert rel_err(Lf.T @ Lf, M) < 1e-12
-        assert rel_err(J, _constraint_jacobian(lm, d, q, prep)) < 1e-13
+        assert rel_err(J, jacobian(lm, d, q, prep)) < 1e-13
         assert rel_err(Y @ Lf, J) < 1e-12
-        cbody, crow = prep[0], prep[1]
+        cbody, crow = prep.body, prep.row
         for e in range(len(cons)):  # J and Y live on the ancestor dofs of the constrained link
             anc = np.zeros(lm.nv, dtype=bool)
             b = int(cbody[e])

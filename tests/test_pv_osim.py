@@ -14,9 +14,11 @@ import trees
 from test_delassus import check_psd, random_constraints, rel_err
 
 import loopdyn
+from loopdyn import Constraint, damped_delassus_inverse, delassus
 from loopdyn.algorithms import pv_osim
-from loopdyn.algorithms.delassus import Constraint, _prepare, _run_efpa, damped_delassus_inverse, delassus
-from loopdyn.algorithms.pv_osim import branching_structure, run_pv_osim, run_pv_osimr
+from loopdyn.algorithms.pv_osim import branching_structure
+from loopdyn.constraint_rows import prepare
+from loopdyn.delassus_methods import run_efpa, run_pv_osim
 from loopdyn.errors import ConfigurationError, ShapeError
 
 TOL = 1e-10
@@ -32,7 +34,7 @@ def independent_jacobian(lm, d, q, cons) -> np.ndarray:
     selection ``K_e`` — no code shared with the Delassus module."""
     rows = []
     for c in cons:
-        f = lm.frames[lm._frame_index(c.body)] if isinstance(c.body, str) else None
+        f = lm.frames[lm.frame_index(c.body)] if isinstance(c.body, str) else None
         body = f.body if f is not None else c.body
         if body == 0:
             rows.append(np.zeros((c.dim, lm.nv)))
@@ -219,8 +221,8 @@ def test_structure_is_cached():
     cons = random_constraints(rng, lm, 5)
     q, _, _ = trees.random_state(rng, lm)
     delassus(lm, d, q, cons, method="pv-osimr")
-    prep = _prepare(lm, cons)
-    packed = pv_osim._packed(d, prep)
+    prep = prepare(lm, cons)
+    packed = pv_osim.packed_structure(d, prep)
     calls = []
     original = pv_osim._pack
     pv_osim._pack = lambda *a: calls.append(a) or original(*a)
@@ -230,7 +232,7 @@ def test_structure_is_cached():
     finally:
         pv_osim._pack = original
     assert not calls
-    assert pv_osim._packed(d, prep) is packed
+    assert pv_osim.packed_structure(d, prep) is packed
 
 
 # ----------------------------------------------------------------------------------------------
@@ -485,10 +487,10 @@ def test_added_inertia_matches_efpa():
     d = lm.create_data()
     cons = random_constraints(rng, lm, 6)
     q, _, _ = trees.random_state(rng, lm)
-    prep = _prepare(lm, cons)
+    prep = prepare(lm, cons)
     for added in (0.0, 0.3, 1e3):
-        E = _run_efpa(lm, d, q, prep, added)
-        assert rel_err(run_pv_osimr(lm, d, q, prep, added), E) < 1e-12
+        E = run_efpa(lm, d, q, prep, added)
+        assert rel_err(run_pv_osim(lm, d, q, prep, added, reduced=True), E) < 1e-12
         assert rel_err(run_pv_osim(lm, d, q, prep, added), E) < 1e-12
 
 

@@ -9,11 +9,13 @@ Quick start::
     tau = ld.rnea(model, data, q, v, a)
 """
 
-from . import batch, errors, robots
-from .algorithms import aba, crba, gravity, minverse, nonlinear_effects, rnea
-from .algorithms.contact import constrained_forward_dynamics
-from .algorithms.delassus import Constraint, constraint_jacobian, damped_delassus_inverse, delassus
-from .algorithms.kinematics import (
+from . import baselines, batch, errors, robots
+from .constraint_rows import Constraint, constraint_jacobian
+from .contact import constrained_forward_dynamics
+from .delassus_methods import damped_delassus_inverse, delassus
+from .dynamics import aba, crba, gravity, minverse, nonlinear_effects, rnea
+from .io import load_urdf
+from .kinematics import (
     forward_kinematics,
     frame_acceleration,
     frame_classical_acceleration,
@@ -23,7 +25,6 @@ from .algorithms.kinematics import (
     frame_velocity,
     update_frame_placements,
 )
-from .io import load_urdf
 from .model import Fixed, FreeFlyer, Model, Prismatic, Revolute, RevoluteUnbounded, Spherical
 from .model.configuration import (
     difference,
@@ -58,6 +59,7 @@ __all__ = [
     "spanning_tree",
     "to_spanning",
     "Fixed",
+    "baselines",
     "batch",
     "difference",
     "integrate",

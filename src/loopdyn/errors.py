@@ -57,3 +57,20 @@ class DataMismatchError(InputError):
 class RedundantConstraintsError(InputError):
     """The constraint rows are linearly dependent (the Delassus matrix is singular), so the forces
     are not unique: use the damped form (``mu > 0``) or remove the redundant rows."""
+
+
+class UnknownNameError(LoopdynError, KeyError):
+    """A body, joint, frame or constraint name (or index) that the model does not have. The message
+    lists the closest names the model does have. Also a ``KeyError``, as a failed look-up."""
+
+    def __str__(self) -> str:  # KeyError would print the message in quotes
+        return str(self.args[0]) if self.args else ""
+
+
+def unknown_name(what: str, name, candidates, where: str) -> UnknownNameError:
+    """An :class:`UnknownNameError` for ``name`` among ``candidates``, suggesting the closest ones."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(c) for c in candidates], n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return UnknownNameError(f"no {what} named {name!r} in {where}{hint}")

@@ -6,27 +6,21 @@
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
 from .common import (
-    SINGULAR,
-    STATUS_BASE,
-    as_float_vector,
-    as_force_array,
     external_force,
     gravity_seed,
     jcalc,
     kernel,
-    raise_for_status,
     s_column,
     s_mul,
     velocity_pass,
 )
 from .rnea import validate_qva
-from .validation import check_data
+from .status import SINGULAR, STATUS_BASE
 
 
 @njit(cache=True, inline="always")
@@ -46,7 +40,7 @@ def joint_dinv(ib, ws, i):
         for l in range(nv):
             ws[0, T + nv * k + l] = ops.dot6(sk, ops.load6(ws, i, L.W_U + 6 * l))
         ws[0, T + nv * k + k] += ws[i, L.W_ARM + k]  # armature
-    return ops.spd_inverse(ws, 0, T, nv, i, L.W_DINV, 0, T + 36)
+    return ops.spd_inverse(ws[0], T, nv, ws[i], L.W_DINV, ws[0], T + 36)
 
 
 @njit(cache=True, inline="always")
@@ -159,29 +153,3 @@ def aba_kernel(ib, ws, q, v, tau, fext, ddq):
     if st != 0:
         return st
     return aba_core(ib, ws, q, v, tau, fext, ddq)
-
-
-_NAMES = ("q", "v", "tau", "f_ext")
-
-
-def aba(model, data, q, v, tau, f_ext=None) -> np.ndarray:
-    """Forward dynamics: the accelerations produced by joint forces ``tau`` at state ``(q, v)``.
-
-    Arguments as :func:`loopdyn.rnea` (with ``tau`` in place of ``a``). Returns ``a`` (nv), a new array.
-    """
-    if data.model_key is not model._key:
-        if model.has_constraints:  # a model with loops: C-ABA
-            from .cluster_dynamics import cluster_aba
-
-            return cluster_aba(model, data, q, v, tau, f_ext)
-        check_data(model, data)
-    out = np.empty(data.nv)
-    try:
-        st = aba_kernel(data.ib, data.ws, q, v, tau, data.no_forces if f_ext is None else f_ext, out)
-    except TypeError:
-        q, v, tau = (as_float_vector(x, n) for x, n in zip((q, v, tau), _NAMES, strict=False))
-        fx = data.no_forces if f_ext is None else as_force_array(f_ext, model.njoints)
-        st = aba_kernel(data.ib, data.ws, q, v, tau, fx, out)
-    if st:
-        raise_for_status(model, st, _NAMES, (model.nq, model.nv, model.nv))
-    return out

@@ -19,7 +19,7 @@ eliminated by the clusters.
 
   O(N_C l³) for the sweep, O(m 𝖽 l²) for the propagation (𝖽 the depth of the cluster tree, l the
   cluster size) and O(m² l) for the products.
-* :func:`cluster_constraint_jacobian_core` — ``J`` (m × nv): a row's force distribution walks up the
+* :func:`c_constraint_jacobian_core` — ``J`` (m × nv): a row's force distribution walks up the
   clusters (``χ`` to the output bodies, no 𝖫 projection) and ``J_{r, cols(k)} = 𝖲_kᵀ χ_k``
   (spec §2.6).
 """
@@ -32,15 +32,15 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .cluster_dynamics import c_aba_backward, placement_in_output, s_col
-from .cluster_kinematics import cluster_fk_core, validate_cluster_state
+from .cluster_kinematics import c_fk_core, validate_cluster_state
 from .common import kernel
-from .delassus import common_depth
+from .efpa import common_depth
 
-__all__ = ["c_efpa_core", "cluster_constraint_jacobian_core", "cluster_paths"]
+__all__ = ["c_efpa_core", "c_constraint_jacobian_core", "cluster_paths"]
 
 
 @njit(cache=True, inline="always")
-def _nv(ic):
+def spanning_nv(ic):
     """The number of independent velocities."""
     nv = 0
     for k in range(1, ic[0, L.C0_NCL] + 1):
@@ -73,7 +73,7 @@ def cluster_paths(ib, ic, cbody):
 
 
 @njit(cache=True, inline="always")
-def _force_to_parent_cluster(ib, ws, ic, cb, k, S, rs, D, rd):
+def force_to_parent_cluster(ib, ws, ic, cb, k, S, rs, D, rd):
     """Row rd of D (6 n_b of k's parent cluster) = the forces in row rs of S (6 n_b of cluster k)
     moved to the output bodies: ``D[Λ(a)] += ᵃX_Λᵀ S[a]``. (2-D arrays and row indices, not row
     views: views cost reference counting in the inner loops.)"""
@@ -107,7 +107,7 @@ def _motion_from_parent_cluster(ib, ws, ic, cb, k, S, rs, D, rd):
 
 
 @njit(cache=True, inline="always")
-def _st_mul(ib, ws, ic, cb, wc, k, F, rf, z):
+def st_mul_cluster(ib, ws, ic, cb, wc, k, F, rf, z):
     """z[:m] = 𝖲_kᵀ F[rf] (a row of 6 n_b forces)."""
     for l in range(ic[k, L.C_M]):
         acc = 0.0
@@ -119,7 +119,7 @@ def _st_mul(ib, ws, ic, cb, wc, k, F, rf, z):
 
 
 @njit(cache=True, inline="always")
-def _dinv_mul(ic, wc, k, z, y):
+def dinv_mul(ic, wc, k, z, y):
     """y[:m] = 𝖣_k⁻¹ z."""
     m = ic[k, L.C_M]
     DI = ic[k, L.C_DINV]
@@ -133,8 +133,8 @@ def _dinv_mul(ic, wc, k, z, y):
 @njit(cache=True)
 def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
     """C-EFPA on a validated state; writes Λ⁻¹ (m × m) into ``out``. Returns 0 or an error status."""
-    zero = np.zeros(_nv(ic))
-    st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
+    zero = np.zeros(spanning_nv(ic))
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
     if st != 0:
         return st
     st = c_aba_backward(ib, ws, ic, cb, wc, zero, np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹ (eqs. 59–61)
@@ -170,14 +170,14 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
             for t in range(d, 1, -1):  # backward (eq. 62): χ_λ = 𝒳ᵀ 𝖫ᵀ χ_k
                 k = path[e, t]
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
-                _st_mul(ib, ws, ic, cb, wc, k, KC, base + t, z)
-                _dinv_mul(ic, wc, k, z, y)
+                st_mul_cluster(ib, ws, ic, cb, wc, k, KC, base + t, z)
+                dinv_mul(ic, wc, k, z, y)
                 for x in range(nb6):
                     acc = KC[base + t, x]
                     for l in range(mk):
                         acc -= wc[U + x * mk + l] * y[l]
                     ap[0, x] = acc
-                _force_to_parent_cluster(ib, ws, ic, cb, k, ap, 0, KC, base + t - 1)
+                force_to_parent_cluster(ib, ws, ic, cb, k, ap, 0, KC, base + t - 1)
             for t in range(1, d + 1):  # forward (eqs. 63–67)
                 k = path[e, t]
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
@@ -186,13 +186,13 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
                         W[base + t, x] = 0.0
                 else:
                     _motion_from_parent_cluster(ib, ws, ic, cb, k, W, base + t - 1, W, base + t)
-                _st_mul(ib, ws, ic, cb, wc, k, KC, base + t, z)
+                st_mul_cluster(ib, ws, ic, cb, wc, k, KC, base + t, z)
                 for l in range(mk):
                     acc = z[l]
                     for x in range(nb6):
                         acc -= wc[U + x * mk + l] * W[base + t, x]
                     z[l] = acc
-                _dinv_mul(ic, wc, k, z, y)
+                dinv_mul(ic, wc, k, z, y)
                 for j in range(ic[k, L.C_NB]):
                     for l in range(mk):
                         sc = s_col(ib, ws, ic, cb, wc, k, j, l)
@@ -217,7 +217,7 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
 
 
 @njit(cache=True)
-def cluster_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J):
+def c_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J):
     """J (m × nv, independent velocities) of the constraint rows K, after the cluster kinematics:
     ``J_{r, cols(k)} = 𝖲_kᵀ χ_k`` along the row's cluster path, ``χ`` moved to the output bodies from
     cluster to cluster. Entries off the path are left untouched (zero J first)."""
@@ -237,13 +237,13 @@ def cluster_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J):
             for c in range(6):
                 f[0, 6 * ib[b, L.I_SUB] + c] = K[r, c]
             while k > 0:
-                _st_mul(ib, ws, ic, cb, wc, k, f, 0, z)
+                st_mul_cluster(ib, ws, ic, cb, wc, k, f, 0, z)
                 iv = ic[k, L.C_IV]
                 for l in range(ic[k, L.C_M]):
                     J[r, iv + l] = z[l]
                 if ic[k, L.C_PARENT] == 0:
                     break
-                _force_to_parent_cluster(ib, ws, ic, cb, k, f, 0, f, 1)
+                force_to_parent_cluster(ib, ws, ic, cb, k, f, 0, f, 1)
                 for x in range(6 * ic[ic[k, L.C_PARENT], L.C_NB]):
                     f[0, x] = f[1, x]
                 k = ic[k, L.C_PARENT]
@@ -258,7 +258,7 @@ _SIG = (
 
 @kernel(_SIG)
 def c_efpa_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
-    zero = np.zeros(_nv(ic))
+    zero = np.zeros(spanning_nv(ic))
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:
         return st
@@ -266,14 +266,14 @@ def c_efpa_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, cr
 
 
 @kernel(_SIG)
-def cluster_jacobian_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, J):
-    zero = np.zeros(_nv(ic))
+def c_jacobian_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, J):
+    zero = np.zeros(spanning_nv(ic))
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:
         return st
-    st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
     if st != 0:
         return st
     J[:, :] = 0.0
-    cluster_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J)
+    c_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J)
     return 0

@@ -15,31 +15,20 @@ A single-body cluster is a tree joint: its placement is in its parent, its 𝖲 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
 from .cluster_kinematics import (
+    c_fk_core,
     cluster_coordinates,
-    cluster_fk_core,
-    raise_cluster_status,
     validate_cluster_state,
 )
-from .common import (
-    SINGULAR,
-    STATUS_BASE,
-    as_float_vector,
-    as_force_array,
-    external_force,
-    gravity_seed,
-    kernel,
-)
+from .common import external_force, gravity_seed, kernel
 from .crba import crba_core
 from .rnea import rnea_core
-from .validation import check_data
+from .status import SINGULAR, STATUS_BASE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -47,7 +36,7 @@ from .validation import check_data
 @njit(cache=True, inline="always")
 def placement_in_output(ib, ws, ic, k, i):
     """Placement (R, p) of body i (of cluster k) in the frame of its output body."""
-    if ic[k, L.C_KIND] == 0:
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:
         return ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)
     return ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP)
 
@@ -57,91 +46,7 @@ def s_col(ib, ws, ic, cb, wc, k, j, l):
     """Column l of block j (the cluster's j-th body) of 𝖲_k, body frame, as a 6-tuple (every cluster,
     a tree joint included, keeps 𝖲 in its table: no branching here, which keeps the loops tight)."""
     m = ic[k, L.C_M]
-    return col6w(wc, ic[k, L.C_S] + 6 * j * m + l, m)
-
-
-@njit(cache=True, inline="always")
-def dot6w(wc, o, s):
-    """wc[o:o+6] · s."""
-    return (wc[o] * s[0] + wc[o + 1] * s[1] + wc[o + 2] * s[2]
-            + wc[o + 3] * s[3] + wc[o + 4] * s[4] + wc[o + 5] * s[5])  # fmt: skip
-
-
-@njit(cache=True, inline="always")
-def block_mul(wc, off, stride, s):
-    """(6 × 6 block at wc[off], row stride ``stride``) · s."""
-    return (dot6w(wc, off, s), dot6w(wc, off + stride, s),
-            dot6w(wc, off + 2 * stride, s), dot6w(wc, off + 3 * stride, s),
-            dot6w(wc, off + 4 * stride, s), dot6w(wc, off + 5 * stride, s))  # fmt: skip
-
-
-@njit(cache=True, inline="always")
-def col6w(wc, o, stride):
-    """The 6-vector wc[o], wc[o + stride], ..., wc[o + 5 stride] (a column of a row-major block)."""
-    return (
-        wc[o],
-        wc[o + stride],
-        wc[o + 2 * stride],
-        wc[o + 3 * stride],
-        wc[o + 4 * stride],
-        wc[o + 5 * stride],
-    )
-
-
-@njit(cache=True, inline="always")
-def add6w(wc, o, x):
-    for r in range(6):
-        wc[o + r] += x[r]
-
-
-@njit(cache=True, inline="always")
-def load9w(w, o, stride):
-    """The 3×3 block at w[o] (row stride ``stride``) as a row-major 9-tuple."""
-    return (w[o], w[o + 1], w[o + 2], w[o + stride], w[o + stride + 1], w[o + stride + 2],
-            w[o + 2 * stride], w[o + 2 * stride + 1], w[o + 2 * stride + 2])  # fmt: skip
-
-
-@njit(cache=True, inline="always")
-def add9w(w, o, stride, x):
-    for r in range(3):
-        for c in range(3):
-            w[o + r * stride + c] += x[3 * r + c]
-
-
-@njit(cache=True)
-def sym6_to_parent(w, src, sstride, R, p, dst, dstride):
-    """w[dst block] += ᶜX_Pᵀ A ᶜX_P for the symmetric 6×6 block A at w[src] (row strides given):
-    rotate the 3×3 blocks (Z ↦ R Z Rᵀ), then shift by p (see ops.mat6_to_parent_add)."""
-    Rt = (R[0], R[3], R[6], R[1], R[4], R[7], R[2], R[5], R[8])
-    A1 = ops.rot_mul(ops.rot_mul(R, load9w(w, src, sstride)), Rt)
-    B1 = ops.rot_mul(ops.rot_mul(R, load9w(w, src + 3, sstride)), Rt)
-    C1 = ops.rot_mul(ops.rot_mul(R, load9w(w, src + 3 * sstride + 3, sstride)), Rt)
-    P = (0.0, -p[2], p[1], p[2], 0.0, -p[0], -p[1], p[0], 0.0)
-    PC = ops.rot_mul(P, C1)
-    B2 = (B1[0] + PC[0], B1[1] + PC[1], B1[2] + PC[2], B1[3] + PC[3], B1[4] + PC[4], B1[5] + PC[5],
-          B1[6] + PC[6], B1[7] + PC[7], B1[8] + PC[8])  # fmt: skip
-    B1t = (B1[0], B1[3], B1[6], B1[1], B1[4], B1[7], B1[2], B1[5], B1[8])
-    PB = ops.rot_mul(P, B1t)
-    BP = ops.rot_mul(B2, P)
-    for r in range(3):
-        for c in range(3):
-            w[dst + r * dstride + c] += A1[3 * r + c] + PB[3 * r + c] - BP[3 * r + c]
-            w[dst + r * dstride + 3 + c] += B2[3 * r + c]
-            w[dst + (3 + c) * dstride + r] += B2[3 * r + c]
-            w[dst + (3 + r) * dstride + 3 + c] += C1[3 * r + c]
-
-
-@njit(cache=True)
-def gen6_to_parent(w, src, sstride, Ra, pa, Rb, pb, dst, dstride, tmp):
-    """w[dst block] += ᵃX_Λᵀ A ᵇX_Λ for a general 6×6 block A at w[src]; w[tmp:tmp+36] scratch."""
-    for r in range(6):  # Y = A ᵇX_Λ row by row: (ᵇX_Λᵀ rowᵀ)ᵀ
-        row = ops.force_to_parent(Rb, pb, ops.load6_at(w, src + r * sstride))
-        for c in range(6):
-            w[tmp + 6 * r + c] = row[c]
-    for c in range(6):  # ᵃX_Λᵀ Y column by column
-        col = ops.force_to_parent(Ra, pa, col6w(w, tmp + c, 6))
-        for r in range(6):
-            w[dst + r * dstride + c] += col[r]
+    return ops.col6w(wc, ic[k, L.C_S] + 6 * j * m + l, m)
 
 
 @njit(cache=True, inline="always")
@@ -153,42 +58,6 @@ def touch_block(w, mask, nb, a, b, IA, nb6):
         for r in range(6):
             for c in range(6):
                 w[o + r * nb6 + c] = 0.0
-
-
-@njit(cache=True)
-def spd_inverse_1d(w, src, n, dst, scr):
-    """w[dst:dst+n²] = A⁻¹ for the SPD A at w[src:src+n²] (row-major, n ≤ 6); w[scr:scr+72] is scratch.
-    False if A is not positive definite."""
-    Lf = scr
-    Li = scr + 36
-    for col in range(n):
-        acc = w[src + n * col + col]
-        for k in range(col):
-            acc -= w[Lf + 6 * col + k] * w[Lf + 6 * col + k]
-        if not acc > 0.0:
-            return False
-        d = math.sqrt(acc)
-        w[Lf + 6 * col + col] = d
-        for r in range(col + 1, n):
-            acc = w[src + n * r + col]
-            for k in range(col):
-                acc -= w[Lf + 6 * r + k] * w[Lf + 6 * col + k]
-            w[Lf + 6 * r + col] = acc / d
-    for r in range(n):
-        w[Li + 6 * r + r] = 1.0 / w[Lf + 6 * r + r]
-        for col in range(r):
-            acc = 0.0
-            for k in range(col, r):
-                acc -= w[Lf + 6 * r + k] * w[Li + 6 * k + col]
-            w[Li + 6 * r + col] = acc / w[Lf + 6 * r + r]
-    for r in range(n):
-        for col in range(r, n):
-            acc = 0.0
-            for k in range(col, n):
-                acc += w[Li + 6 * k + r] * w[Li + 6 * k + col]
-            w[dst + n * r + col] = acc
-            w[dst + n * col + r] = acc
-    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +90,7 @@ def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext,
 # C-ABA (Algorithm 1; GRBDA order: articulated inertias, bias forces, accelerations)
 @njit(cache=True)
 def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy):
-    st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, np.zeros(0), False)
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, np.zeros(0), False)
     if st != 0:
         return st
     st = c_aba_backward(ib, ws, ic, cb, wc, tau, fext)
@@ -231,14 +100,11 @@ def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext
     return 0
 
 
-@njit(cache=True)
-def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
-    """C-ABA's first two passes (after the cluster kinematics): per cluster the articulated inertia
-    𝖨^A, 𝖴 = 𝖨^A 𝖲, 𝖣⁻¹ and 𝗎 = τ − 𝖲ᵀ𝗉^A. Returns 0 or a SINGULAR status."""
-    has_armature = ws[0, L.W_ARM] != 0.0  # set when the model has armature
-    ncl = ic[0, L.C0_NCL]
-    # forward pass #1 (lines 20–21): 𝖨^A = 𝖨 (block diagonal), 𝗉^A = 𝗏 ×* 𝖨 𝗏 − f_ext
-    for k in range(1, ncl + 1):
+@njit(cache=True, inline="always")
+def c_aba_init(ib, ws, ic, cb, wc, fext):
+    """C-ABA forward pass #1 (Alg. lines 20–21): per cluster 𝖨^A = 𝖨 (block diagonal, its mask set to
+    the diagonal blocks) and 𝗉^A = 𝗏 ×* 𝖨 𝗏 − f_ext, after the cluster kinematics filled 𝗏."""
+    for k in range(1, ic[0, L.C0_NCL] + 1):
         first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
         nb6 = 6 * nb
         IA, PA, MK = ic[k, L.C_IA], ic[k, L.C_PA], ic[k, L.C_MASK]
@@ -263,124 +129,169 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
             pa = ops.sub6(ops.cross_force(vi, ops.inertia_mul(I, vi)), external_force(fext, i))
             for r in range(6):
                 wc[PA + 6 * j + r] = pa[r]
-    # backward pass (lines 25–35)
-    for k in range(ncl, 0, -1):
-        first, nb, m, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
-        nb6 = 6 * nb
-        IA, PA, U = ic[k, L.C_IA], ic[k, L.C_PA], ic[k, L.C_U]
-        DI, UU, DS, MK = ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR], ic[k, L.C_MASK]
-        for l in range(m):  # 𝖴 = 𝖨^A 𝖲 (eq. 49), 𝗎 = τ − 𝖲ᵀ 𝗉^A
-            for x in range(nb6):
-                wc[U + x * m + l] = 0.0
-            ul = tau[iv + l]
-            for j in range(nb):
-                s = s_col(ib, ws, ic, cb, wc, k, j, l)
-                ul -= ops.dot6(s, ops.load6_at(wc, PA + 6 * j))
-                for jr in range(nb):
-                    if wc[MK + jr * nb + j] != 0.0:
-                        col = block_mul(wc, IA + (6 * jr) * nb6 + 6 * j, nb6, s)
-                        for r in range(6):
-                            wc[U + (6 * jr + r) * m + l] += col[r]
-            wc[UU + l] = ul
-        for l1 in range(m):  # 𝖣 = 𝖲ᵀ 𝖴
-            for l2 in range(m):
-                acc = 0.0
-                for j in range(nb):
-                    s = s_col(ib, ws, ic, cb, wc, k, j, l1)
-                    acc += ops.dot6(s, col6w(wc, U + (6 * j) * m + l2, m))
-                if has_armature:  # Gᵀ diag(A) G
-                    for j in range(ic[k, L.C_N]):
-                        acc += _g(ic, wc, k, j, l1) * _armature(ic, wc, k, j) * _g(ic, wc, k, j, l2)
-                wc[DS + l1 * m + l2] = acc
-        if has_armature and ic[k, L.C_KIND] != 0:  # armature: 𝗎 −= Gᵀ diag(A) g
-            for l in range(m):
-                for j in range(ic[k, L.C_N]):
-                    arm = _armature(ic, wc, k, j)
-                    wc[UU + l] -= _g(ic, wc, k, j, l) * arm * wc[ic[k, L.C_GB] + j]
-        if m == 1:
-            if not wc[DS] > 0.0:
-                return SINGULAR * STATUS_BASE + cb[first]
-            wc[DI] = 1.0 / wc[DS]
-        elif not spd_inverse_1d(wc, DS, m, DI, DS + m * m):
-            return SINGULAR * STATUS_BASE + cb[first]
-        p_k = ic[k, L.C_PARENT]
-        if p_k == 0:
-            continue
-        # To the parent cluster (lines 30–33), without forming 𝖨^a = 𝖨^A − 𝖴𝖣⁻¹𝖴ᵀ densely: with 𝒳 the
-        # (sparse) cluster transform and V_p = Σ_{a: Λ(a) = p} ᵃX_Λᵀ 𝖴_a per output body p,
-        #   𝒳ᵀ𝖨^a𝒳 = Σ_{non-zero blocks} ᵃX_Λᵀ 𝖨^A_ab ᵇX_Λ − V 𝖣⁻¹ Vᵀ,
-        #   𝒳ᵀ𝗉^a  = Σ_a ᵃX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_a + V 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼)      (eq. 56).
-        pIA, pPA, pMK, pnb = ic[p_k, L.C_IA], ic[p_k, L.C_PA], ic[p_k, L.C_MASK], ic[p_k, L.C_NB]
-        pnb6 = 6 * pnb
-        GS = MK + nb * nb  # group sub indices (nb), then V (nb × 6 × m)
-        GV = GS + nb
-        ng = 0
-        for a in range(nb):
-            ia = cb[first + a]
-            Ra, pa_ = placement_in_output(ib, ws, ic, k, ia)
-            sa = ib[ib[ia, L.I_OUT], L.I_SUB]
-            g = 0
-            while g < ng and wc[GS + g] != sa:
-                g += 1
-            if g == ng:
-                wc[GS + g] = sa
-                for x in range(6 * m):
-                    wc[GV + g * 6 * m + x] = 0.0
-                ng += 1
-            for l in range(m):
-                xu = ops.force_to_parent(Ra, pa_, col6w(wc, U + (6 * a) * m + l, m))
-                for r in range(6):
-                    wc[GV + g * 6 * m + r * m + l] += xu[r]
-            # full-rank part, bias part
-            pb_ = ops.load6_at(wc, PA + 6 * a)
-            for b in range(nb):
-                if wc[MK + a * nb + b] == 0.0:
-                    continue
-                ibb = cb[first + b]
-                pb_ = ops.add6(pb_, block_mul(wc, IA + (6 * a) * nb6 + 6 * b, nb6, ops.load6(ws, ibb, L.W_C)))
-                sb = ib[ib[ibb, L.I_OUT], L.I_SUB]
-                touch_block(wc, pMK, pnb, sa, sb, pIA, pnb6)
-                dst = pIA + (6 * sa) * pnb6 + 6 * sb
-                if a == b:
-                    sym6_to_parent(wc, IA + (6 * a) * nb6 + 6 * a, nb6, Ra, pa_, dst, pnb6)
-                else:
-                    Rb, pb = placement_in_output(ib, ws, ic, k, ibb)
-                    blk = IA + (6 * a) * nb6 + 6 * b
-                    gen6_to_parent(wc, blk, nb6, Ra, pa_, Rb, pb, dst, pnb6, DS + m * m + 36)
-            add6w(wc, pPA + 6 * sa, ops.force_to_parent(Ra, pa_, pb_))
-        # 𝗐 = 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼), held after 𝖣 in the scratch
-        W = DS + m * m
-        for l in range(m):
-            e = wc[UU + l]
-            for a in range(nb):
-                e -= ops.dot6(col6w(wc, U + (6 * a) * m + l, m), ops.load6(ws, cb[first + a], L.W_C))
-            wc[W + 36 + l] = e  # (the block transforms' scratch at W + 36 is free again)
-        for l in range(m):
+
+
+@njit(cache=True, inline="always")
+def u_col(wc, U, m, a, l):
+    """Column l of block row a of 𝖴 (6 NB × M, row-major at wc[U]) as a 6-tuple."""
+    return ops.col6w(wc, U + (6 * a) * m + l, m)
+
+
+@njit(cache=True, inline="always")
+def c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature):
+    """Cluster k (Alg. lines 25–28, eq. 49): 𝖴 = 𝖨^A 𝖲, 𝗎 = τ − 𝖲ᵀ𝗉^A, 𝖣 = 𝖲ᵀ𝖴 (+ Gᵀ diag(A) G with
+    armature, and 𝗎 −= Gᵀ diag(A) g) and 𝖣⁻¹. False if 𝖣 is not positive definite."""
+    nb, m, iv = ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
+    nb6 = 6 * nb
+    IA, PA, U = ic[k, L.C_IA], ic[k, L.C_PA], ic[k, L.C_U]
+    DI, UU, DS, MK = ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR], ic[k, L.C_MASK]
+    for l in range(m):  # 𝖴 = 𝖨^A 𝖲 (eq. 49), 𝗎 = τ − 𝖲ᵀ 𝗉^A
+        for x in range(nb6):
+            wc[U + x * m + l] = 0.0
+        ul = tau[iv + l]
+        for j in range(nb):
+            s = s_col(ib, ws, ic, cb, wc, k, j, l)
+            ul -= ops.dot6(s, ops.load6_at(wc, PA + 6 * j))
+            for jr in range(nb):
+                if wc[MK + jr * nb + j] != 0.0:
+                    col = ops.block_mul(wc, IA + (6 * jr) * nb6 + 6 * j, nb6, s)
+                    for r in range(6):
+                        wc[U + (6 * jr + r) * m + l] += col[r]
+        wc[UU + l] = ul
+    for l1 in range(m):  # 𝖣 = 𝖲ᵀ 𝖴
+        for l2 in range(m):
             acc = 0.0
-            for l2 in range(m):
-                acc += wc[DI + l * m + l2] * wc[W + 36 + l2]
-            wc[W + l] = acc
-        for g1 in range(ng):
-            s1 = int(wc[GS + g1])
-            # bias: + V_g 𝗐
+            for j in range(nb):
+                acc += ops.dot6(s_col(ib, ws, ic, cb, wc, k, j, l1), u_col(wc, U, m, j, l2))
+            if has_armature:  # Gᵀ diag(A) G
+                for j in range(ic[k, L.C_N]):
+                    acc += _g(ic, wc, k, j, l1) * _armature(ic, wc, k, j) * _g(ic, wc, k, j, l2)
+            wc[DS + l1 * m + l2] = acc
+    if has_armature and ic[k, L.C_KIND] != L.SINGLE_BODY:  # armature: 𝗎 −= Gᵀ diag(A) g
+        for l in range(m):
+            for j in range(ic[k, L.C_N]):
+                arm = _armature(ic, wc, k, j)
+                wc[UU + l] -= _g(ic, wc, k, j, l) * arm * wc[ic[k, L.C_GB] + j]
+    if m == 1:
+        if not wc[DS] > 0.0:
+            return False
+        wc[DI] = 1.0 / wc[DS]
+        return True
+    return ops.spd_inverse(wc, DS, m, wc, DI, wc, DS + m * m)
+
+
+@njit(cache=True, inline="always")
+def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV):
+    """Cluster k to its parent, first half (Alg. lines 30–33, eq. 56): the full-rank part
+    Σ_{non-zero blocks} ᵃX_Λᵀ 𝖨^A_ab ᵇX_Λ into the parent's 𝖨^A, Σ_a ᵃX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_a into its 𝗉^A,
+    and per output body ("port") p the columns V_p = Σ_{a: Λ(a) = p} ᵃX_Λᵀ 𝖴_a, kept at wc[GV] (the
+    port's sub-index in its cluster at wc[GS]). Returns the number of ports."""
+    first, nb, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M]
+    nb6 = 6 * nb
+    IA, PA, U, MK = ic[k, L.C_IA], ic[k, L.C_PA], ic[k, L.C_U], ic[k, L.C_MASK]
+    p_k = ic[k, L.C_PARENT]
+    pIA, pPA, pMK, pnb = ic[p_k, L.C_IA], ic[p_k, L.C_PA], ic[p_k, L.C_MASK], ic[p_k, L.C_NB]
+    pnb6 = 6 * pnb
+    tmp = ic[k, L.C_DSCR] + m * m + 36  # the block transforms' scratch
+    ng = 0
+    for a in range(nb):
+        ia = cb[first + a]
+        Ra, pa_ = placement_in_output(ib, ws, ic, k, ia)
+        sa = ib[ib[ia, L.I_OUT], L.I_SUB]
+        g = 0
+        while g < ng and wc[GS + g] != sa:
+            g += 1
+        if g == ng:
+            wc[GS + g] = sa
+            for x in range(6 * m):
+                wc[GV + g * 6 * m + x] = 0.0
+            ng += 1
+        for l in range(m):
+            xu = ops.force_to_parent(Ra, pa_, u_col(wc, U, m, a, l))
             for r in range(6):
-                acc = 0.0
-                for l in range(m):
-                    acc += wc[GV + g1 * 6 * m + r * m + l] * wc[W + l]
-                wc[pPA + 6 * s1 + r] += acc
-            # low-rank part: − V_g1 𝖣⁻¹ V_g2ᵀ
-            for g2 in range(ng):
-                s2 = int(wc[GS + g2])
-                touch_block(wc, pMK, pnb, s1, s2, pIA, pnb6)
-                dst = pIA + (6 * s1) * pnb6 + 6 * s2
-                for r in range(6):
-                    for l1 in range(m):
-                        vd = 0.0
-                        for l2 in range(m):
-                            vd += wc[GV + g1 * 6 * m + r * m + l2] * wc[DI + l2 * m + l1]
-                        if vd != 0.0:
-                            for c in range(6):
-                                wc[dst + r * pnb6 + c] -= vd * wc[GV + g2 * 6 * m + c * m + l1]
+                wc[GV + g * 6 * m + r * m + l] += xu[r]
+        # full-rank part, bias part
+        pb_ = ops.load6_at(wc, PA + 6 * a)
+        for b in range(nb):
+            if wc[MK + a * nb + b] == 0.0:
+                continue
+            ibb = cb[first + b]
+            pb_ = ops.add6(pb_, ops.block_mul(wc, IA + (6 * a) * nb6 + 6 * b, nb6, ops.load6(ws, ibb, L.W_C)))
+            sb = ib[ib[ibb, L.I_OUT], L.I_SUB]
+            touch_block(wc, pMK, pnb, sa, sb, pIA, pnb6)
+            dst = pIA + (6 * sa) * pnb6 + 6 * sb
+            if a == b:
+                ops.sym6_to_parent(wc, IA + (6 * a) * nb6 + 6 * a, nb6, Ra, pa_, dst, pnb6)
+            else:
+                Rb, pb = placement_in_output(ib, ws, ic, k, ibb)
+                ops.gen6_to_parent(wc, IA + (6 * a) * nb6 + 6 * b, nb6, Ra, pa_, Rb, pb, dst, pnb6, tmp)
+        ops.add6w(wc, pPA + 6 * sa, ops.force_to_parent(Ra, pa_, pb_))
+    return ng
+
+
+@njit(cache=True, inline="always")
+def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng):
+    """Cluster k to its parent, second half (eq. 56): with 𝗐 = 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼), the parent's
+    𝗉^A += V 𝗐 and 𝖨^A −= V 𝖣⁻¹ Vᵀ over the ports of :func:`c_aba_ports`."""
+    first, nb, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M]
+    U, DI, UU, DS = ic[k, L.C_U], ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR]
+    p_k = ic[k, L.C_PARENT]
+    pIA, pPA, pMK, pnb = ic[p_k, L.C_IA], ic[p_k, L.C_PA], ic[p_k, L.C_MASK], ic[p_k, L.C_NB]
+    pnb6 = 6 * pnb
+    W = DS + m * m  # 𝗐, held after 𝖣 in the scratch; 𝗎 − 𝖴ᵀ𝖼 at W + 36
+    for l in range(m):
+        e = wc[UU + l]
+        for a in range(nb):
+            e -= ops.dot6(u_col(wc, U, m, a, l), ops.load6(ws, cb[first + a], L.W_C))
+        wc[W + 36 + l] = e
+    for l in range(m):
+        acc = 0.0
+        for l2 in range(m):
+            acc += wc[DI + l * m + l2] * wc[W + 36 + l2]
+        wc[W + l] = acc
+    for g1 in range(ng):
+        s1 = int(wc[GS + g1])
+        V1 = GV + g1 * 6 * m  # V_g1 (6 × m, row-major)
+        for r in range(6):  # bias: + V_g1 𝗐
+            acc = 0.0
+            for l in range(m):
+                acc += wc[V1 + r * m + l] * wc[W + l]
+            wc[pPA + 6 * s1 + r] += acc
+        for g2 in range(ng):  # low-rank part: − V_g1 𝖣⁻¹ V_g2ᵀ
+            s2 = int(wc[GS + g2])
+            V2 = GV + g2 * 6 * m
+            touch_block(wc, pMK, pnb, s1, s2, pIA, pnb6)
+            dst = pIA + (6 * s1) * pnb6 + 6 * s2
+            for r in range(6):
+                for l1 in range(m):
+                    vd = 0.0
+                    for l2 in range(m):
+                        vd += wc[V1 + r * m + l2] * wc[DI + l2 * m + l1]
+                    if vd != 0.0:
+                        for c in range(6):
+                            wc[dst + r * pnb6 + c] -= vd * wc[V2 + c * m + l1]
+
+
+@njit(cache=True)
+def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
+    """C-ABA's first two passes (after the cluster kinematics): per cluster the articulated inertia
+    𝖨^A, 𝖴 = 𝖨^A 𝖲, 𝖣⁻¹ and 𝗎 = τ − 𝖲ᵀ𝗉^A. Returns 0 or a SINGULAR status.
+
+    To the parent cluster (Alg. lines 30–33) 𝖨^a = 𝖨^A − 𝖴𝖣⁻¹𝖴ᵀ is never formed densely: with 𝒳 the
+    (sparse) cluster transform and V_p = Σ_{a: Λ(a) = p} ᵃX_Λᵀ 𝖴_a per output body p,
+    𝒳ᵀ𝖨^a𝒳 = Σ_{non-zero blocks} ᵃX_Λᵀ 𝖨^A_ab ᵇX_Λ − V 𝖣⁻¹ Vᵀ and
+    𝒳ᵀ𝗉^a = Σ_a ᵃX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_a + V 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼) (eq. 56)."""
+    has_armature = ws[0, L.W_ARM] != 0.0  # set when the model has armature
+    c_aba_init(ib, ws, ic, cb, wc, fext)
+    for k in range(ic[0, L.C0_NCL], 0, -1):  # backward pass (lines 25–35)
+        if not c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature):
+            return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+        if ic[k, L.C_PARENT] == 0:
+            continue
+        GS = ic[k, L.C_MASK] + ic[k, L.C_NB] * ic[k, L.C_NB]  # port sub-indices (nb), then V (nb × 6 × m)
+        GV = GS + ic[k, L.C_NB]
+        ng = c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV)
+        c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng)
     return 0
 
 
@@ -402,7 +313,7 @@ def c_aba_forward(ib, ws, ic, cb, wc, ddy):
         for l in range(m):  # 𝗎 − 𝖴ᵀ 𝖺'
             acc = wc[UU + l]
             for j in range(nb):
-                acc -= ops.dot6(col6w(wc, U + (6 * j) * m + l, m), ops.load6(ws, cb[first + j], L.W_A))
+                acc -= ops.dot6(ops.col6w(wc, U + (6 * j) * m + l, m), ops.load6(ws, cb[first + j], L.W_A))
             wc[DS + l] = acc
         for l in range(m):  # ÿ = 𝖣⁻¹ (𝗎 − 𝖴ᵀ 𝖺')
             acc = 0.0
@@ -421,7 +332,7 @@ def c_aba_forward(ib, ws, ic, cb, wc, ddy):
 # ---------------------------------------------------------------------------------------------
 # mass matrix H = Gᵀ H_span G (block-sparse projection of the spanning CRBA)
 @njit(cache=True)
-def cluster_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
+def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     nv_zero = np.zeros(H.shape[0])
     for k in range(1, ic[0, L.C0_NCL] + 1):
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, nv_zero, np.zeros(0))
@@ -441,7 +352,7 @@ def cluster_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
 @njit(cache=True, inline="always")
 def _coord(ib, ic, cb, k, j):
     """Spanning velocity index of the j-th spanning coordinate of cluster k."""
-    if ic[k, L.C_KIND] == 0:
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:
         return ib[cb[ic[k, L.C_FIRST]], L.I_IV] + j
     return ib[cb[ic[k, L.C_FIRST] + j], L.I_IV]
 
@@ -509,53 +420,9 @@ def c_aba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fe
     "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
     "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[:, ::1])"
 )
-def cluster_crba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
+def c_crba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     zero = np.zeros(H.shape[0])
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:
         return st
-    return cluster_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H)
-
-
-def _args(data):
-    return (data.ib, data.ws, data.ic, data.cb, data.wc, data.code, data.consts, data.table, data.outputs)
-
-
-def _vectors(model, data, q, v, x, f_ext, names):
-    fx = data.no_forces if f_ext is None else as_force_array(f_ext, model.njoints)
-    return (as_float_vector(q, names[0]), as_float_vector(v, names[1]), as_float_vector(x, names[2]), fx)
-
-
-def _state_call(kern, model, data, q, v, x, f_ext, names):
-    """Run a state kernel: the arguments as given first, coerced with clear errors if their types
-    do not match the kernel's signature."""
-    if data.source_key is not model._key:
-        check_data(model, data, clusters_supported=True)
-    out = np.empty(data.nv)
-    try:
-        st = kern(*_args(data), q, v, x, data.no_forces if f_ext is None else f_ext, out)
-    except TypeError:
-        st = kern(*_args(data), *_vectors(model, data, q, v, x, f_ext, names), out)
-    if st:
-        raise_cluster_status(model, st, (*names, "f_ext"))
-    return out
-
-
-def cluster_rnea(model, data, q, v, a, f_ext=None) -> np.ndarray:
-    """C-RNEA: independent joint forces of a model with loops (see :func:`loopdyn.rnea`)."""
-    return _state_call(c_rnea_kernel, model, data, q, v, a, f_ext, ("q", "v", "a"))
-
-
-def cluster_aba(model, data, q, v, tau, f_ext=None) -> np.ndarray:
-    """C-ABA: independent accelerations of a model with loops (see :func:`loopdyn.aba`)."""
-    return _state_call(c_aba_kernel, model, data, q, v, tau, f_ext, ("q", "v", "tau"))
-
-
-def cluster_crba(model, data, q) -> np.ndarray:
-    """The mass matrix in independent coordinates, H = Gᵀ H_span G (full, symmetric)."""
-    check_data(model, data, clusters_supported=True)
-    out = np.empty((model.nv, model.nv))
-    st = cluster_crba_kernel(*_args(data), as_float_vector(q, "q"), out)
-    if st:
-        raise_cluster_status(model, st, ("q",))
-    return out
+    return c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H)

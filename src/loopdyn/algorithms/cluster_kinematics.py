@@ -22,27 +22,20 @@ import numpy as np
 from numba import njit
 
 from ..constraints.tape import evaluate
-from ..errors import ConfigurationError
 from ..model import layout as L
 from ..spatial import ops
 from .common import (
-    STATUS_BASE,
-    as_float_vector,
     check_forces,
     check_unit,
     check_vector,
     gravity_seed,
     jcalc,
     kernel,
-    raise_for_status,
     s_column,
     s_mul,
     velocity_pass,
 )
-from .validation import check_data
-
-CONSTRAINT_VIOLATED = 24  # status kind; index = cluster
-SINGULAR_CLUSTER = 25  # K_d singular; index = cluster
+from .status import CONSTRAINT_VIOLATED, SINGULAR_CLUSTER, STATUS_BASE
 
 
 @njit(cache=True)
@@ -95,7 +88,7 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
     first = row[L.C_FIRST]
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
     iq, iv = row[L.C_IQ], row[L.C_IV]
-    if kind == 0:
+    if kind == L.SINGLE_BODY:
         b = cb[first]
         for j in range(ib[b, L.I_NQ]):
             wc[QS + ib[b, L.I_IQ] + j] = q[iq + j]
@@ -112,7 +105,7 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
     kb = K + nrow * n
     lu = kb + nrow
     rhs = lu + nrow * nrow
-    if kind == 1:  # explicit: q = G y with constant G, g = 0
+    if kind == L.EXPLICIT:  # explicit: q = G y with constant G, g = 0
         for j in range(n):
             acc = 0.0
             for l in range(m):
@@ -151,7 +144,7 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
         for l in range(m):
             acc += wc[G + j * m + l] * v[iv + l]
         wc[qdl + j] = acc
-    if kind == 2:  # k(q, q̇) → g = P[0; K_d⁻¹ k] (K_d re-factorised: the LU above was done in place)
+    if kind == L.IMPLICIT:  # k(q, q̇) → g = P[0; K_d⁻¹ k] (K_d re-factorised: the LU above was done in place)
         p = row[L.C_PROG]
         evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
                  wc[phi : phi + nrow], wc[K : K + nrow * n], wc[kb : kb + nrow])  # fmt: skip
@@ -184,7 +177,7 @@ def cluster_bodies(ib, ws, ic, cb, wc, k):
     first, nb = row[L.C_FIRST], row[L.C_NB]
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
     qs = wc[QS : QS + ic[0, L.C0_NQS]]
-    if row[L.C_KIND] == 0:
+    if row[L.C_KIND] == L.SINGLE_BODY:
         i = cb[first]
         R, p = jcalc(ib, ws, i, qs)
         vi = velocity_pass(ib, ws, i, wc[QDS : QDS + ic[0, L.C0_NVS]], R, p)
@@ -258,7 +251,7 @@ def cluster_bodies(ib, ws, ic, cb, wc, k):
 
 
 @njit(cache=True)
-def cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity):
+def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity):
     """Cluster forward kinematics for the whole tree (see the module docstring). Returns a status.
     With ``with_gravity`` the base accelerates upwards (a_0 = −a_g), as the dynamics need."""
     ops.store6(ws, 0, L.W_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
@@ -275,12 +268,12 @@ def cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, w
     "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
     "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1])"
 )
-def cluster_fk_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a):
+def c_fk_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a):
     """Validated cluster forward kinematics (a may be empty: no accelerations)."""
     st = validate_cluster_state(ib, ic, cb, q, v, a, np.zeros((0, 6)), False)
     if st != 0:
         return st
-    return cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, False)
+    return c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, False)
 
 
 @njit(cache=True)
@@ -303,45 +296,12 @@ def validate_cluster_state(ib, ic, cb, q, v, x, fext, x_required):
     if st != 0:
         return st
     for k in range(1, ic[0, L.C0_NCL] + 1):
-        if ic[k, L.C_KIND] == 0:
+        if ic[k, L.C_KIND] == L.SINGLE_BODY:
             b = cb[ic[k, L.C_FIRST]]
             kind = check_unit(ib[b, L.I_JTYPE], q, ic[k, L.C_IQ])
             if kind != 0:
                 return kind * STATUS_BASE + b
     return 0
-
-
-def raise_cluster_status(model, status: int, names=("q", "v", "a"), sizes=None) -> None:
-    kind, index = divmod(int(status), STATUS_BASE)
-    if kind in (CONSTRAINT_VIOLATED, SINGULAR_CLUSTER):
-        c = model.clusters().clusters[index - 1]
-        bodies = [model.bodies[b - 1].name for b in c.bodies]
-        if kind == CONSTRAINT_VIOLATED:
-            raise ConfigurationError(
-                f"q: the positions of cluster {bodies} violate its constraints by more than "
-                f"{model.constraint_tolerance:g} (model.constraint_tolerance); "
-                "(loopdyn.project_configuration moves them onto the constraints)"
-            )
-        dep = [model.bodies[c.bodies[k] - 1].joint_name for k in c.dependent]
-        raise ConfigurationError(
-            f"q: cluster {bodies} is at a singular configuration: K_d (dependent joints {dep}) is singular"
-        )
-    raise_for_status(model, status, names, sizes or (model.nq, model.nv, model.nv))
-
-
-def cluster_forward_kinematics(model, data, q, v=None, a=None) -> None:
-    """Forward kinematics of a model with loops (placements, and velocities / accelerations of every
-    body when given); fills ``data`` like :func:`loopdyn.forward_kinematics`."""
-    check_data(model, data, clusters_supported=True)
-    args = [as_float_vector(x, n) for x, n in ((q, "q"), (v, "v"))] if v is not None else [
-        as_float_vector(q, "q"), np.zeros(model.nv)]  # fmt: skip
-    aa = data.empty if a is None else as_float_vector(a, "a")
-    st = cluster_fk_kernel(data.ib, data.ws, data.ic, data.cb, data.wc, data.code, data.consts, data.table,
-                           data.outputs, args[0], args[1], aa)  # fmt: skip
-    if st:
-        raise_cluster_status(model, st)
-    # world placements, from the parent placements just computed
-    placements_from_parents(data.ib, data.ws)
 
 
 @njit(cache=True)

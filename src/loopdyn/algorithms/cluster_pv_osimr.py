@@ -40,13 +40,13 @@ import numpy as np
 from numba import njit
 
 from ..model import layout as L
-from .cluster_delassus import _dinv_mul, _force_to_parent_cluster, _nv, _st_mul
+from .cluster_delassus import dinv_mul, force_to_parent_cluster, spanning_nv, st_mul_cluster
 from .cluster_dynamics import c_aba_backward
-from .cluster_kinematics import cluster_fk_core, validate_cluster_state
+from .cluster_kinematics import c_fk_core, validate_cluster_state
 from .common import kernel
 from .pv_osim import branching_structure
 
-__all__ = ["cluster_branching", "run_c_pv_osimr"]
+__all__ = ["cluster_branching", "cluster_structure"]
 
 # node table columns (rows: node 0 = the world, clusters 1 … N_C, EEs N_C + 1 …)
 N_PARENT = 0  # parent node (a cluster, or 0)
@@ -96,7 +96,7 @@ def cluster_branching(parents, ee_parents):
     return has_es, in_n, chain, D, A
 
 
-class _Structure:
+class ClusterStructure:
     """The node table, the CEMP and assembly programs and the float buffer for one (model,
     constraint bodies) pair."""
 
@@ -215,44 +215,23 @@ class _Structure:
 _CACHE: dict = {}
 
 
-def _structure(model, data, cbody, crow) -> _Structure:
+def cluster_structure(model, data, cbody, crow) -> ClusterStructure:
+    """The cached cluster branching structure for constraints on the bodies ``cbody`` (rows ``crow``)."""
     key = (id(model), cbody.tobytes(), crow.tobytes())
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is model._key:
         return hit[1]
-    s = _Structure(data, cbody, crow)
+    s = ClusterStructure(data, cbody, crow)
     if len(_CACHE) > 256:
         _CACHE.clear()
     _CACHE[key] = (model._key, s)
     return s
 
 
-@njit(cache=True)
-def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
-                    cemp, asm, buf, out):  # fmt: skip
-    """Cluster PV-OSIMr on a validated state; writes Λ⁻¹ into ``out``. Returns 0 or a status."""
-    zero = np.zeros(_nv(ic))
-    st = cluster_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
-    if st != 0:
-        return st
-    st = c_aba_backward(ib, ws, ic, cb, wc, zero, np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹
-    if st != 0:
-        return st
-    ncl = ic[0, L.C0_NCL]
+@njit(cache=True, inline="always")
+def cpv_seed_end_effectors(ib, cbody, crow, K, T, buf, ncl):
+    """Line 4: for every EE, ᵏP_e = K_eᵀ on its body's block of the parent cluster, ᵏΩ_e = 0."""
     nc = cbody.shape[0]
-    wmax = 6
-    mmax = 1
-    for k in range(1, ncl + 1):
-        wmax = max(wmax, 6 * ic[k, L.C_NB])
-        mmax = max(mmax, ic[k, L.C_M])
-    for e in range(nc):
-        wmax = max(wmax, crow[e + 1] - crow[e])
-    f = np.empty((2, wmax))  # row 0: a propagated column; row 1: the same moved to the parent
-    z = np.empty(mmax)
-    y = np.empty(mmax)
-    Y = np.empty((mmax, wmax))  # 𝖲ᵀ P
-    Z = np.empty((mmax, wmax))  # 𝖣⁻¹ 𝖲ᵀ P
-    # EEs (line 4): ᵏP_e = K_eᵀ on the body's block, ᵏΩ_e = 0
     for e in range(nc):
         x = ncl + 1 + e
         if T[x, N_PD] < 0:
@@ -267,7 +246,14 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
                 buf[pd + (sb + c) * me + r] = K[crow[e] + r, c]
         for a in range(me * me):
             buf[T[x, N_OD] + a] = 0.0
-    # backward sweep over the clusters (lines 5–15)
+
+
+@njit(cache=True, inline="always")
+def cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z):
+    """Lines 5–15, clusters from the leaves: per cluster with EEs below, the propagated force
+    propagator ^{λ}P_{D(k)} = 𝒳ᵀ (χ − 𝖴 𝖣⁻¹ 𝖲ᵀ χ) column by column (eq. 17; χ = 1 on the ports of a
+    branching cluster, line 7, else its chain child's propagator) and ^{λ}Ω_{D(k)} (eq. 16)."""
+    ncl = ic[0, L.C0_NCL]
     for k in range(ncl, 0, -1):
         if T[k, N_HASES] == 0:
             continue
@@ -284,8 +270,8 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
             else:
                 for a in range(nb6):
                     f[0, a] = buf[src + a * dim + col]
-            _st_mul(ib, ws, ic, cb, wc, k, f, 0, z)
-            _dinv_mul(ic, wc, k, z, y)
+            st_mul_cluster(ib, ws, ic, cb, wc, k, f, 0, z)
+            dinv_mul(ic, wc, k, z, y)
             for l in range(mk):
                 Y[l, col] = z[l]
                 Z[l, col] = y[l]
@@ -296,7 +282,7 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
                     for l in range(mk):
                         acc -= wc[U + a * mk + l] * Z[l, col]
                     f[0, a] = acc
-                _force_to_parent_cluster(ib, ws, ic, cb, k, f, 0, f, 1)
+                force_to_parent_cluster(ib, ws, ic, cb, k, f, 0, f, 1)
                 for a in range(T[T[k, N_PARENT], N_FULL]):
                     buf[pd + a * dim + col] = f[1, a]
         od = T[k, N_OD]  # eq. 16
@@ -307,7 +293,12 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
                     acc += Y[l, a] * Z[l, b]
                 buf[od + a * dim + b] = acc
                 buf[od + b * dim + a] = acc
-    # forward sweep over N (line 17, eq. 18): ⁰Ω_i = ^{A}Ω_i + Pᵀ ⁰Ω_A P with P = ^{A}P_i on A's ports
+
+
+@njit(cache=True, inline="always")
+def cpv_branch_inverse_inertias(T, ports, order, buf, f):
+    """Line 17 (eq. 18), over N from the root: ⁰Ω_i = ^{A}Ω_i + Pᵀ ⁰Ω_A P with P = ^{A}P_i on A's
+    ports."""
     for ii in range(order.shape[0]):
         i = order[ii]
         t = T[i, N_TOP]
@@ -336,7 +327,12 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
                 buf[o0 + a * d + b] += acc
                 if a != b:
                     buf[o0 + b * d + a] += acc
-    # CEMPs (lines 18–22, eq. 19), on the ports of the branching ancestors
+
+
+@njit(cache=True, inline="always")
+def cpv_cemps(T, ports, cemp, buf):
+    """Lines 18–22 (eq. 19): the CEMPs of every EE at its branching ancestors, on their ports, by the
+    program ``cemp`` (rows: node, ancestor, offset, previous row, top)."""
     for row in range(cemp.shape[0]):
         x, j, o, prev, top = cemp[row, 0], cemp[row, 1], cemp[row, 2], cemp[row, 3], cemp[row, 4]
         me = T[x, N_SPACE]
@@ -357,7 +353,13 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
                     for s in range(dsrc):
                         acc += buf[ps + r * dsrc + s] * buf[pd + rc + s]
                     buf[o + r * dj + c] = acc
-    # assembly (lines 23–28)
+
+
+@njit(cache=True, inline="always")
+def cpv_assemble(T, crow, asm, buf, f, out, ncl):
+    """Lines 23–28: the diagonal blocks ⁰Ω_e, and by the program ``asm`` the off-diagonal blocks
+    ᶜK_e1 ⁰Ω_c ᶜK_e2ᵀ at the closest common branching ancestor c (zero when c is the world)."""
+    nc = crow.shape[0] - 1
     for e in range(nc):
         x = ncl + 1 + e
         r0 = crow[e]
@@ -395,6 +397,37 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
                     acc += buf[k1 + r * dc + a] * f[0, a]
                 out[a0 + r, b0 + s] = acc
                 out[b0 + s, a0 + r] = acc
+
+
+@njit(cache=True)
+def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
+                    cemp, asm, buf, out):  # fmt: skip
+    """Cluster PV-OSIMr on a validated state; writes Λ⁻¹ into ``out``. Returns 0 or a status."""
+    zero = np.zeros(spanning_nv(ic))
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
+    if st != 0:
+        return st
+    st = c_aba_backward(ib, ws, ic, cb, wc, zero, np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹
+    if st != 0:
+        return st
+    ncl = ic[0, L.C0_NCL]
+    wmax = 6
+    mmax = 1
+    for k in range(1, ncl + 1):
+        wmax = max(wmax, 6 * ic[k, L.C_NB])
+        mmax = max(mmax, ic[k, L.C_M])
+    for e in range(cbody.shape[0]):
+        wmax = max(wmax, crow[e + 1] - crow[e])
+    f = np.empty((2, wmax))  # row 0: a propagated column; row 1: the same moved to the parent
+    z = np.empty(mmax)
+    y = np.empty(mmax)
+    Y = np.empty((mmax, wmax))  # 𝖲ᵀ P
+    Z = np.empty((mmax, wmax))  # 𝖣⁻¹ 𝖲ᵀ P
+    cpv_seed_end_effectors(ib, cbody, crow, K, T, buf, ncl)  # line 4
+    cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z)  # lines 5–15
+    cpv_branch_inverse_inertias(T, ports, order, buf, f)  # line 17
+    cpv_cemps(T, ports, cemp, buf)  # lines 18–22
+    cpv_assemble(T, crow, asm, buf, f, out, ncl)  # lines 23–28
     return 0
 
 
@@ -405,19 +438,9 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
 )
 def c_pv_osimr_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
                       cemp, asm, buf, out):  # fmt: skip
-    zero = np.zeros(_nv(ic))
+    zero = np.zeros(spanning_nv(ic))
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:
         return st
     return c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,
                            order, cemp, asm, buf, out)  # fmt: skip
-
-
-def run_c_pv_osimr(model, data, q, prep) -> np.ndarray:
-    """Λ⁻¹ (m × m, a new array) by cluster PV-OSIMr for the prepared constraints ``prep``."""
-    from .delassus import cluster_call
-
-    s = _structure(model, data, prep[0], prep[1])
-    m = int(prep[1][-1])
-    extra = (s.table, s.ports, s.order, s.cemp, s.asm, s.buffer(), np.empty((m, m)))
-    return cluster_call(c_pv_osimr_kernel, model, data, q, prep, *extra)

@@ -1,32 +1,21 @@
-"""Pieces shared by every tree kernel: input validation, joint calculations (``jcalc``), the
-motion-subspace products ``S x`` / ``Sᵀ f``, and the translation of kernel status codes into
-exceptions.
+"""Pieces shared by every tree kernel: input validation inside kernels, joint calculations
+(``jcalc``), the motion-subspace products ``S x`` / ``Sᵀ f``, and the lazily compiled ``kernel``
+decorator.
 
 Kernels validate their inputs themselves (shapes, finiteness, unit quaternions) *before* writing
-anything, and return a status code: 0 on success, else ``kind * STATUS_BASE + index``.
+anything, and return a status code (:mod:`.status`): 0 on success, else ``kind * STATUS_BASE + index``.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
-from ..errors import ConfigurationError, InputError, NonFiniteError, ShapeError
 from ..model import layout as L
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from ..spatial import ops
-
-STATUS_BASE = 1_000_000
-# kinds: shapes 1..9, non-finite 11..19, manifold 21..
-BAD_SHAPE = 1  # index = argument position (0 = q, 1 = v, 2 = a/tau, 3 = f_ext)
-NOT_FINITE = 11  # status kind 11 + argument position; index = flat element index
-BAD_QUAT = 21  # index = body
-BAD_UNIT_COMPLEX = 22  # (cos, sin) pair of a RevoluteUnbounded joint not unit; index = body
-SINGULAR = 23  # articulated inertia not positive definite at body `index`
-
-UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
+from .status import BAD_QUAT, BAD_SHAPE, BAD_UNIT_COMPLEX, NOT_FINITE, STATUS_BASE, UNIT_TOL
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,16 +119,9 @@ def s_column(ib, ws, i, k):
     if jt == PRISMATIC:
         return (0.0, 0.0, 0.0, ws[i, L.W_AXIS], ws[i, L.W_AXIS + 1], ws[i, L.W_AXIS + 2])
     if jt == SPHERICAL:
-        return (1.0 if k == 0 else 0.0, 1.0 if k == 1 else 0.0, 1.0 if k == 2 else 0.0, 0.0, 0.0, 0.0)
+        return ops.unit6(k)
     # FREEFLYER: v = [linear; angular] (Pinocchio) → [ω; v] (Featherstone)
-    return (
-        1.0 if k == 3 else 0.0,
-        1.0 if k == 4 else 0.0,
-        1.0 if k == 5 else 0.0,
-        1.0 if k == 0 else 0.0,
-        1.0 if k == 1 else 0.0,
-        1.0 if k == 2 else 0.0,
-    )
+    return ops.unit6(k + 3 if k < 3 else k - 3)
 
 
 @njit(cache=True, inline="always")
@@ -204,68 +186,6 @@ def external_force(fext, i):
 def gravity_seed(ws):
     """Base acceleration a_0 = −a_g (gravity enters as a fictitious upward acceleration)."""
     return (0.0, 0.0, 0.0, -ws[0, L.W0_GRAVITY], -ws[0, L.W0_GRAVITY + 1], -ws[0, L.W0_GRAVITY + 2])
-
-
-# ---------------------------------------------------------------------------------------------
-# status → exception (Python side)
-_ARG_NAMES = ("q", "v", "a", "f_ext")
-
-
-def raise_for_status(model, status: int, arg_names=_ARG_NAMES, sizes=None) -> None:
-    """Raise the exception a kernel status code stands for."""
-    kind, index = divmod(int(status), STATUS_BASE)
-    if kind == BAD_SHAPE:
-        name = arg_names[index]
-        if name == "f_ext":
-            raise ShapeError(
-                f"f_ext must have shape ({model.njoints}, 6) (one row per joint, row 0 = universe)"
-            )
-        expected = sizes[index] if sizes is not None else None
-        raise ShapeError(f"{name} must be a 1-D array of size {expected}")
-    if NOT_FINITE <= kind < NOT_FINITE + 9:
-        name = arg_names[kind - NOT_FINITE]
-        raise NonFiniteError(f"{name} contains NaN or inf (first at flat index {index})")
-    if kind == BAD_QUAT:
-        b = model.bodies[index - 1]
-        raise ConfigurationError(
-            f"q: the quaternion of joint {b.joint_name!r} (q[{b.idx_q + (3 if b.joint.nq == 7 else 0)}:"
-            f"{b.idx_q + b.joint.nq}]) is not unit-norm within {UNIT_TOL:g}; normalize it "
-            "(loopdyn.normalize) — it is not normalized silently"
-        )
-    if kind == BAD_UNIT_COMPLEX:
-        b = model.bodies[index - 1]
-        raise ConfigurationError(
-            f"q: (cos, sin) of continuous joint {b.joint_name!r} (q[{b.idx_q}:{b.idx_q + 2}]) is not "
-            f"unit-norm within {UNIT_TOL:g}"
-        )
-    if kind == SINGULAR:
-        b = model.bodies[index - 1]
-        raise InputError(
-            f"the articulated inertia seen by joint {b.joint_name!r} is not positive definite "
-            "(a massless subtree or a singular mechanism)"
-        )
-    raise InputError(f"kernel failed with status {status}")
-
-
-def as_float_vector(x, name: str) -> np.ndarray:
-    """Coerce an argument to a contiguous float64 1-D array, with a clear error."""
-    try:
-        arr = np.ascontiguousarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must be an array of real numbers: {exc}") from None
-    if arr.ndim != 1:
-        raise ShapeError(f"{name} must be 1-D, got shape {arr.shape}")
-    return arr
-
-
-def as_force_array(f_ext, njoints: int) -> np.ndarray:
-    try:
-        arr = np.ascontiguousarray(f_ext, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"f_ext must be an array of real numbers: {exc}") from None
-    if arr.shape != (njoints, 6):
-        raise ShapeError(f"f_ext must have shape ({njoints}, 6) (row 0 = universe), got {arr.shape}")
-    return arr
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,17 +8,8 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
-from .common import (
-    SINGULAR,
-    STATUS_BASE,
-    as_float_vector,
-    check_configuration,
-    jcalc,
-    kernel,
-    raise_for_status,
-    s_column,
-)
-from .validation import check_data
+from .common import check_configuration, jcalc, kernel, s_column
+from .status import SINGULAR, STATUS_BASE
 
 
 @njit(cache=True)
@@ -204,51 +195,3 @@ def minverse_kernel(ib, ws, q, Minv):
                 return SINGULAR * STATUS_BASE + i
     minverse_from_ltl(M, lam, Minv)
     return 0
-
-
-def _slow(kern, model, data, q, out):
-    st = kern(data.ib, data.ws, as_float_vector(q, "q"), out)
-    if st:
-        raise_for_status(model, st, ("q",), (model.nq,))
-    return out
-
-
-def crba(model, data, q) -> np.ndarray:
-    """The joint-space mass matrix ``M(q)`` (nv × nv, full and symmetric; a new array); for a model with
-    loops, in independent coordinates: ``H = Gᵀ H_span G``."""
-    if data.model_key is not model._key:
-        if model.has_constraints:
-            from .cluster_dynamics import cluster_crba
-
-            return cluster_crba(model, data, q)
-        check_data(model, data)
-    out = np.empty((data.nv, data.nv))
-    try:
-        st = crba_kernel(data.ib, data.ws, q, out)
-    except TypeError:
-        return _slow(crba_kernel, model, data, q, out)
-    if st:
-        raise_for_status(model, st, ("q",), (model.nq,))
-    return out
-
-
-def minverse(model, data, q) -> np.ndarray:
-    """The inverse mass matrix ``M(q)⁻¹`` (nv × nv, full and symmetric), by the sparse LᵀL
-    factorisation of M, O(n d²) for a tree of depth d (for a model with loops: Cholesky of H)."""
-    if data.model_key is not model._key:
-        if model.has_constraints:
-            from scipy.linalg import cho_factor, cho_solve
-
-            from .cluster_dynamics import cluster_crba
-
-            H = cluster_crba(model, data, q)
-            return cho_solve(cho_factor(H), np.eye(model.nv))
-        check_data(model, data)
-    out = np.empty((data.nv, data.nv))
-    try:
-        st = minverse_kernel(data.ib, data.ws, q, out)
-    except TypeError:
-        return _slow(minverse_kernel, model, data, q, out)
-    if st:
-        raise_for_status(model, st, ("q",), (model.nq,))
-    return out

@@ -1,4 +1,4 @@
-"""Forward kinematics, frame placements, frame Jacobians and their time variation.
+"""Kernels of forward kinematics and frame Jacobians (with their time variation) of a kinematic tree.
 
 Reference frames for Jacobians follow Pinocchio:
 
@@ -11,29 +11,16 @@ Jacobian rows are ``[linear; angular]`` (Pinocchio's layout), columns follow ``v
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
-from ..errors import InputError, ShapeError
 from ..model import layout as L
 from ..spatial import ops
-from .common import (
-    as_float_vector,
-    check_configuration,
-    check_vector,
-    jcalc,
-    kernel,
-    raise_for_status,
-    s_column,
-    s_mul,
-    velocity_pass,
-)
-from .validation import check_data
+from .common import check_configuration, check_vector, jcalc, kernel, s_column, s_mul, velocity_pass
 
+# reference frames of Jacobians (kernel codes)
 LOCAL = 0
 WORLD = 1
 LOCAL_WORLD_ALIGNED = 2
-_REFERENCES = {"local": LOCAL, "world": WORLD, "local_world_aligned": LOCAL_WORLD_ALIGNED}
 
 
 @njit(cache=True)
@@ -166,172 +153,3 @@ def jacobian_kernel(ib, ws, q, v, body, fp, ref, J, dJ):
                     write_column(dJ, c, dcol, ref, Rf, pf)
         j = ib[j, L.I_PARENT]
     return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# Python API
-def forward_kinematics(model, data, q, v=None, a=None) -> None:
-    """Placements (``data.oMi``), and if given velocities (``data.v``) and accelerations
-    (``data.a``, gravity excluded) of every body. For a model with loops, ``q``, ``v``, ``a`` are the
-    cluster state (independent velocities and accelerations)."""
-    if data.model_key is not model._key:
-        if model.has_constraints:
-            from .cluster_kinematics import cluster_forward_kinematics
-
-            return cluster_forward_kinematics(model, data, q, v, a)
-        check_data(model, data)
-    if a is not None and v is None:
-        raise InputError("forward_kinematics: accelerations need velocities (pass v)")
-    _reject_empty(data, v, "v")
-    _reject_empty(data, a, "a")
-    e = data.empty
-    args = [q, e if v is None else v, e if a is None else a]
-    try:
-        st = fk_kernel(data.ib, data.ws, *args)
-    except TypeError:
-        args = [as_float_vector(x, n) for x, n in zip(args, ("q", "v", "a"), strict=True)]
-        st = fk_kernel(data.ib, data.ws, *args)
-    if st:
-        raise_for_status(model, st, ("q", "v", "a"), (model.nq, model.nv, model.nv))
-
-
-def frame_placement(model, data, frame) -> np.ndarray:
-    """4×4 world placement of ``frame`` (name or index) from the last :func:`forward_kinematics`."""
-    fid = model._frame_index(frame)
-    b = int(data.frame_body[fid])
-    fp = data.frame_placement[fid]
-    oR = data.ws[b, L.W_OR : L.W_OR + 9].reshape(3, 3)
-    op = data.ws[b, L.W_OP : L.W_OP + 3]
-    T = np.eye(4)
-    T[:3, :3] = oR @ fp[:9].reshape(3, 3)
-    T[:3, 3] = op + oR @ fp[9:]
-    return T
-
-
-def update_frame_placements(model, data) -> np.ndarray:
-    """(nframes, 4, 4) world placements of all frames from the last :func:`forward_kinematics`."""
-    oR = data.ws[data.frame_body, L.W_OR : L.W_OR + 9].reshape(-1, 3, 3)
-    op = data.ws[data.frame_body, L.W_OP : L.W_OP + 3]
-    fR = data.frame_placement[:, :9].reshape(-1, 3, 3)
-    out = np.zeros((len(data.frame_body), 4, 4))
-    out[:, :3, :3] = oR @ fR
-    out[:, :3, 3] = op + np.einsum("kij,kj->ki", oR, data.frame_placement[:, 9:])
-    out[:, 3, 3] = 1.0
-    return out
-
-
-def _reject_empty(data, x, name: str) -> None:
-    # the kernels read an empty vector as 'not given'; an empty vector passed by the user is an error
-    if x is not None and data.nv > 0 and np.size(x) == 0:
-        raise ShapeError(f"{name} must be a 1-D array of size {data.nv}, got an empty array")
-
-
-def _reference(reference: str) -> int:
-    try:
-        return _REFERENCES[reference]
-    except KeyError:
-        raise InputError(f"reference must be one of {sorted(_REFERENCES)}, got {reference!r}") from None
-
-
-def _jacobians(model, data, q, v, frame, reference):
-    if data.model_key is not model._key:
-        check_data(model, data)
-    ref = _reference(reference)
-    _reject_empty(data, v, "v")
-    fid = model._frame_index(frame)
-    J = np.empty((6, data.nv))
-    dJ = np.empty((6, data.nv)) if v is not None else np.empty((0, 0))
-    vv = data.empty if v is None else v
-    args = (data.ib, data.ws, q, vv, int(data.frame_body[fid]), data.frame_placement[fid], ref, J, dJ)
-    try:
-        st = jacobian_kernel(*args)
-    except TypeError:
-        q2 = as_float_vector(q, "q")
-        v2 = vv if v is None else as_float_vector(v, "v")
-        st = jacobian_kernel(data.ib, data.ws, q2, v2, *args[4:])
-    if st:
-        raise_for_status(model, st, ("q", "v"), (model.nq, model.nv))
-    return J, dJ
-
-
-def frame_jacobian(model, data, q, frame, reference: str = "local") -> np.ndarray:
-    """The 6 × nv Jacobian of ``frame`` (name or index) at ``q``, rows ``[linear; angular]``, in
-    ``reference`` ∈ {"local", "world", "local_world_aligned"} (Pinocchio's meanings).
-
-    For a model with loops, ``q`` is its cluster state and the columns are its independent
-    velocities (``J_span G``, by the cluster kinematics)."""
-    if model.has_constraints:
-        return _cluster_frame_jacobian(model, data, q, frame, reference)
-    return _jacobians(model, data, q, None, frame, reference)[0]
-
-
-def _cluster_frame_jacobian(model, data, q, frame, reference):
-    from .delassus import Constraint, constraint_jacobian
-
-    ref = _reference(reference)
-    name = model.frames[model._frame_index(frame)].name
-    J = constraint_jacobian(model, data, q, [Constraint(name, "6d")])
-    if ref == LOCAL:
-        return J
-    from .cluster_kinematics import placements_from_parents
-
-    placements_from_parents(data.ib, data.ws)  # world placements from the kernel's parent placements
-    T = frame_placement(model, data, name)
-    R, p = T[:3, :3], T[:3, 3]
-    out = np.empty_like(J)
-    out[3:] = R @ J[3:]
-    out[:3] = R @ J[:3]
-    if ref == WORLD:  # the velocity of the point at the world origin: v_p + p × ω
-        out[:3] += np.cross(p, out[3:].T).T
-    return out
-
-
-def frame_jacobian_time_variation(model, data, q, v, frame, reference: str = "local") -> np.ndarray:
-    """The time derivative ``dJ/dt`` of :func:`frame_jacobian` (same ``reference``) when moving with
-    velocity ``v`` — Pinocchio's ``getFrameJacobianTimeVariation``. ``J̇ v`` is the bias term of the
-    frame's spatial acceleration ``J a + J̇ v`` in that reference."""
-    return _jacobians(model, data, q, v, frame, reference)[1]
-
-
-def _frame_motion(model, data, frame, reference: str, column: int) -> np.ndarray:
-    """A body motion (velocity or acceleration, from the last forward_kinematics) seen from
-    ``frame`` in ``reference``, rows [linear; angular]."""
-    ref = _reference(reference)
-    fid = model._frame_index(frame)
-    b = int(data.frame_body[fid])
-    m = data.ws[b, column : column + 6]
-    w_b, u_b = m[:3], m[3:]
-    fR = data.frame_placement[fid, :9].reshape(3, 3)
-    fp = data.frame_placement[fid, 9:]
-    # at the frame origin, body axes
-    u_f = u_b + np.cross(w_b, fp)
-    if ref == LOCAL:
-        return np.concatenate([fR.T @ u_f, fR.T @ w_b])
-    oR = data.ws[b, L.W_OR : L.W_OR + 9].reshape(3, 3)
-    w_o, u_fo = oR @ w_b, oR @ u_f
-    if ref == LOCAL_WORLD_ALIGNED:
-        return np.concatenate([u_fo, w_o])
-    p_f = data.ws[b, L.W_OP : L.W_OP + 3] + oR @ fp  # WORLD: measured at the world origin
-    return np.concatenate([u_fo - np.cross(w_o, p_f), w_o])
-
-
-def frame_velocity(model, data, frame, reference: str = "local") -> np.ndarray:
-    """Spatial velocity ``[linear; angular]`` of ``frame`` in ``reference``, from the last
-    :func:`forward_kinematics` with ``v`` (Pinocchio's ``getFrameVelocity``)."""
-    return _frame_motion(model, data, frame, reference, L.W_V)
-
-
-def frame_acceleration(model, data, frame, reference: str = "local") -> np.ndarray:
-    """Spatial acceleration ``[linear; angular]`` of ``frame`` in ``reference``, from the last
-    :func:`forward_kinematics` with ``v`` and ``a`` (Pinocchio's ``getFrameAcceleration``)."""
-    return _frame_motion(model, data, frame, reference, L.W_A)
-
-
-def frame_classical_acceleration(model, data, frame, reference: str = "local") -> np.ndarray:
-    """Classical acceleration ``[linear; angular]`` of ``frame``'s origin — the second time derivative
-    of its position, ``a_spatial + ω × v`` — in ``reference`` (Pinocchio's
-    ``getFrameClassicalAcceleration``)."""
-    acc = frame_acceleration(model, data, frame, reference)
-    vel = frame_velocity(model, data, frame, reference)
-    acc[:3] += np.cross(vel[3:], vel[:3])
-    return acc

@@ -18,7 +18,7 @@ Both run in link coordinates (spec §3.7): with ``Xup_i = ⁱX_{π(i)}``, ``U_i 
 * the force propagator ``P_i f = Xup_iᵀ (f − U_i D_i⁻¹ S_iᵀ f)`` carries a force from i to π(i); the
   rows of ``K`` propagate like forces (``ᵖK = ⁱK P_iᵀ``, pitfall P3: P on forces, Pᵀ on motions);
 * ``Ω_i = S_i D_i⁻¹ S_iᵀ`` is the inverse inertia of link i with π(i) grounded (i coordinates);
-* ``K_e`` acts on the constrained link's ``[ω; v]`` in link coordinates (``delassus._prepare``).
+* ``K_e`` acts on the constrained link's ``[ω; v]`` in link coordinates (``loopdyn.constraint_rows.prepare``).
 
 The branching set is the robust one of spec §2.2 (not the paper's literal formula, erratum E1):
 ``N = {0} ∪ E ∪ {links with ≥ 2 children whose subtrees hold end-effectors}``. Every constraint is
@@ -45,19 +45,11 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
-from .common import (
-    SINGULAR,
-    STATUS_BASE,
-    as_float_vector,
-    check_configuration,
-    jcalc,
-    kernel,
-    raise_for_status,
-    s_column,
-)
-from .delassus import add_row_inertia
+from .common import check_configuration, jcalc, kernel, s_column
+from .efpa import add_row_inertia
+from .status import SINGULAR, STATUS_BASE
 
-__all__ = ["BranchingStructure", "branching_structure", "run_pv_osim", "run_pv_osimr"]
+__all__ = ["BranchingStructure", "PackedStructure", "branching_structure", "packed_structure"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,8 +255,11 @@ TILE = 8  # rows per band in the assembly loops
 
 
 @dataclass
-class _Packed:
-    prep: tuple  # the prepared constraints this was built for (kept alive: its id is the cache key)
+class PackedStructure:
+    """The branching structure of a constraint list packed for the PV-OSIM(r) kernels (``bk``), and
+    per-thread float scratch."""
+
+    rows: object  # the ConstraintRows this was built for (kept alive: its id is the cache key)
     structure: BranchingStructure
     bk: np.ndarray
     m_user: int
@@ -284,10 +279,10 @@ class _Packed:
         return buf
 
 
-def _pack(ib: np.ndarray, prep) -> _Packed:
+def _pack(ib: np.ndarray, constraint_rows) -> PackedStructure:
     """PRECOMPUTE (spec §3.5.1): EEs in depth-first order, :func:`branching_structure`, and the
     records the kernels read, in one int64 array. O(n + m_b) (plus sorting the groups)."""
-    cbody, crow = prep[0], prep[1]
+    cbody, crow = constraint_rows.body, constraint_rows.row
     nb = int(ib[0, L.I0_NBODIES])
     parents = [int(ib[i, L.I_PARENT]) for i in range(1, nb + 1)]
     # split the constraints into EEs of at most 6 rows: (link, first user row, rows)
@@ -374,22 +369,22 @@ def _pack(ib: np.ndarray, prep) -> _Packed:
             bk[og + GR_TOP], bk[og + GR_LO], bk[og + GR_HI], bk[og + GR_EE] = s.top[u], lo, hi, int(u > nb)
             g += 1
     m_user = int(crow[-1])
-    return _Packed(prep, s, bk, m_user, m_int, nslot)
+    return PackedStructure(constraint_rows, s, bk, m_user, m_int, nslot)
 
 
 _PACKED: dict = {}
 
 
-def _packed(data, prep) -> _Packed:
-    """The cached packed structure of a prepared constraint list (``delassus._prepare`` returns the
-    same tuple while the model and the constraints are unchanged)."""
-    hit = _PACKED.get(id(prep))
-    if hit is not None and hit.prep is prep:
+def packed_structure(data, rows) -> PackedStructure:
+    """The cached packed structure of prepared constraint rows (:func:`loopdyn.constraint_rows.prepare`
+    returns the same object while the model and the constraints are unchanged)."""
+    hit = _PACKED.get(id(rows))
+    if hit is not None and hit.rows is rows:
         return hit
-    p = _pack(data.ib, prep)
+    p = _pack(data.ib, rows)
     if len(_PACKED) > 64:
         _PACKED.clear()
-    _PACKED[id(prep)] = p
+    _PACKED[id(rows)] = p
     return p
 
 
@@ -530,25 +525,12 @@ def pv_osim_kernel(ib, ws, q, K, bk, sc, added, out):
 
 # ---------------------------------------------------------------------------------------------
 # PV-OSIMr (Algorithm 3)
-@njit(cache=True)
-def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
-    """PV-OSIMr on validated inputs (spec §3.5.1 in link coordinates, §3.7); writes Λ⁻¹ (user order)
-    into ``out``. Returns 0 or SINGULAR.
-
-    Per slot s (link or EE): ``PD[s] = ^{π(s)}P_{D(s)}`` (6 × w, w = 6 or m_e, force propagator from
-    D(s)'s coordinates — constraint space for an EE — to π(s)'s), ``OD[s] = ^{π(s)}Ω_{D(s)}`` (w × w)
-    and, for s ∈ N, ``⁰Ω_s``. Per internal row: its CEMP ``ᶜK_e`` at the branching ancestor c being
-    processed, and ``W = ᶜK_e ⁰Ω_c``.
-    """
+@njit(cache=True, inline="always")
+def pvr_seed_end_effectors(K, bk, sc):
+    """PV-OSIMr lines 3–4: ^{π(e)}P_e ← K_eᵀ, ^{π(e)}Ω_e ← 0 for every EE slot (abuse of notation, E8)."""
     nb = bk[H_NB]
-    ne = bk[H_NE]
-    off_link = bk[H_LINK]
     off_ee = bk[H_EE]
-    off_rmap = bk[H_RMAP]
-    R0 = SLOT_W * (nb + ne + 1)  # row scratch: ᶜK (0:6), W = ᶜK ⁰Ω_c (6:12)
-    out[:, :] = 0.0  # cca = 0 blocks stay exactly zero (P7)
-    _articulated_inertias_init(ib, ws, q, K, bk, added)  # lines 1–2
-    for k in range(ne):  # lines 3–4: ^{π(e)}P_e ← K_eᵀ, ^{π(e)}Ω_e ← 0 (abuse of notation, E8)
+    for k in range(bk[H_NE]):
         o = off_ee + EE_W * k
         s = SLOT_W * (nb + 1 + k)
         w = bk[o + EE_DIM]
@@ -558,89 +540,83 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
                 sc[s + PD_OFF + 6 * c + a] = K[ur + c, a]
         for a in range(w * w):
             sc[s + OD_OFF + a] = 0.0
-    Wb = 0  # slot 0 scratch: W = S_iᵀ Pb (nv × w, row-major, row stride 6) at 0, Y = D⁻¹ W at 36
+
+
+@njit(cache=True, inline="always")
+def pvr_propagate_1dof(ib, ws, sc, i, par, w, si, sb):
+    """Lines 13–15 for the common case, a 1-dof link inside a chain: with W = Sᵀ Pb,
+    ^{π(i)}Ω_{D(i)} = Ob + Wᵀ D⁻¹ W (eq. 16) and ^{π(i)}P_{D(i)} = Xupᵀ (Pb − U D⁻¹ W) (eq. 17)."""
+    Wb = 0  # slot 0 scratch: W = Sᵀ Pb
+    s0 = s_column(ib, ws, i, 0)
+    dinv = ws[i, L.W_DINV]
+    for c in range(w):  # W = Sᵀ Pb
+        sc[Wb + c] = ops.dot6(s0, ops.load6_at(sc, sb + PD_OFF + 6 * c))
+    for a in range(w):  # line 15 (eq 16): Ob + Wᵀ D⁻¹ W
+        ya = sc[Wb + a] * dinv
+        for c in range(a, w):
+            v = sc[sb + OD_OFF + w * a + c] + ya * sc[Wb + c]
+            sc[si + OD_OFF + w * a + c] = v
+            sc[si + OD_OFF + w * c + a] = v
+    if par > 0:  # line 13 (eq 17): P_i Pb = Xupᵀ (Pb − U D⁻¹ W)
+        R = ops.load9(ws, i, L.W_R)
+        p = ops.load3(ws, i, L.W_P)
+        U0 = ops.load6(ws, i, L.W_U)
+        for c in range(w):
+            g = ops.sub6(ops.load6_at(sc, sb + PD_OFF + 6 * c), ops.scale6(U0, dinv * sc[Wb + c]))
+            ops.store6_at(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
+
+
+@njit(cache=True, inline="always")
+def pvr_propagate_general(ib, ws, sc, i, nv, par, w, si, sb, in_n):
+    """Lines 13–15 for any link: (Pb, Ob) = (ⁱP_{D(i)}, ⁱΩ_{D(i)}) are (1₆, 0₆) when i ∈ N (lines
+    6–7), else the chain child's; W = Sᵀ Pb, Y = D⁻¹ W, ^{π(i)}Ω_{D(i)} = Ob + Wᵀ Y (eq. 16),
+    ^{π(i)}P_{D(i)} = Xupᵀ (Pb − U Y) column by column (eq. 17)."""
+    Wb = 0  # slot 0 scratch: W (nv × w, row-major, row stride 6) at 0, Y = D⁻¹ W at 36
     Yb = 36
-    for i in range(nb, 0, -1):  # line 5
-        if not joint_factor(ib, ws, i):  # line 8: D_i, ^{π(i)}Ω_i = S D⁻¹ Sᵀ (kept factored)
-            return SINGULAR * STATUS_BASE + i
-        nv = ib[i, L.I_NV]
-        par = ib[i, L.I_PARENT]
-        o = off_link + LINK_W * i
-        flags = bk[o + LK_FLAGS]
-        if flags & F_HAS:  # lines 12–15: ES(i) ≠ ∅
-            w = bk[o + LK_W]
-            si = SLOT_W * i
-            sb = 0
-            # (Pb, Ob) = (ⁱP_{D(i)}, ⁱΩ_{D(i)}): (1₆, 0₆) if i ∈ N (lines 6–7), else the chain child's
-            if not flags & F_IN_N:
-                sb = SLOT_W * bk[o + LK_CHAIN]
-            if nv == 1 and not flags & F_IN_N:  # the common case: a 1-dof link inside a chain
-                s0 = s_column(ib, ws, i, 0)
-                dinv = ws[i, L.W_DINV]
-                for c in range(w):  # W = Sᵀ Pb
-                    sc[Wb + c] = ops.dot6(s0, ops.load6_at(sc, sb + PD_OFF + 6 * c))
-                for a in range(w):  # line 15 (eq 16): Ob + Wᵀ D⁻¹ W
-                    ya = sc[Wb + a] * dinv
-                    for c in range(a, w):
-                        v = sc[sb + OD_OFF + w * a + c] + ya * sc[Wb + c]
-                        sc[si + OD_OFF + w * a + c] = v
-                        sc[si + OD_OFF + w * c + a] = v
-                if par > 0:  # line 13 (eq 17): P_i Pb = Xupᵀ (Pb − U D⁻¹ W)
-                    R = ops.load9(ws, i, L.W_R)
-                    p = ops.load3(ws, i, L.W_P)
-                    U0 = ops.load6(ws, i, L.W_U)
-                    for c in range(w):
-                        g = ops.sub6(ops.load6_at(sc, sb + PD_OFF + 6 * c), ops.scale6(U0, dinv * sc[Wb + c]))
-                        ops.store6_at(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
+    if in_n:
+        for k in range(nv):
+            sk = s_column(ib, ws, i, k)
+            for c in range(6):
+                sc[Wb + 6 * k + c] = sk[c]
+    else:
+        for k in range(nv):
+            sk = s_column(ib, ws, i, k)
+            for c in range(w):
+                sc[Wb + 6 * k + c] = ops.dot6(sk, ops.load6_at(sc, sb + PD_OFF + 6 * c))
+    for k in range(nv):  # Y = D⁻¹ W
+        for c in range(w):
+            acc = 0.0
+            for l in range(nv):
+                acc += ws[i, L.W_DINV + nv * k + l] * sc[Wb + 6 * l + c]
+            sc[Yb + 6 * k + c] = acc
+    # line 15 (eq 16): ^{π(i)}Ω_{D(i)} = ⁱΩ_{D(i)} + ⁱP_{D(i)}ᵀ Ω_i ⁱP_{D(i)} = Ob + Wᵀ D⁻¹ W
+    for a in range(w):
+        for c in range(a, w):
+            acc = 0.0
+            for k in range(nv):
+                acc += sc[Wb + 6 * k + a] * sc[Yb + 6 * k + c]
+            if not in_n:
+                acc += sc[sb + OD_OFF + w * a + c]
+            sc[si + OD_OFF + w * a + c] = acc
+            sc[si + OD_OFF + w * c + a] = acc
+    if par > 0:  # line 13 (eq 17): ^{π(i)}P_{D(i)} = P_i ⁱP_{D(i)}, column by column
+        R = ops.load9(ws, i, L.W_R)
+        p = ops.load3(ws, i, L.W_P)
+        for c in range(w):
+            if in_n:
+                g = ops.unit6(c)
             else:
-                if flags & F_IN_N:
-                    for k in range(nv):
-                        sk = s_column(ib, ws, i, k)
-                        for c in range(6):
-                            sc[Wb + 6 * k + c] = sk[c]
-                else:
-                    for k in range(nv):
-                        sk = s_column(ib, ws, i, k)
-                        for c in range(w):
-                            sc[Wb + 6 * k + c] = ops.dot6(sk, ops.load6_at(sc, sb + PD_OFF + 6 * c))
-                for k in range(nv):  # Y = D⁻¹ W
-                    for c in range(w):
-                        acc = 0.0
-                        for l in range(nv):
-                            acc += ws[i, L.W_DINV + nv * k + l] * sc[Wb + 6 * l + c]
-                        sc[Yb + 6 * k + c] = acc
-                # line 15 (eq 16): ^{π(i)}Ω_{D(i)} = ⁱΩ_{D(i)} + ⁱP_{D(i)}ᵀ Ω_i ⁱP_{D(i)} = Ob + Wᵀ D⁻¹ W
-                for a in range(w):
-                    for c in range(a, w):
-                        acc = 0.0
-                        for k in range(nv):
-                            acc += sc[Wb + 6 * k + a] * sc[Yb + 6 * k + c]
-                        if not flags & F_IN_N:
-                            acc += sc[sb + OD_OFF + w * a + c]
-                        sc[si + OD_OFF + w * a + c] = acc
-                        sc[si + OD_OFF + w * c + a] = acc
-                if par > 0:  # line 13 (eq 17): ^{π(i)}P_{D(i)} = P_i ⁱP_{D(i)}, column by column
-                    R = ops.load9(ws, i, L.W_R)
-                    p = ops.load3(ws, i, L.W_P)
-                    for c in range(w):
-                        if flags & F_IN_N:
-                            g = (
-                                1.0 if c == 0 else 0.0,
-                                1.0 if c == 1 else 0.0,
-                                1.0 if c == 2 else 0.0,
-                                1.0 if c == 3 else 0.0,
-                                1.0 if c == 4 else 0.0,
-                                1.0 if c == 5 else 0.0,
-                            )
-                        else:
-                            g = ops.load6_at(sc, sb + PD_OFF + 6 * c)
-                        for k in range(nv):
-                            g = ops.sub6(g, ops.scale6(ops.load6(ws, i, L.W_U + 6 * k), sc[Yb + 6 * k + c]))
-                        ops.store6_at(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
-        if par > 0:  # lines 9–11
-            inertia_to_parent(ib, ws, i, par)
-    # lines 16–17 (eq 18), ascending over N∖{0}: ⁰Ω_j = ^{A}Ω_j + ^{A}P_jᵀ ⁰Ω_A ^{A}P_j, with
-    # ^{A(j)}P_j = PD[top(j)] and ^{A(j)}Ω_j = OD[top(j)]; ⁰Ω_j = OD[top(j)] when A(j) = 0
+                g = ops.load6_at(sc, sb + PD_OFF + 6 * c)
+            for k in range(nv):
+                g = ops.sub6(g, ops.scale6(ops.load6(ws, i, L.W_U + 6 * k), sc[Yb + 6 * k + c]))
+            ops.store6_at(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
+
+
+@njit(cache=True, inline="always")
+def pvr_branch_inverse_inertias(bk, sc):
+    """Lines 16–17 (eq 18), ascending over N∖{0}: ⁰Ω_j = ^{A}Ω_j + ^{A}P_jᵀ ⁰Ω_A ^{A}P_j, with
+    ^{A(j)}P_j = PD[top(j)] and ^{A(j)}Ω_j = OD[top(j)]; ⁰Ω_j = OD[top(j)] when A(j) = 0."""
+    Wb = 0  # slot 0 scratch: T = ⁰Ω_A PD (6 × w, column c at 6 c)
     off_node = bk[H_NODE]
     for n in range(bk[H_NN]):
         o = off_node + NODE_W * n
@@ -653,7 +629,7 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
                 sc[sj + O0_OFF + k] = sc[st + OD_OFF + k]
             continue
         sa = SLOT_W * a_
-        for c in range(w):  # T = ⁰Ω_A PD (6 × w) into slot 0 (column c at 6 c)
+        for c in range(w):  # T = ⁰Ω_A PD
             pc = ops.load6_at(sc, st + PD_OFF + 6 * c)
             for r in range(6):
                 sc[Wb + 6 * c + r] = ops.dot6(ops.load6_at(sc, sa + O0_OFF + 6 * r), pc)
@@ -663,72 +639,81 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
                 v = sc[st + OD_OFF + w * r + c] + ops.dot6(pr, ops.load6_at(sc, Wb + 6 * c))
                 sc[sj + O0_OFF + w * r + c] = v
                 sc[sj + O0_OFF + w * c + r] = v
-    # lines 18–26, one real branching link c at a time, descending (children before parents): bring
-    # the CEMPs of the EEs below every compressed child u of c up to c (line 20: ^{c}K_e = PD[top(e)]ᵀ
-    # for an EE child; line 22, eq 19: ^{c}K_e = ^{u}K_e PD[top(u)]ᵀ), then the blocks with cca = c
-    # between different groups (line 25, eq 13) — every off-diagonal pair with cca ≠ 0 exactly once
-    off_cnode = bk[H_CNODE]
+
+
+@njit(cache=True, inline="always")
+def pvr_cemps_to_branch(bk, sc, g0, ng, R0):
+    """Lines 20–22 for one branching link c: bring the CEMPs of the EEs below every compressed child u
+    of c up to c (line 20: ^{c}K_e = PD[top(e)]ᵀ for an EE child; line 22, eq 19:
+    ^{c}K_e = ^{u}K_e PD[top(u)]ᵀ, row ↦ Σ_b row[b] PD[:, b])."""
     off_group = bk[H_GROUP]
-    for n in range(bk[H_NC]):
-        o = off_cnode + CN_W * n
-        cc = bk[o + CN_C]
-        g0 = bk[o + CN_G0]
-        ng = bk[o + CN_NG]
-        for g in range(g0, g0 + ng):
-            og = off_group + GR_W * g
-            st = SLOT_W * bk[og + GR_TOP]
-            lo = bk[og + GR_LO]
-            hi = bk[og + GR_HI]
-            if bk[og + GR_EE]:  # line 20
-                for r in range(lo, hi):
-                    ops.store6_at(sc, R0 + ROW_W * r, ops.load6_at(sc, st + PD_OFF + 6 * (r - lo)))
-            else:  # line 22: row ↦ row · PDᵀ = Σ_b row[b] PD[:, b]
-                for r in range(lo, hi):
-                    ro = R0 + ROW_W * r
-                    kr = ops.load6_at(sc, ro)
-                    acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-                    for b in range(6):
-                        acc = ops.add6(acc, ops.scale6(ops.load6_at(sc, st + PD_OFF + 6 * b), kr[b]))
-                    ops.store6_at(sc, ro, acc)
-        # W = ᶜK ⁰Ω_c (⁰Ω_c symmetric) for the rows of every group but the largest one, which only
-        # needs its ᶜK: each pair of groups uses W on one side and ᶜK on the other
-        gbig = g0
-        for g in range(g0 + 1, g0 + ng):
-            og = off_group + GR_W * g
-            ob = off_group + GR_W * gbig
-            if bk[og + GR_HI] - bk[og + GR_LO] > bk[ob + GR_HI] - bk[ob + GR_LO]:
-                gbig = g
-        sO = SLOT_W * cc + O0_OFF
-        for g in range(g0, g0 + ng):
-            if g == gbig:
-                continue
-            og = off_group + GR_W * g
-            for r in range(bk[og + GR_LO], bk[og + GR_HI]):
+    for g in range(g0, g0 + ng):
+        og = off_group + GR_W * g
+        st = SLOT_W * bk[og + GR_TOP]
+        lo = bk[og + GR_LO]
+        hi = bk[og + GR_HI]
+        if bk[og + GR_EE]:  # line 20
+            for r in range(lo, hi):
+                ops.store6_at(sc, R0 + ROW_W * r, ops.load6_at(sc, st + PD_OFF + 6 * (r - lo)))
+        else:  # line 22
+            for r in range(lo, hi):
                 ro = R0 + ROW_W * r
                 kr = ops.load6_at(sc, ro)
-                for a in range(6):
-                    sc[ro + 6 + a] = ops.dot6(ops.load6_at(sc, sO + 6 * a), kr)
-        for g1 in range(g0, g0 + ng):
-            for g2 in range(g1 + 1, g0 + ng):
-                ga = g2 if g1 == gbig else g1  # the side with W
-                gb = g1 if g1 == gbig else g2
-                oa = off_group + GR_W * ga
-                ob = off_group + GR_W * gb
-                hi_a = bk[oa + GR_HI]
-                for a0 in range(
-                    bk[oa + GR_LO], hi_a, TILE
-                ):  # bands of TILE rows (transposed stores stay in cache)
-                    a1 = min(a0 + TILE, hi_a)
-                    for r2 in range(bk[ob + GR_LO], bk[ob + GR_HI]):
-                        k2 = ops.load6_at(sc, R0 + ROW_W * r2)
-                        u2 = bk[off_rmap + r2]
-                        for r1 in range(a0, a1):
-                            v = ops.dot6(ops.load6_at(sc, R0 + ROW_W * r1 + 6), k2)
-                            u1 = bk[off_rmap + r1]
-                            out[u1, u2] = v  # line 25
-                            out[u2, u1] = v  # line 26
-    # line 28: the diagonal blocks Λ⁻¹_{e,e} = ⁰Ω_e (this also covers E5: no cca(e, e) = e lookup)
-    for k in range(ne):
+                acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                for b in range(6):
+                    acc = ops.add6(acc, ops.scale6(ops.load6_at(sc, st + PD_OFF + 6 * b), kr[b]))
+                ops.store6_at(sc, ro, acc)
+
+
+@njit(cache=True, inline="always")
+def pvr_branch_blocks(bk, sc, out, cc, g0, ng, R0):
+    """Lines 25–26 for one branching link c: the blocks Λ⁻¹_{e1,e2} = ᶜK_e1 ⁰Ω_c ᶜK_e2ᵀ (eq. 13) between
+    the groups of c — every off-diagonal pair with cca = c exactly once. W = ᶜK ⁰Ω_c (⁰Ω_c symmetric) is
+    formed for the rows of every group but the largest one, which only needs its ᶜK: each pair of
+    groups uses W on one side and ᶜK on the other."""
+    off_group = bk[H_GROUP]
+    off_rmap = bk[H_RMAP]
+    gbig = g0
+    for g in range(g0 + 1, g0 + ng):
+        og = off_group + GR_W * g
+        ob = off_group + GR_W * gbig
+        if bk[og + GR_HI] - bk[og + GR_LO] > bk[ob + GR_HI] - bk[ob + GR_LO]:
+            gbig = g
+    sO = SLOT_W * cc + O0_OFF
+    for g in range(g0, g0 + ng):
+        if g == gbig:
+            continue
+        og = off_group + GR_W * g
+        for r in range(bk[og + GR_LO], bk[og + GR_HI]):
+            ro = R0 + ROW_W * r
+            kr = ops.load6_at(sc, ro)
+            for a in range(6):
+                sc[ro + 6 + a] = ops.dot6(ops.load6_at(sc, sO + 6 * a), kr)
+    for g1 in range(g0, g0 + ng):
+        for g2 in range(g1 + 1, g0 + ng):
+            ga = g2 if g1 == gbig else g1  # the side with W
+            gb = g1 if g1 == gbig else g2
+            oa = off_group + GR_W * ga
+            ob = off_group + GR_W * gb
+            hi_a = bk[oa + GR_HI]
+            for a0 in range(bk[oa + GR_LO], hi_a, TILE):  # bands of TILE rows (transposed stores in cache)
+                a1 = min(a0 + TILE, hi_a)
+                for r2 in range(bk[ob + GR_LO], bk[ob + GR_HI]):
+                    k2 = ops.load6_at(sc, R0 + ROW_W * r2)
+                    u2 = bk[off_rmap + r2]
+                    for r1 in range(a0, a1):
+                        v = ops.dot6(ops.load6_at(sc, R0 + ROW_W * r1 + 6), k2)
+                        u1 = bk[off_rmap + r1]
+                        out[u1, u2] = v  # line 25
+                        out[u2, u1] = v  # line 26
+
+
+@njit(cache=True, inline="always")
+def pvr_diagonal_blocks(bk, sc, out):
+    """Line 28: the diagonal blocks Λ⁻¹_{e,e} = ⁰Ω_e (this also covers E5: no cca(e, e) = e lookup)."""
+    nb = bk[H_NB]
+    off_ee = bk[H_EE]
+    for k in range(bk[H_NE]):
         o = off_ee + EE_W * k
         se = SLOT_W * (nb + 1 + k)
         w = bk[o + EE_DIM]
@@ -736,6 +721,47 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
         for a in range(w):
             for c in range(w):
                 out[ur + a, ur + c] = sc[se + O0_OFF + w * a + c]
+
+
+@njit(cache=True)
+def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
+    """PV-OSIMr on validated inputs (spec §3.5.1 in link coordinates, §3.7); writes Λ⁻¹ (user order)
+    into ``out``. Returns 0 or SINGULAR.
+
+    Per slot s (link or EE): ``PD[s] = ^{π(s)}P_{D(s)}`` (6 × w, w = 6 or m_e, force propagator from
+    D(s)'s coordinates — constraint space for an EE — to π(s)'s), ``OD[s] = ^{π(s)}Ω_{D(s)}`` (w × w)
+    and, for s ∈ N, ``⁰Ω_s``. Per internal row: its CEMP ``ᶜK_e`` at the branching ancestor c being
+    processed, and ``W = ᶜK_e ⁰Ω_c``.
+    """
+    nb = bk[H_NB]
+    off_link = bk[H_LINK]
+    R0 = SLOT_W * (nb + bk[H_NE] + 1)  # row scratch: ᶜK (0:6), W = ᶜK ⁰Ω_c (6:12)
+    out[:, :] = 0.0  # cca = 0 blocks stay exactly zero (P7)
+    _articulated_inertias_init(ib, ws, q, K, bk, added)  # lines 1–2
+    pvr_seed_end_effectors(K, bk, sc)  # lines 3–4
+    for i in range(nb, 0, -1):  # line 5
+        if not joint_factor(ib, ws, i):  # line 8: D_i, ^{π(i)}Ω_i = S D⁻¹ Sᵀ (kept factored)
+            return SINGULAR * STATUS_BASE + i
+        par = ib[i, L.I_PARENT]
+        o = off_link + LINK_W * i
+        flags = bk[o + LK_FLAGS]
+        if flags & F_HAS:  # lines 12–15: ES(i) ≠ ∅
+            w = bk[o + LK_W]
+            in_n = flags & F_IN_N != 0
+            sb = 0 if in_n else SLOT_W * bk[o + LK_CHAIN]
+            if ib[i, L.I_NV] == 1 and not in_n:
+                pvr_propagate_1dof(ib, ws, sc, i, par, w, SLOT_W * i, sb)
+            else:
+                pvr_propagate_general(ib, ws, sc, i, ib[i, L.I_NV], par, w, SLOT_W * i, sb, in_n)
+        if par > 0:  # lines 9–11
+            inertia_to_parent(ib, ws, i, par)
+    pvr_branch_inverse_inertias(bk, sc)  # lines 16–17
+    off_cnode = bk[H_CNODE]
+    for n in range(bk[H_NC]):  # lines 18–26, one branching link c at a time, children before parents
+        o = off_cnode + CN_W * n
+        pvr_cemps_to_branch(bk, sc, bk[o + CN_G0], bk[o + CN_NG], R0)
+        pvr_branch_blocks(bk, sc, out, bk[o + CN_C], bk[o + CN_G0], bk[o + CN_NG], R0)
+    pvr_diagonal_blocks(bk, sc, out)  # line 28
     return 0
 
 
@@ -748,32 +774,3 @@ def pv_osimr_kernel(ib, ws, q, K, bk, sc, added, out):
     if st != 0:
         return st
     return pv_osimr_core(ib, ws, q, K, bk, sc, added, out)
-
-
-# ---------------------------------------------------------------------------------------------
-# Python entry points (called by loopdyn.algorithms.delassus)
-def _run(model, data, q, prep, added, which):
-    p = _packed(data, prep)
-    out = np.empty((p.m_user, p.m_user))
-    sc = p.scratch(which)
-    kern = pv_osim_kernel if which == "osim" else pv_osimr_kernel
-    try:
-        st = kern(data.ib, data.ws, q, prep[2], p.bk, sc, added, out)
-    except TypeError:
-        st = kern(data.ib, data.ws, as_float_vector(q, "q"), prep[2], p.bk, sc, float(added), out)
-    if st:
-        raise_for_status(model, st, ("q",), (model.nq,))
-    return out
-
-
-def run_pv_osim(model, data, q, prep, added: float = 0.0) -> np.ndarray:
-    """Λ⁻¹ (m × m, a new array, blocks in the constraint order of ``prep``) by PV-OSIM,
-    O(n + m² d). ``added ≥ 0`` adds ``added · K_eᵀ K_e`` to each constrained link's inertia first."""
-    return _run(model, data, q, prep, added, "osim")
-
-
-def run_pv_osimr(model, data, q, prep, added: float = 0.0) -> np.ndarray:
-    """Λ⁻¹ (m × m, a new array, blocks in the constraint order of ``prep``) by PV-OSIMr, O(n + m²).
-    ``added ≥ 0`` adds ``added · K_eᵀ K_e`` to each constrained link's inertia first (used by
-    ``damped_delassus_inverse``)."""
-    return _run(model, data, q, prep, added, "osimr")

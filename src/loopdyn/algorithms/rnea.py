@@ -6,14 +6,11 @@ the joints' armature (``M + diag(armature)``).
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
 from .common import (
-    as_float_vector,
-    as_force_array,
     check_configuration,
     check_forces,
     check_vector,
@@ -21,12 +18,10 @@ from .common import (
     gravity_seed,
     jcalc,
     kernel,
-    raise_for_status,
     s_mul,
     st_mul,
     velocity_pass,
 )
-from .validation import check_data
 
 
 @njit(cache=True)
@@ -85,89 +80,3 @@ def rnea_kernel(ib, ws, q, v, a, fext, tau, with_gravity):
         return st
     rnea_core(ib, ws, q, v, a, fext, tau, with_gravity)
     return 0
-
-
-def _rnea_slow(model, data, q, v, a, fext, out, with_gravity, names):
-    """Coerce arguments with clear errors, then run the kernel (called when the fast path's types fail)."""
-    q = as_float_vector(q, names[0])
-    v = as_float_vector(v, names[1])
-    a = as_float_vector(a, names[2])
-    fext = data.no_forces if fext is None else as_force_array(fext, model.njoints)
-    st = rnea_kernel(data.ib, data.ws, q, v, a, fext, out, with_gravity)
-    if st:
-        raise_for_status(model, st, names + ("f_ext",), (model.nq, model.nv, model.nv))
-    return out
-
-
-def rnea(model, data, q, v, a, f_ext=None) -> np.ndarray:
-    """Inverse dynamics: the joint forces ``τ`` that produce accelerations ``a`` at state ``(q, v)``.
-
-    Parameters
-    ----------
-    model, data:
-        A :class:`~loopdyn.Model` and a :class:`~loopdyn.model.data.Data` created by it.
-    q, v, a:
-        Configuration (nq), velocity (nv) and acceleration (nv), Pinocchio's layout.
-    f_ext:
-        Optional external forces, array (njoints, 6): row i is the spatial force ``[force; torque]``
-        applied to body i, expressed in body i's frame; row 0 (universe) is ignored.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``τ`` (nv), a new array.
-    """
-    if data.model_key is not model._key:
-        if model.has_constraints:  # a model with loops: C-RNEA
-            from .cluster_dynamics import cluster_rnea
-
-            return cluster_rnea(model, data, q, v, a, f_ext)
-        check_data(model, data)
-    out = np.empty(data.nv)
-    try:
-        st = rnea_kernel(data.ib, data.ws, q, v, a, data.no_forces if f_ext is None else f_ext, out, True)
-    except TypeError:
-        return _rnea_slow(model, data, q, v, a, f_ext, out, True, ("q", "v", "a"))
-    if st:
-        raise_for_status(model, st, ("q", "v", "a", "f_ext"), (model.nq, model.nv, model.nv))
-    return out
-
-
-def nonlinear_effects(model, data, q, v) -> np.ndarray:
-    """``C(q, v) v + g(q)``: the joint forces needed for zero acceleration (Pinocchio's ``nle``); for a
-    model with loops the independent-coordinate bias ``Gᵀ(C_span + H_span g)``."""
-    if data.model_key is not model._key:
-        if model.has_constraints:
-            from .cluster_dynamics import cluster_rnea
-
-            return cluster_rnea(model, data, q, v, np.zeros(model.nv))
-        check_data(model, data)
-    out = np.empty(data.nv)
-    zero = np.zeros(data.nv)
-    try:
-        st = rnea_kernel(data.ib, data.ws, q, v, zero, data.no_forces, out, True)
-    except TypeError:
-        return _rnea_slow(model, data, q, v, zero, None, out, True, ("q", "v", "a"))
-    if st:
-        raise_for_status(model, st, ("q", "v", "a", "f_ext"), (model.nq, model.nv, model.nv))
-    return out
-
-
-def gravity(model, data, q) -> np.ndarray:
-    """``g(q)``: the joint forces that hold the robot still against gravity
-    (Pinocchio's ``computeGeneralizedGravity``)."""
-    if data.model_key is not model._key:
-        if model.has_constraints:
-            from .cluster_dynamics import cluster_rnea
-
-            return cluster_rnea(model, data, q, np.zeros(model.nv), np.zeros(model.nv))
-        check_data(model, data)
-    out = np.empty(data.nv)
-    zero = np.zeros(data.nv)
-    try:
-        st = rnea_kernel(data.ib, data.ws, q, zero, zero, data.no_forces, out, True)
-    except TypeError:
-        return _rnea_slow(model, data, q, zero, zero, None, out, True, ("q", "v", "a"))
-    if st:
-        raise_for_status(model, st, ("q", "v", "a", "f_ext"), (model.nq, model.nv, model.nv))
-    return out

@@ -37,10 +37,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..constraint_rows import Constraint
+from ..delassus_methods import delassus
 from ..errors import InputError, ShapeError, UnsupportedFeatureError
 from ..model.clusters import EXPLICIT
 from ..model.joints import PRISMATIC
 from ..model.model import Body, Frame, Model
+from ..model.state import cluster_functions, to_spanning
 
 __all__ = ["MODES", "ApproximateModel", "approximate_delassus", "approximate_model", "unconstrained_model"]
 
@@ -117,8 +120,6 @@ class ApproximateModel:
             at = np.empty(self.tree.nv)
             at[self._v_dst] = a_[self._v_src]
         if self._implicit:
-            from ..model.state import to_spanning
-
             if a_ is None:
                 _, vs = to_spanning(m, q, v)
             else:
@@ -162,11 +163,9 @@ class ApproximateModel:
                 f"{what}: model {self.model.name!r} has implicit clusters, whose torque map depends on "
                 "the configuration; pass q"
             )
-        from ..model.state import _cluster_functions
-
         q = _vector(q, self.model.nq, "q")
         for c, links, dst in self._implicit:
-            K = _cluster_functions(c)[1](q[c.iq : c.iq + c.n])
+            K = cluster_functions(c)[1](q[c.iq : c.iq + c.n])
             G = np.zeros((c.n, c.m))
             G[c.independent, np.arange(c.m)] = 1.0
             G[c.dependent] = -np.linalg.solve(K[:, c.dependent], K[:, c.independent])
@@ -368,8 +367,6 @@ def approximate_delassus(model: Model, q, constraints, mode: str = "diagonal") -
     (rotors dropped, their inertia as armature of the kept joints), at the tree's state for the
     model's configuration ``q``. Constraints name bodies or frames by name (a body index is taken as
     the model's); a constraint on a dropped rotor raises :class:`~loopdyn.errors.InputError`."""
-    from ..algorithms.delassus import Constraint, delassus
-
     key = (id(model), mode)
     hit = _APPROX_CACHE.get(key)
     if hit is None or hit[0] is not model._key:

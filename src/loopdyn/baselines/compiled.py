@@ -17,8 +17,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..algorithms.cluster_kinematics import cluster_coordinates, raise_cluster_status, validate_cluster_state
-from ..algorithms.common import as_float_vector, kernel
+from ..algorithms.call import as_float_vector
+from ..algorithms.cluster_kinematics import cluster_coordinates, validate_cluster_state
+from ..algorithms.common import kernel
+from ..algorithms.status import raise_for_status
 from ..model import layout as L
 from .constraints import baseline_cache, constraint_jacobians, spanning_state
 
@@ -36,7 +38,7 @@ def compiled_maps_core(ib, ic, cb, wc, code, consts, table, outputs, q, v, krow,
         if st != 0:
             return st
         first, iv, m = ic[c, L.C_FIRST], ic[c, L.C_IV], ic[c, L.C_M]
-        if ic[c, L.C_KIND] == 0:
+        if ic[c, L.C_KIND] == L.SINGLE_BODY:
             b = cb[first]
             for j in range(ib[b, L.I_NV]):
                 G[ib[b, L.I_IV] + j, iv + j] = 1.0
@@ -47,7 +49,7 @@ def compiled_maps_core(ib, ic, cb, wc, code, consts, table, outputs, q, v, krow,
             for l in range(m):
                 G[sv, iv + l] = wc[Go + j * m + l]
             g[sv] = wc[gb + j]
-        if ic[c, L.C_KIND] == 2:  # K(q), k(q, q̇) as the tapes left them (see cluster_coordinates)
+        if ic[c, L.C_KIND] == L.IMPLICIT:  # K(q), k(q, q̇) as the tapes left them (see cluster_coordinates)
             nrow = ic[c, L.C_NROW]
             Ko = ic[c, L.C_SCR] + 2 * n + nrow
             kb = Ko + nrow * n
@@ -99,7 +101,7 @@ def compiled_maps(model, q, v, constraints: bool = True):
     args = (data.ib, data.ic, data.cb, data.wc, data.code, data.consts, data.table, data.outputs)
     st = compiled_maps_kernel(*args, as_float_vector(q, "q"), as_float_vector(v, "v"), krow, G, g, K, k)
     if st:
-        raise_cluster_status(model, st, ("q", "v"))
+        raise_for_status(model, st, ("q", "v"))
     ic, wc = data.ic, data.wc
     qs = wc[ic[0, L.C0_QS] : ic[0, L.C0_QS] + model.spanning_nq].copy()
     vs = wc[ic[0, L.C0_QDS] : ic[0, L.C0_QDS] + nvs].copy()

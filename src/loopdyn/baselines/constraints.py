@@ -175,7 +175,7 @@ def baseline_cache(model) -> _Baseline:
     return cache
 
 
-def _check(x, size: int, name: str) -> np.ndarray:
+def as_vector(x, size: int, name: str) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.shape != (size,):
         raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
@@ -196,8 +196,8 @@ def spanning_positions(model, q) -> np.ndarray:
     copied (they store spanning positions)."""
     cache = baseline_cache(model)
     if not cache.constrained:
-        return _check(q, model.nq, "q").copy()
-    return cache.Aq @ _check(q, model.nq, "q")
+        return as_vector(q, model.nq, "q").copy()
+    return cache.Aq @ as_vector(q, model.nq, "q")
 
 
 def _cluster_K(c: _ClusterInfo, qs: np.ndarray) -> np.ndarray:
@@ -214,8 +214,8 @@ def constraint_jacobians(model, q_span, v_span) -> tuple[np.ndarray, np.ndarray]
     """Dense ``(K, k)`` over the whole spanning-tree velocity: ``K`` (nc × nvs), ``k`` (nc) with
     ``K q̈ = k``; rows cluster by cluster (each cluster's independent rows), nc = 0 for a tree."""
     cache = baseline_cache(model)
-    qs = _check(q_span, model.spanning_nq, "q_span")
-    vs = _check(v_span, model.spanning_nv, "v_span")
+    qs = as_vector(q_span, model.spanning_nq, "q_span")
+    vs = as_vector(v_span, model.spanning_nv, "v_span")
     if not cache.constrained:
         return np.zeros((0, cache.nvs)), np.zeros(0)
     K = cache.K0.copy()
@@ -246,8 +246,8 @@ def explicit_G(model, q, v) -> tuple[np.ndarray, np.ndarray]:
     """Dense ``(G, g)``: ``G`` (nvs × nv) and ``g`` (nvs) with ``v_span = G v`` and
     ``a_span = G a + g`` at the cluster state ``(q, v)``. For a tree, ``G = 1`` and ``g = 0``."""
     cache = baseline_cache(model)
-    q = _check(q, model.nq, "q")
-    v = _check(v, model.nv, "v")
+    q = as_vector(q, model.nq, "q")
+    v = as_vector(v, model.nv, "v")
     if not cache.constrained:
         return np.eye(cache.nvs), np.zeros(cache.nvs)
     G, g, _ = _G_g(cache, spanning_positions(model, q), v)
@@ -258,8 +258,8 @@ def spanning_state(model, q, v, a=None):
     """``(q_span, v_span, G, g)``, or ``(q_span, v_span, a_span, G, g)`` when ``a`` is given, computed
     with the dense matrices of this module (an independent twin of :func:`loopdyn.to_spanning`)."""
     cache = baseline_cache(model)
-    q = _check(q, model.nq, "q")
-    v = _check(v, model.nv, "v")
+    q = as_vector(q, model.nq, "q")
+    v = as_vector(v, model.nv, "v")
     if not cache.constrained:
         G, g, qs, vs = np.eye(cache.nvs), np.zeros(cache.nvs), q.copy(), v.copy()
     else:
@@ -267,5 +267,5 @@ def spanning_state(model, q, v, a=None):
         G, g, vs = _G_g(cache, qs, v)
     if a is None:
         return qs, vs, G, g
-    a = _check(a, model.nv, "a")
+    a = as_vector(a, model.nv, "a")
     return qs, vs, G @ a + g, G, g

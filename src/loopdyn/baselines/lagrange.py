@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ..algorithms.crba import crba, dof_parents, ltl_in_place, ltl_solve, ltl_solve_transposed
-from ..algorithms.rnea import rnea
+from ..algorithms.crba import dof_parents, ltl_in_place, ltl_solve, ltl_solve_transposed
+from ..dynamics import crba, rnea
 from .constraints import baseline_cache, constraint_jacobians, spanning_state
 
 __all__ = ["lagrange_forward_dynamics", "ltl_solve", "ltl_solve_transposed"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ..algorithms.crba import crba
-from ..algorithms.rnea import rnea
-from .constraints import _check, baseline_cache, spanning_state
+from ..constraint_rows import jacobian, prepare
+from ..dynamics import crba, rnea
+from .constraints import as_vector, baseline_cache, spanning_state
 
 __all__ = [
     "projected_bias",
@@ -42,7 +42,7 @@ def projected_rnea(model, q, v, a, f_ext=None, *, compiled: bool = False) -> np.
     ``compiled``: G, g from the compiled constraint code (:mod:`loopdyn.baselines.compiled`)."""
     cache = baseline_cache(model)
     qs, vs, G, g = _state(model, q, v, compiled)
-    as_ = G @ _check(a, model.nv, "a") + g
+    as_ = G @ as_vector(a, model.nv, "a") + g
     return G.T @ rnea(cache.tree, cache.data, qs, vs, as_, f_ext)
 
 
@@ -93,12 +93,10 @@ def projected_delassus(model, q, constraints, *, compiled: bool = False) -> np.n
     ``Λ⁻¹ = J (GᵀHG)⁻¹ Jᵀ`` with ``J = J_span G``, ``J_span`` stacking ``K_e`` times the LOCAL frame
     Jacobian of each constraint frame on the spanning tree, ``H`` the spanning tree's CRBA and dense
     Cholesky (m × m, a new array)."""
-    from ..algorithms.delassus import _constraint_jacobian, _prepare
-
     cache = baseline_cache(model)
     qs, _, G, _ = _state(model, q, np.zeros(model.nv), compiled)
     H = crba(cache.tree, cache.data, qs)
-    J = _constraint_jacobian(cache.tree, cache.data, qs, _prepare(cache.tree, constraints)) @ G
+    J = jacobian(cache.tree, cache.data, qs, prepare(cache.tree, constraints)) @ G
     A = G.T @ H @ G
     X = cho_solve(cho_factor(A, lower=True, check_finite=False), J.T, check_finite=False)
     out = J @ X

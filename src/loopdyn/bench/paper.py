@@ -43,12 +43,13 @@ import numba
 import numpy as np
 
 from .. import robots
-from ..algorithms import aba, rnea
 from ..algorithms.common import compile_all
-from ..algorithms.delassus import Constraint, delassus
 from ..baselines import approximate_model, unconstrained_model
 from ..baselines.lagrange import lagrange_forward_dynamics
 from ..baselines.projection import projected_rnea, projection_forward_dynamics
+from ..constraint_rows import Constraint
+from ..delassus_methods import delassus
+from ..dynamics import aba, rnea
 from ..model.configuration import random_configuration
 from .progress import Progress
 from .timing import interleaved

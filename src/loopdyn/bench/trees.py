@@ -19,8 +19,8 @@ import numba
 import numpy as np
 
 from .. import batch, io, robots
-from ..algorithms import aba, crba, rnea
 from ..algorithms.common import compile_all
+from ..dynamics import aba, crba, rnea
 from ..model.configuration import random_configuration
 from .timing import interleaved
 

@@ -29,9 +29,8 @@ import numpy as np
 
 from ..errors import ModelError, UnsupportedFeatureError
 from .joints import PRISMATIC, REVOLUTE
+from .layout import EXPLICIT, IMPLICIT, SINGLE_BODY  # the cluster kinds
 
-EXPLICIT = 1
-IMPLICIT = 2
 RANK_TOL = 1e-9
 
 
@@ -82,7 +81,7 @@ class ClusterTree:
     def summary(self, model) -> str:
         lines = []
         for c in self.clusters:
-            if c.kind == 0:
+            if c.kind == SINGLE_BODY:
                 continue
             names = [model.bodies[b - 1].name for b in c.bodies]
             kind = "explicit" if c.kind == EXPLICIT else "implicit"
@@ -167,7 +166,7 @@ def build_cluster_tree(model) -> ClusterTree:
             if a != b:
                 root[max(a, b)] = min(a, b)
 
-    _check_coupling_cycles(model)
+    check_coupling_cycles(model)
     con_bodies = []
     for con in model.constraints:
         members, _ = _constraint_bodies(model, con)
@@ -236,7 +235,7 @@ def build_cluster_tree(model) -> ClusterTree:
     vnames, qnames = [], []
     for c in clusters:
         c.iq, c.iv = iq, iv
-        if c.kind == 0:
+        if c.kind == SINGLE_BODY:
             (b,) = c.bodies
             j = model.bodies[b - 1]
             c.nq, c.nv = j.joint.nq, j.joint.nv
@@ -258,7 +257,7 @@ def build_cluster_tree(model) -> ClusterTree:
     return ClusterTree(clusters, body_cluster, output_body, iq, iv, vnames, qnames)
 
 
-def _check_coupling_cycles(model) -> None:
+def check_coupling_cycles(model) -> None:
     """Couplings form a forest over bodies: a coupling between two bodies already tied by a chain of
     couplings would fix their ratio twice (inconsistent, or redundant at best) — refused."""
     from ..constraints.definitions import Coupling
@@ -574,7 +573,7 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledCluste
         row[L.C_MASK] = alloc(len(c.bodies) ** 2 + len(c.bodies) + len(c.bodies) * 6 * max(mm, 1))
         row[L.C_ARM] = alloc(max(c.n, 1))
         arm_init.append((row[L.C_ARM], np.concatenate([_body_armature(model, b) for b in c.bodies])))
-        if c.kind == 0:
+        if c.kind == SINGLE_BODY:
             # a tree joint: constant G = 1, g = 0 and 𝖲 = the joint's S (body frame), so that every
             # cluster reads G, g and 𝖲 from the same tables
             n1 = c.nv

@@ -21,7 +21,6 @@ class Data:
     """
 
     __slots__ = (
-        "model_key",
         "model_name",
         "ib",
         "ws",
@@ -40,14 +39,14 @@ class Data:
         "consts",
         "table",
         "outputs",
+        "cluster_arrays",
     )
 
     def __init__(self, model):
         c = model.compiled()
-        # model_key is what the tree algorithms' fast path compares with the model's key; a model with
-        # loops never matches it (its algorithms take another path), source_key says where data came from
+        # the model's identity token when this Data was made: the public functions compare it with the
+        # model's current token (a changed model needs a new Data)
         self.source_key = model._key
-        self.model_key = model._key if not model.has_constraints else None
         self.model_name = model.name
         self.ib = np.array(c.ib, dtype=np.int64, order="C")
         self.ws = np.array(c.ws, dtype=np.float64, order="C")
@@ -62,8 +61,13 @@ class Data:
         if cc is not None:  # a model with loops: the cluster arrays (private copies of the workspace)
             self.ic, self.cb, self.wc = cc.ic, cc.cb, np.array(cc.wc)
             self.code, self.consts, self.table, self.outputs = cc.code, cc.consts, cc.table, cc.outputs
+            # the model arguments every cluster kernel takes first, in this order
+            self.cluster_arrays = (
+                self.ib, self.ws, self.ic, self.cb, self.wc, self.code, self.consts, self.table, self.outputs
+            )
         else:
             self.ic = self.cb = self.wc = self.code = self.consts = self.table = self.outputs = None
+            self.cluster_arrays = None
         # the universe: identity placement, at rest
         self.ws[0, L.W_OR : L.W_OR + 9] = np.eye(3).reshape(-1)
         self.ws[0, L.W_R : L.W_R + 9] = np.eye(3).reshape(-1)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, UnknownNameError, unknown_name
 from ..spatial.inertia import Inertia
 from . import layout as L
 from .joints import FIXED, FreeFlyer, Joint
@@ -26,26 +26,34 @@ BODY_FRAME = "body"
 FRAME_KINDS = (OP_FRAME, JOINT_FRAME, FIXED_JOINT_FRAME, BODY_FRAME)
 
 
-def as_placement(placement, what: str = "placement") -> tuple[np.ndarray, np.ndarray]:
-    """``(R, p)`` from a 4×4 homogeneous matrix, an ``(R, p)`` pair or ``None`` (identity)."""
+def as_placement(placement, what: str = "placement", error=ModelError) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, p)`` from a 4×4 homogeneous matrix, an ``(R, p)`` pair (``R`` 3×3, or 9 numbers row-major)
+    or ``None`` (identity). Anything else raises ``error`` (default :class:`ModelError`) naming ``what``."""
     if placement is None:
         return np.eye(3), np.zeros(3)
-    if isinstance(placement, tuple | list) and len(placement) == 2:
-        R = np.array(placement[0], dtype=float)
-        p = np.array(placement[1], dtype=float).reshape(-1)
-    else:
-        T = np.asarray(placement, dtype=float)
-        if T.shape != (4, 4):
-            raise ModelError(f"{what}: expected a 4x4 homogeneous matrix or (R, p), got shape {T.shape}")
-        if np.max(np.abs(T[3] - [0, 0, 0, 1])) > 1e-12:
-            raise ModelError(f"{what}: last row of a homogeneous matrix must be [0, 0, 0, 1], got {T[3]}")
-        R, p = T[:3, :3].copy(), T[:3, 3].copy()
+    try:
+        if isinstance(placement, tuple | list) and len(placement) == 2:
+            R = np.array(placement[0], dtype=float)
+            if R.shape == (9,):
+                R = R.reshape(3, 3)
+            p = np.array(placement[1], dtype=float).reshape(-1)
+        else:
+            T = np.asarray(placement, dtype=float)
+            if T.shape != (4, 4):
+                raise error(f"{what}: expected a 4x4 homogeneous matrix or (R, p), got shape {T.shape}")
+            if np.max(np.abs(T[3] - [0, 0, 0, 1])) > 1e-12:
+                raise error(f"{what}: last row of a homogeneous matrix must be [0, 0, 0, 1], got {T[3]}")
+            R, p = T[:3, :3].copy(), T[:3, 3].copy()
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, error):
+            raise
+        raise error(f"{what}: expected a 4x4 homogeneous matrix or (R, p) of real numbers: {exc}") from None
     if R.shape != (3, 3) or p.shape != (3,):
-        raise ModelError(f"{what}: rotation must be 3x3 and translation 3, got {R.shape} and {p.shape}")
+        raise error(f"{what}: rotation must be 3x3 and translation 3, got {R.shape} and {p.shape}")
     if not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
-        raise ModelError(f"{what}: contains NaN or inf")
+        raise error(f"{what}: contains NaN or inf")
     if np.max(np.abs(R.T @ R - np.eye(3))) > 1e-9 or np.linalg.det(R) < 0:
-        raise ModelError(f"{what}: rotation is not a proper rotation matrix (R^T R != I or det < 0):\n{R}")
+        raise error(f"{what}: rotation is not a proper rotation matrix (R^T R != I or det < 0):\n{R}")
     return R, p
 
 
@@ -213,7 +221,7 @@ class Model:
         for i, b in enumerate(self.bodies):
             if b.name == name:
                 return i + 1
-        raise KeyError(f"no body named {name!r} in model {self.name!r}")
+        raise unknown_name("body", name, self.body_names, f"model {self.name!r}")
 
     def joint_id(self, name: str) -> int:
         """Index of the joint called ``name`` (0 for ``"universe"``)."""
@@ -222,29 +230,32 @@ class Model:
         for i, b in enumerate(self.bodies):
             if b.joint_name == name:
                 return i + 1
-        raise KeyError(f"no joint named {name!r} in model {self.name!r}")
+        raise unknown_name("joint", name, self.joint_names, f"model {self.name!r}")
 
     def frame_id(self, name: str, kind: str | None = None) -> int:
         """Index of the frame called ``name`` (optionally of a given kind: body, joint, fixed_joint, op)."""
         for i, f in enumerate(self.frames):
             if f.name == name and (kind is None or f.kind == kind):
                 return i
-        raise KeyError(
-            f"no frame named {name!r}" + (f" of kind {kind!r}" if kind else "") + f" in {self.name!r}"
-        )
+        what = "frame" + (f" of kind {kind!r}" if kind else "")
+        raise unknown_name(what, name, self.frame_names, f"model {self.name!r}")
 
-    def _frame_index(self, frame) -> int:
-        if isinstance(frame, int | np.integer):
+    def frame_index(self, frame) -> int:
+        """Index of ``frame``: a frame index, or a name (a body's frame first, then any other frame of
+        that name). Raises :class:`~loopdyn.errors.UnknownNameError` listing close names."""
+        if isinstance(frame, int | np.integer) and not isinstance(frame, bool):
             if not 0 <= int(frame) < len(self.frames):
-                raise KeyError(f"frame index {frame} out of range (model has {len(self.frames)} frames)")
+                raise UnknownNameError(
+                    f"frame index {frame} out of range (model {self.name!r} has {len(self.frames)} frames)"
+                )
             return int(frame)
-        # prefer body frames (links), then anything else
+        if not isinstance(frame, str):
+            raise UnknownNameError(f"a frame is given by its name or index, got {frame!r}")
         for kind in (BODY_FRAME, None):
-            try:
-                return self.frame_id(frame, kind)
-            except KeyError:
-                pass
-        raise KeyError(f"no frame named {frame!r} in model {self.name!r}")
+            for i, f in enumerate(self.frames):
+                if f.name == frame and (kind is None or f.kind == kind):
+                    return i
+        raise unknown_name("frame", frame, self.frame_names, f"model {self.name!r}")
 
     def _resolve_parent(self, parent) -> tuple[int, np.ndarray, np.ndarray]:
         """Parent given by body index, body name or frame name → (body, R, p) of that frame in the body."""
@@ -409,11 +420,11 @@ class Model:
         r = float(ratio)
         if not np.isfinite(r) or r == 0.0:
             raise ModelError(f"{name}: coupling ratio must be finite and non-zero, got {ratio!r}")
-        from .clusters import _check_coupling_cycles
+        from .clusters import check_coupling_cycles
 
         self.constraints.append(Coupling(name, predecessor, successor, r))
         try:
-            _check_coupling_cycles(self)
+            check_coupling_cycles(self)
         except ModelError:
             self.constraints.pop()  # refused: the model is left as it was
             raise
@@ -457,7 +468,7 @@ class Model:
                 del self.constraints[k]
                 self._touch()
                 return
-        raise KeyError(f"no constraint named {name!r} in model {self.name!r}")
+        raise unknown_name("constraint", name, [c.name for c in self.constraints], f"model {self.name!r}")
 
     def add_linear_constraint(self, name: str, joints, K) -> None:
         """Constrain joints linearly: ``K · q[joints] = 0`` with a constant ``K`` (c × len(joints))."""

@@ -12,8 +12,12 @@ import copy
 
 import numpy as np
 
+from ..algorithms import cluster_kinematics
+from ..algorithms.call import CONFIGURATION, TANGENT, KernelArgs, run
 from ..errors import ConfigurationError, InputError, ShapeError
-from .clusters import EXPLICIT, IMPLICIT
+from . import layout as L
+from . import tree_configuration as configuration
+from .clusters import EXPLICIT, IMPLICIT, SINGLE_BODY
 
 PROJECTION_TOL = 1e-12
 
@@ -35,7 +39,7 @@ def spanning_tree(model):
     return tree
 
 
-def _cluster_functions(c):
+def cluster_functions(c):
     """φ(q) and K(q) of an implicit cluster (kept rows), lambdified once and cached on the cluster."""
     fns = getattr(c, "_lambdified", None)
     if fns is None:
@@ -76,13 +80,13 @@ def constraint_residual(model, q) -> np.ndarray:
     out = []
     for c in model.clusters().clusters:
         if c.kind == IMPLICIT:
-            out.append(_cluster_functions(c)[0](q[c.iq : c.iq + c.n]))
+            out.append(cluster_functions(c)[0](q[c.iq : c.iq + c.n]))
     return np.concatenate(out) if out else np.zeros(0)
 
 
 def _newton(c, qc: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, float]:
     """Move the dependent coordinates of an implicit cluster onto φ = 0 (independent ones fixed)."""
-    phi, K = _cluster_functions(c)
+    phi, K = cluster_functions(c)
     q = qc.copy()
     res = np.inf
     for _ in range(max_iter):
@@ -124,8 +128,6 @@ def project_configuration(model, q, tol: float = PROJECTION_TOL, max_iter: int =
 def neutral(model) -> np.ndarray:
     """The neutral configuration: joints' neutral, zero independent coordinates, and for implicit
     clusters the reference configuration found when the model was built (it satisfies φ = 0)."""
-    from . import configuration
-
     qs = configuration.neutral(spanning_tree(model))
     return _from_spanning(model, qs)
 
@@ -135,7 +137,7 @@ def _from_spanning(model, qs: np.ndarray) -> np.ndarray:
     explicit clusters, reference configuration for implicit ones."""
     q = np.empty(model.nq)
     for c in model.clusters().clusters:
-        if c.kind == 0:
+        if c.kind == SINGLE_BODY:
             b = model.bodies[c.bodies[0] - 1]
             q[c.iq : c.iq + c.nq] = qs[b.idx_q : b.idx_q + c.nq]
         elif c.kind == EXPLICIT:
@@ -149,9 +151,7 @@ def random_configuration(model, rng=None, attempts: int = 50) -> np.ndarray:
     """A random configuration satisfying every constraint: joints within their limits; for implicit
     clusters random independent coordinates, dependent ones solved by Newton's method from the
     reference configuration (resampled when the mechanism cannot reach them)."""
-    from . import configuration
-
-    gen = configuration._as_rng(rng)
+    gen = configuration.as_rng(rng)
     tree = spanning_tree(model)
     q = _from_spanning(model, configuration.random_configuration(tree, gen))
     for c in model.clusters().clusters:
@@ -164,7 +164,7 @@ def random_configuration(model, rng=None, attempts: int = 50) -> np.ndarray:
                 start[k] = qs[model.bodies[c.bodies[k] - 1].idx_q]
             qc, res = _newton(c, start, PROJECTION_TOL, 50)
             if res <= PROJECTION_TOL:
-                sv = np.linalg.svd(_cluster_functions(c)[1](qc)[:, c.dependent], compute_uv=False)
+                sv = np.linalg.svd(cluster_functions(c)[1](qc)[:, c.dependent], compute_uv=False)
                 if sv.size == 0 or sv[-1] > 1e-6 * max(1.0, sv[0]):
                     q[c.iq : c.iq + c.n] = qc
                     break
@@ -178,14 +178,22 @@ def random_configuration(model, rng=None, attempts: int = 50) -> np.ndarray:
 def to_spanning(model, q, v=None, a=None):
     """Spanning-tree state of a cluster state: ``(q_span, v_span)``, or ``(q_span, v_span, a_span)``
     when accelerations ``a`` (independent) are given; ``v_span = G ẏ``, ``a_span = G ÿ + g``.
-    The result uses the layout of :func:`spanning_tree` (Pinocchio's for a URDF)."""
-    from ..algorithms.cluster_kinematics import cluster_forward_kinematics
-
+    The result uses the layout of :func:`spanning_tree` (Pinocchio's for a URDF). A tree is its own
+    spanning tree: its state is returned (as copies)."""
+    if not model.has_constraints:
+        out = [_vector(model, q, model.nq, "q")]
+        out.append(np.zeros(model.nv) if v is None else _vector(model, v, model.nv, "v"))
+        if a is not None:
+            out.append(_vector(model, a, model.nv, "a"))
+        return tuple(x.copy() for x in out)
     data = model.create_data()
     v_ = np.zeros(model.nv) if v is None else v
-    cluster_forward_kinematics(model, data, q, v_, a)
-    from . import layout as L
-
+    run(
+        cluster_kinematics.c_fk_kernel,
+        model,
+        _FK_ARGS,
+        (*data.cluster_arrays, q, v_, data.empty if a is None else a),
+    )
     ic, wc = data.ic, data.wc
     qs = wc[ic[0, L.C0_QS] : ic[0, L.C0_QS] + model.spanning_nq].copy()
     vs = wc[ic[0, L.C0_QDS] : ic[0, L.C0_QDS] + model.spanning_nv].copy()
@@ -194,11 +202,12 @@ def to_spanning(model, q, v=None, a=None):
     return qs, vs, wc[ic[0, L.C0_QDDS] : ic[0, L.C0_QDDS] + model.spanning_nv].copy()
 
 
+_FK_ARGS = KernelArgs(9, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT))
+
+
 def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
     """Move along independent velocity ``v`` for ``dt``: joints on their manifold, explicit clusters'
     independent coordinates linearly, implicit clusters by ``q + G(q) ẏ dt`` projected back onto φ = 0."""
-    from . import configuration
-
     q = _vector(model, q, model.nq, "q")
     v = _vector(model, v, model.nv, "v")
     tree = spanning_tree(model)
@@ -207,21 +216,21 @@ def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
     qs = configuration.neutral(tree)
     vs = np.zeros(tree.spanning_nv)
     for c in clusters:
-        if c.kind == 0:
+        if c.kind == SINGLE_BODY:
             b = model.bodies[c.bodies[0] - 1]
             qs[b.idx_q : b.idx_q + c.nq] = q[c.iq : c.iq + c.nq]
             vs[b.idx_v : b.idx_v + c.nv] = v[c.iv : c.iv + c.nv]
     qs = configuration.integrate(tree, qs, vs, dt)
     out = q.copy()
     for c in clusters:
-        if c.kind == 0:
+        if c.kind == SINGLE_BODY:
             b = model.bodies[c.bodies[0] - 1]
             out[c.iq : c.iq + c.nq] = qs[b.idx_q : b.idx_q + c.nq]
         elif c.kind == EXPLICIT:
             out[c.iq : c.iq + c.nq] = q[c.iq : c.iq + c.nq] + dt * v[c.iv : c.iv + c.nv]
         else:
             qc = q[c.iq : c.iq + c.n]
-            K = _cluster_functions(c)[1](qc)
+            K = cluster_functions(c)[1](qc)
             G = np.zeros((c.n, c.m))
             G[c.independent, np.arange(c.m)] = 1.0
             G[c.dependent] = -np.linalg.solve(K[:, c.dependent], K[:, c.independent])
@@ -237,22 +246,20 @@ def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
 def difference(model, q0, q1) -> np.ndarray:
     """The independent velocity taking ``q0`` to ``q1`` in unit time: joints' differences on their
     manifolds, differences of the independent coordinates of clusters."""
-    from . import configuration
-
     q0 = _vector(model, q0, model.nq, "q0")
     q1 = _vector(model, q1, model.nq, "q1")
     tree = spanning_tree(model)
     clusters = model.clusters().clusters
     qs0, qs1 = configuration.neutral(tree), configuration.neutral(tree)
     for c in clusters:
-        if c.kind == 0:
+        if c.kind == SINGLE_BODY:
             b = model.bodies[c.bodies[0] - 1]
             qs0[b.idx_q : b.idx_q + c.nq] = q0[c.iq : c.iq + c.nq]
             qs1[b.idx_q : b.idx_q + c.nq] = q1[c.iq : c.iq + c.nq]
     vs = configuration.difference(tree, qs0, qs1)
     out = np.zeros(model.nv)
     for c in clusters:
-        if c.kind == 0:
+        if c.kind == SINGLE_BODY:
             b = model.bodies[c.bodies[0] - 1]
             out[c.iv : c.iv + c.nv] = vs[b.idx_v : b.idx_v + c.nv]
         elif c.kind == EXPLICIT:

@@ -1,5 +1,6 @@
-"""Configuration-space operations: neutral and random configurations, integration on the manifold,
-differences, normalization.
+"""Configuration-space operations of a kinematic tree: neutral and random configurations, integration
+on the manifold, differences, normalization (for any model, with or without loops, use
+:mod:`loopdyn.model.configuration`).
 
 Each function matches Pinocchio's function of the same name element by element (same coordinate
 layout, same conventions), joint by joint:
@@ -111,7 +112,7 @@ def _check_all_unit(model: Model, q: np.ndarray, name: str) -> None:
         _check_unit(body, q, name)
 
 
-def _as_rng(rng: int | np.random.SeedSequence | np.random.Generator | None) -> np.random.Generator:
+def as_rng(rng: int | np.random.SeedSequence | np.random.Generator | None) -> np.random.Generator:
     if rng is None or isinstance(rng, int | np.integer | np.random.SeedSequence | np.random.Generator):
         return np.random.default_rng(rng)
     raise InputError(f"rng must be None, an int seed or a numpy.random.Generator, got {rng!r}")
@@ -180,16 +181,8 @@ def _conj(q: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------------------
 # public API
-def _clusters(model) -> bool:
-    return getattr(model, "has_constraints", False)
-
-
 def neutral(model: Model) -> np.ndarray:
     """The neutral configuration (zero angles and displacements, identity rotations), size ``nq``."""
-    if _clusters(model):
-        from . import state
-
-        return state.neutral(model)
     return np.concatenate([np.zeros(0)] + [b.joint.neutral() for b in model.bodies])
 
 
@@ -208,11 +201,7 @@ def random_configuration(
 
     ``rng`` is ``None`` (fresh entropy), an int seed or a :class:`numpy.random.Generator`.
     """
-    if _clusters(model):
-        from . import state
-
-        return state.random_configuration(model, rng)
-    gen = _as_rng(rng)
+    gen = as_rng(rng)
     q = np.empty(model.nq)
     for body in model.bodies:
         j = body.joint
@@ -244,10 +233,6 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.n
     arrays and :class:`~loopdyn.errors.ConfigurationError` if a quaternion or ``(cos, sin)`` pair of
     ``q`` is not of unit norm (within :data:`NORM_TOLERANCE`; it is not normalized here).
     """
-    if _clusters(model):
-        from . import state
-
-        return state.integrate(model, q, v, dt)
     q = _as_q(model, q, "q")
     v = _as_v(model, v, "v")
     try:
@@ -281,10 +266,6 @@ def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
     arrays and :class:`~loopdyn.errors.ConfigurationError` for non-unit quaternions or
     ``(cos, sin)`` pairs in ``q0`` or ``q1``.
     """
-    if _clusters(model):
-        from . import state
-
-        return state.difference(model, q0, q1)
     q0 = _as_q(model, q0, "q0")
     q1 = _as_q(model, q1, "q1")
     _check_all_unit(model, q0, "q0")

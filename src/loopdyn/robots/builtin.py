@@ -37,7 +37,7 @@ from ..spatial.inertia import Inertia
 
 __all__ = ["double_pendulum", "four_bar", "list_robots", "mini_cheetah", "mit_humanoid_leg"]
 
-_X, _Y, _Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
+EX, EY, EZ = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
 _O = (0.0, 0.0, 0.0)
 
 # A joint row: (joint name, child body, parent body (None: the root link), axis, origin xyz, origin
@@ -48,8 +48,8 @@ _O = (0.0, 0.0, 0.0)
 # double pendulum — numbers taken from the GRBDA reference data (robot-models/double_pendulum.urdf)
 _DP_LIMITS = (-3.14, 3.14, 30.0, 1.0)  # (lower, upper, effort, velocity)
 _DP_JOINTS = (
-    ("joint1", "link1", None, _Z, _O, _O, True, 2.0, _O, (0.05, 0.0, 0.0, 0.03, 0.0, 0.01)),
-    ("joint2", "link2", "link1", _Z, (0.1, 0.0, 0.0), _O, True, 1.0, _O, (0.01, 0.0, 0.0, 0.005, 0.0, 0.2)),
+    ("joint1", "link1", None, EZ, _O, _O, True, 2.0, _O, (0.05, 0.0, 0.0, 0.03, 0.0, 0.01)),
+    ("joint2", "link2", "link1", EZ, (0.1, 0.0, 0.0), _O, True, 1.0, _O, (0.01, 0.0, 0.0, 0.005, 0.0, 0.2)),
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -57,46 +57,46 @@ _DP_JOINTS = (
 _FB_LIMITS = (-13.14, 13.14, 30.0, 1.0)
 _FB_LINK_I = (0.011253, 0.0, 0.0, 0.036203, 0.0, 0.042673)
 _FB_JOINTS = (
-    ("joint1", "link1", None, _Z, _O, _O, True, 3.3, _O, _FB_LINK_I),
-    ("joint2", "link2", "link1", _Z, (0.5, 0.0, 0.0), _O, False, 3.3, _O, _FB_LINK_I),
-    ("joint3", "link3", None, _Z, (1.0, 0.0, 0.0), _O, False, 3.3, _O, _FB_LINK_I),
+    ("joint1", "link1", None, EZ, _O, _O, True, 3.3, _O, _FB_LINK_I),
+    ("joint2", "link2", "link1", EZ, (0.5, 0.0, 0.0), _O, False, 3.3, _O, _FB_LINK_I),
+    ("joint3", "link3", None, EZ, (1.0, 0.0, 0.0), _O, False, 3.3, _O, _FB_LINK_I),
 )
 # (name, kind, predecessor, frame origin on it, successor, frame origin on it, axis)
-_FB_LOOPS = (("loop1", "revolute", "link2", (1.0, 0.0, 0.0), "link3", (0.5, 0.0, 0.0), _Z),)
+_FB_LOOPS = (("loop1", "revolute", "link2", (1.0, 0.0, 0.0), "link3", (0.5, 0.0, 0.0), EZ),)
 
 # ----------------------------------------------------------------------------------------------
 # MIT Humanoid leg — numbers taken from the GRBDA reference data (robot-models/mit_humanoid_leg.urdf)
 _MHL_LIMITS = (-10.0, 10.0, 150.0, 100.0)
-_SMALL_ROTOR_Z = (1.084e-4, 0.0, 0.0, 1.084e-4, 0.0, 1.6841e-4)
-_SMALL_ROTOR_X = (1.6841e-4, 0.0, 0.0, 1.084e-4, 0.0, 1.084e-4)
-_SMALL_ROTOR_Y = (1.084e-4, 0.0, 0.0, 1.6841e-4, 0.0, 1.084e-4)
-_LARGE_ROTOR_Y = (3.443e-4, 0.0, 0.0, 5.548e-4, 0.0, 3.443e-4)
+SMALL_ROTOR_Z = (1.084e-4, 0.0, 0.0, 1.084e-4, 0.0, 1.6841e-4)
+SMALL_ROTOR_X = (1.6841e-4, 0.0, 0.0, 1.084e-4, 0.0, 1.084e-4)
+SMALL_ROTOR_Y = (1.084e-4, 0.0, 0.0, 1.6841e-4, 0.0, 1.084e-4)
+LARGE_ROTOR_Y = (3.443e-4, 0.0, 0.0, 5.548e-4, 0.0, 3.443e-4)
 # The table lists the bodies in the paper's registration order (link before rotor, knee-ankle
 # cluster [knee_link, knee_rotor, ankle_rotor, ankle_link]).
 _MHL_JOINTS = (
-    ("base_to_hipz_link", "hip_rz_link", None, _Z, (-0.00565, -0.082, -0.05735), (0.0, -0.174533, 0.0),
+    ("base_to_hipz_link", "hip_rz_link", None, EZ, (-0.00565, -0.082, -0.05735), (0.0, -0.174533, 0.0),
      True, 0.84563, (-0.064842, -3.6e-05, -0.063090),
      (0.0015373, 1.1e-06, 0.0005578, 0.0014252, 2.4e-06, 0.0012028)),
-    ("base_to_hipz_rotor", "hip_rz_rotor", None, _Z, (-0.00842837, -0.082, -0.041593), (0.0, -0.174533, 0.0),
-     False, 0.0, _O, _SMALL_ROTOR_Z),
-    ("hipz_to_hipx_link", "hip_rx_link", "hip_rz_link", _X, (-0.06435, 0.0, -0.07499), (0.0, 0.436332, 0.0),
+    ("base_to_hipz_rotor", "hip_rz_rotor", None, EZ, (-0.00842837, -0.082, -0.041593), (0.0, -0.174533, 0.0),
+     False, 0.0, _O, SMALL_ROTOR_Z),
+    ("hipz_to_hipx_link", "hip_rx_link", "hip_rz_link", EX, (-0.06435, 0.0, -0.07499), (0.0, 0.436332, 0.0),
      True, 1.20868, (0.067232, -0.013018, 0.0001831),
      (0.0017535, -6.3e-06, -0.000080, 0.003338, -1.3e-05, 0.0019927)),
-    ("hipz_to_hipx_rotor", "hip_rx_rotor", "hip_rz_link", _X, (-0.0827, 0.0, -0.066436), (0.0, 0.436332, 0.0),
-     False, 0.0, _O, _SMALL_ROTOR_X),
-    ("hipx_to_hipy_link", "hip_ry_link", "hip_rx_link", _Y, (0.071, 0.0018375, 0.0), (0.0, -0.261799, 0.0),
+    ("hipz_to_hipx_rotor", "hip_rx_rotor", "hip_rz_link", EX, (-0.0827, 0.0, -0.066436), (0.0, 0.436332, 0.0),
+     False, 0.0, _O, SMALL_ROTOR_X),
+    ("hipx_to_hipy_link", "hip_ry_link", "hip_rx_link", EY, (0.071, 0.0018375, 0.0), (0.0, -0.261799, 0.0),
      True, 2.64093, (0.0132054, 0.0269864, -0.096021),
      (0.0243761, 9.96e-05, 0.0006548, 0.0259015, 0.0026713, 0.0038929)),
-    ("hipx_to_hipy_rotor", "hip_ry_rotor", "hip_rx_link", _Y, (0.071, 0.024, 0.0), (0.0, -0.261799, 0.0),
-     False, 0.0, _O, _LARGE_ROTOR_Y),
-    ("hipy_to_knee_link", "knee_link", "hip_ry_link", _Y, (0.0, 0.0, -0.267), _O,
+    ("hipx_to_hipy_rotor", "hip_ry_rotor", "hip_rx_link", EY, (0.071, 0.024, 0.0), (0.0, -0.261799, 0.0),
+     False, 0.0, _O, LARGE_ROTOR_Y),
+    ("hipy_to_knee_link", "knee_link", "hip_ry_link", EY, (0.0, 0.0, -0.267), _O,
      True, 0.35435, (0.00528, 0.0014762, -0.13201),
      (0.003051, 0.0, 0.0000873, 0.003033, 3.93e-05, 0.0002529)),
-    ("hipy_to_knee_rotor", "knee_rotor", "hip_ry_link", _Y, (0.013, -0.0497, -0.0178), _O,
-     False, 0.0, _O, _LARGE_ROTOR_Y),
-    ("hipy_to_ankle_rotor", "ankle_rotor", "hip_ry_link", _Y, (0.01563, -0.0454, -0.13354), _O,
-     False, 0.0, _O, _SMALL_ROTOR_Y),
-    ("knee_to_ankle", "ankle_link", "knee_link", _Y, (0.0, 0.0, -0.2785), _O,
+    ("hipy_to_knee_rotor", "knee_rotor", "hip_ry_link", EY, (0.013, -0.0497, -0.0178), _O,
+     False, 0.0, _O, LARGE_ROTOR_Y),
+    ("hipy_to_ankle_rotor", "ankle_rotor", "hip_ry_link", EY, (0.01563, -0.0454, -0.13354), _O,
+     False, 0.0, _O, SMALL_ROTOR_Y),
+    ("knee_to_ankle", "ankle_link", "knee_link", EY, (0.0, 0.0, -0.2785), _O,
      True, 0.280951, (0.022623, 0.0, -0.012826),
      (0.0000842, 0.0, -0.0000488, 0.0007959, 0.0, 0.0007681)),
 )  # fmt: skip
@@ -129,17 +129,17 @@ _MC_PAPER_HIP_RPY = _O
 # negate x of the abad locations (hind legs) and mirror about the xz plane (right legs): y of the
 # locations and centres of mass, ixy and iyz negated.
 _MC_LEG_JOINTS = (
-    ("torso_to_{}_abad_j", "{}_abad_link", "torso", _X, (0.19, 0.049, 0.0), _O,
+    ("torso_to_{}_abad_j", "{}_abad_link", "torso", EX, (0.19, 0.049, 0.0), _O,
      True, 0.54, (0.0, 0.036, 0.0), (0.000381, 5.8e-05, 4.5e-07, 0.00056, 9.499999999999999e-07, 0.000444)),
-    ("torso_to_{}_abad_rotor_j", "{}_abad_rotor", "torso", _X, (0.125, 0.049, 0.0), _O,
+    ("torso_to_{}_abad_rotor_j", "{}_abad_rotor", "torso", EX, (0.125, 0.049, 0.0), _O,
      False, _MC_ROTOR_MASS, _O, _MC_ROTOR_X),
-    ("{}_abad_to_hip_j", "{}_hip_link", "{}_abad_link", _Y, (0.0, 0.062, 0.0), _MC_RZ_PI,
+    ("{}_abad_to_hip_j", "{}_hip_link", "{}_abad_link", EY, (0.0, 0.062, 0.0), _MC_RZ_PI,
      True, 0.634, (0.0, 0.016, -0.02), (0.001983, 0.000245, 1.3e-05, 0.002103, 1.5e-06, 0.000408)),
-    ("{}_abad_to_hip_rotor_j", "{}_hip_rotor", "{}_abad_link", _Y, (0.0, 0.04, 0.0), _MC_RZ_PI,
+    ("{}_abad_to_hip_rotor_j", "{}_hip_rotor", "{}_abad_link", EY, (0.0, 0.04, 0.0), _MC_RZ_PI,
      False, _MC_ROTOR_MASS, _O, _MC_ROTOR_Y),
-    ("{}_hip_to_knee_j", "{}_knee_link", "{}_hip_link", _Y, (0.0, 0.0, -0.209), _O,
+    ("{}_hip_to_knee_j", "{}_knee_link", "{}_hip_link", EY, (0.0, 0.0, -0.209), _O,
      True, 0.064, (0.0, 0.0, -0.061), (6e-06, 0.0, 0.0, 0.000248, 0.0, 0.000245)),
-    ("{}_hip_to_knee_rotor_j", "{}_knee_rotor", "{}_hip_link", _Y, _O, _O,
+    ("{}_hip_to_knee_rotor_j", "{}_knee_rotor", "{}_hip_link", EY, _O, _O,
      False, _MC_ROTOR_MASS, _O, _MC_ROTOR_Y),
 )  # fmt: skip
 _MC_LEG_COUPLINGS = (
@@ -165,7 +165,7 @@ def list_robots() -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------------------------
-def _urdf_order(rows, top=None):
+def in_urdf_order(rows, top=None):
     """The rows in the URDF reader's order: depth first from the root link, the children of a link
     visited in increasing order of their joint names; ``top`` is the parent of the first rows."""
     children: dict = {}
@@ -182,7 +182,7 @@ def _urdf_order(rows, top=None):
     return order
 
 
-def _inertia(mass, com, tensor) -> Inertia:
+def make_inertia(mass, com, tensor) -> Inertia:
     ixx, ixy, ixz, iyy, iyz, izz = tensor
     return Inertia(mass, com, np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]))
 
@@ -190,33 +190,33 @@ def _inertia(mass, com, tensor) -> Inertia:
 PARAMETER_SETS = ("current", "paper")
 
 
-def _check_parameters(parameters: str, robot: str) -> bool:
+def check_parameters(parameters: str, robot: str) -> bool:
     """True for the paper-era set, False for the current one (the reference file)."""
     if parameters not in PARAMETER_SETS:
         raise InputError(f"{robot}: parameters must be one of {PARAMETER_SETS}, got {parameters!r}")
     return parameters == "paper"
 
 
-def _add_joints(model: Model, rows, limits, top=None, urdf_order: bool = True) -> None:
+def add_joints(model: Model, rows, limits, top=None, urdf_order: bool = True) -> None:
     """Add the revolute joints of ``rows`` in URDF order (``urdf_order=False``: in the table's
     order, which must list parents first), from the rows whose parent is ``top`` (``None``: the
     root link, welded to the world)."""
     lower, upper, effort, velocity = limits
     for name, body, parent, axis, xyz, rpy, independent, mass, com, tensor in (
-        _urdf_order(rows, top) if urdf_order else rows
+        in_urdf_order(rows, top) if urdf_order else rows
     ):
         model.add_body(
             body,
             0 if parent is None else parent,
             Revolute(axis, lower=lower, upper=upper, velocity=velocity, effort=effort),
             (rpy_to_matrix(*rpy), np.array(xyz, dtype=float)),
-            _inertia(mass, com, tensor),
+            make_inertia(mass, com, tensor),
             joint_name=name,
             independent=independent,
         )
 
 
-def _fixed_base(name: str, root: str) -> Model:
+def fixed_base(name: str, root: str) -> Model:
     """A model whose root link ``root`` (massless in every reference file) is welded to the world."""
     model = Model(name)
     model.add_frame(root, 0, None, kind=BODY_FRAME)
@@ -225,16 +225,16 @@ def _fixed_base(name: str, root: str) -> Model:
 
 def double_pendulum() -> Model:
     """GRBDA's ``double_pendulum.urdf``: two links on z axes, fixed base ``base_link``; nq = nv = 2."""
-    model = _fixed_base("double_pendulum", "base_link")
-    _add_joints(model, _DP_JOINTS, _DP_LIMITS)
+    model = fixed_base("double_pendulum", "base_link")
+    add_joints(model, _DP_JOINTS, _DP_LIMITS)
     return model
 
 
 def four_bar() -> Model:
     """GRBDA's ``four_bar.urdf``: a parallelogram (ground 1.0, crank 0.5, coupler 1.0, rocker 0.5)
     closed by the revolute loop ``loop1``; joint1 independent; nq = 3, nv = 1."""
-    model = _fixed_base("four_bar", "base_link")
-    _add_joints(model, _FB_JOINTS, _FB_LIMITS)
+    model = fixed_base("four_bar", "base_link")
+    add_joints(model, _FB_JOINTS, _FB_LIMITS)
     for name, kind, pred, pred_xyz, succ, succ_xyz, axis in _FB_LOOPS:
         model.add_loop(
             name,
@@ -263,9 +263,9 @@ def mit_humanoid_leg(parameters: str = "current") -> Model:
     [ankle_rotor, knee_link, knee_rotor, ankle_link], the file's is [ankle_rotor, knee_link,
     ankle_link, knee_rotor]). The independent coordinates are [hip_rz, hip_rx, hip_ry, knee, ankle]
     in both; the model is named ``mit_humanoid_leg_paper``."""
-    paper = _check_parameters(parameters, "mit_humanoid_leg")
-    model = _fixed_base("mit_humanoid_leg_paper" if paper else "mit_humanoid_leg", "base")
-    _add_joints(model, _MHL_JOINTS, _MHL_LIMITS, urdf_order=not paper)
+    paper = check_parameters(parameters, "mit_humanoid_leg")
+    model = fixed_base("mit_humanoid_leg_paper" if paper else "mit_humanoid_leg", "base")
+    add_joints(model, _MHL_JOINTS, _MHL_LIMITS, urdf_order=not paper)
     for name, pred, succ, ratio in _MHL_COUPLINGS:
         model.add_coupling(name, pred, succ, ratio)
     model.clusters()
@@ -336,12 +336,12 @@ def mini_cheetah(parameters: str = "current") -> Model:
 
     Everything else (names, torso, link inertias, gear ratios 6, 6, 9.33) is the same.
     """
-    paper = _check_parameters(parameters, "mini_cheetah")
-    model = _fixed_base("mini_cheetah_paper" if paper else "mini_cheetah", "base")
+    paper = check_parameters(parameters, "mini_cheetah")
+    model = fixed_base("mini_cheetah_paper" if paper else "mini_cheetah", "base")
     torso, mass, com, tensor = _MC_TORSO
-    model.add_body(torso, 0, FreeFlyer(), None, _inertia(mass, com, tensor), joint_name=_MC_BASE_JOINT)
+    model.add_body(torso, 0, FreeFlyer(), None, make_inertia(mass, com, tensor), joint_name=_MC_BASE_JOINT)
     rows = [row for prefix, sx, sy in _MC_LEGS for row in _mirror_leg(prefix, sx, sy, paper)]
-    _add_joints(model, rows, _MC_LIMITS, torso, urdf_order=not paper)
+    add_joints(model, rows, _MC_LIMITS, torso, urdf_order=not paper)
     for prefix, _, _ in _MC_LEGS:
         for name, pred, succ, ratio in _MC_LEG_COUPLINGS:
             model.add_coupling(name.format(prefix), pred.format(prefix), succ.format(prefix), ratio)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sysconfig
 
+from ..errors import UnknownNameError
+
 # name → (path below the package's robots directory, floating base)
 EXAMPLE_ROBOTS = {
     "solo12": ("solo_description/robots/solo12.urdf", True),
@@ -28,7 +30,7 @@ def example_robot_urdf(name: str) -> tuple[str, bool]:
     """``(path, floating_base)`` of an example-robot-data robot; raises FileNotFoundError if the
     package (``pip install example-robot-data``) is not installed."""
     if name not in EXAMPLE_ROBOTS:
-        raise KeyError(f"unknown example robot {name!r}; known: {sorted(EXAMPLE_ROBOTS)}")
+        raise UnknownNameError(f"unknown example robot {name!r}; known: {sorted(EXAMPLE_ROBOTS)}")
     root = _robots_dir()
     rel, floating = EXAMPLE_ROBOTS[name]
     path = os.path.join(root, rel) if root else None

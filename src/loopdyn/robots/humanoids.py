@@ -22,17 +22,17 @@ from __future__ import annotations
 from ..model.joints import FreeFlyer
 from ..model.model import Model
 from .builtin import (
-    _LARGE_ROTOR_Y,
-    _SMALL_ROTOR_X,
-    _SMALL_ROTOR_Y,
-    _SMALL_ROTOR_Z,
-    _X,
-    _Y,
-    _Z,
-    _add_joints,
-    _check_parameters,
-    _fixed_base,
-    _inertia,
+    EX,
+    EY,
+    EZ,
+    LARGE_ROTOR_Y,
+    SMALL_ROTOR_X,
+    SMALL_ROTOR_Y,
+    SMALL_ROTOR_Z,
+    add_joints,
+    check_parameters,
+    fixed_base,
+    make_inertia,
     mirrored_row,
 )
 
@@ -60,53 +60,53 @@ _SMALL, _LARGE = "small rotor", "large rotor"  # placeholders for the rotor mass
 # negated. Each table lists the bodies in the paper's registration order (link before rotor; the
 # knee-ankle cluster [knee_link, knee_rotor, ankle_rotor, ankle_link]).
 _MH_LEG = (
-    ("base_to_{}_hipz_link", "{}_hip_rz_link", "torso", _Z,
+    ("base_to_{}_hipz_link", "{}_hip_rz_link", "torso", EZ,
      (-0.00565, -0.082, -0.05735), (0.0, -0.174533, 0.0), True, 0.84563, (-0.064842, 3.6e-05, -0.063090),
      (0.0015373, -1.1e-06, 0.0005578, 0.0014252, -2.4e-06, 0.0012028)),
-    ("{}_base_to_hipz_rotor", "{}_hip_rz_rotor", "torso", _Z, (-0.00842837, -0.082, -0.041593),
-     (0.0, -0.174533, 0.0), False, _SMALL, _O, _SMALL_ROTOR_Z),
-    ("{}_hipz_to_hipx_link", "{}_hip_rx_link", "{}_hip_rz_link", _X,
+    ("{}_base_to_hipz_rotor", "{}_hip_rz_rotor", "torso", EZ, (-0.00842837, -0.082, -0.041593),
+     (0.0, -0.174533, 0.0), False, _SMALL, _O, SMALL_ROTOR_Z),
+    ("{}_hipz_to_hipx_link", "{}_hip_rx_link", "{}_hip_rz_link", EX,
      (-0.06435, 0.0, -0.07499), (0.0, 0.436332, 0.0), True, 1.20868, (0.067232, 0.013018, 0.0001831),
      (0.0017535, 6.3e-06, -0.000080, 0.003338, 1.3e-05, 0.0019927)),
-    ("{}_hipz_to_hipx_rotor", "{}_hip_rx_rotor", "{}_hip_rz_link", _X, (-0.0827, 0.0, -0.066436),
-     (0.0, 0.436332, 0.0), False, _SMALL, _O, _SMALL_ROTOR_X),
-    ("{}_hipx_to_hipy_link", "{}_hip_ry_link", "{}_hip_rx_link", _Y,
+    ("{}_hipz_to_hipx_rotor", "{}_hip_rx_rotor", "{}_hip_rz_link", EX, (-0.0827, 0.0, -0.066436),
+     (0.0, 0.436332, 0.0), False, _SMALL, _O, SMALL_ROTOR_X),
+    ("{}_hipx_to_hipy_link", "{}_hip_ry_link", "{}_hip_rx_link", EY,
      (0.071, 0.0018375, 0.0), (0.0, -0.261799, 0.0), True, 2.64093, (0.0132054, -0.0269864, -0.096021),
      (0.0243761, -9.96e-05, 0.0006548, 0.0259015, -0.0026713, 0.0038929)),
-    ("{}_hipx_to_hipy_rotor", "{}_hip_ry_rotor", "{}_hip_rx_link", _Y,
-     (0.071, 0.024, 0.0), (0.0, -0.261799, 0.0), False, _LARGE, _O, _LARGE_ROTOR_Y),
-    ("{}_hipy_to_knee_link", "{}_knee_link", "{}_hip_ry_link", _Y, (0.0, 0.0, -0.267), _O,
+    ("{}_hipx_to_hipy_rotor", "{}_hip_ry_rotor", "{}_hip_rx_link", EY,
+     (0.071, 0.024, 0.0), (0.0, -0.261799, 0.0), False, _LARGE, _O, LARGE_ROTOR_Y),
+    ("{}_hipy_to_knee_link", "{}_knee_link", "{}_hip_ry_link", EY, (0.0, 0.0, -0.267), _O,
      True, 0.35435, (0.00528, -0.0014762, -0.13201),
      (0.003051, 0.0, 0.0000873, 0.003033, -3.93e-05, 0.0002529)),
-    ("{}_hipy_to_knee_rotor", "{}_knee_rotor", "{}_hip_ry_link", _Y, (0.013, -0.0497, -0.0178), _O,
-     False, _LARGE, _O, _LARGE_ROTOR_Y),
-    ("{}_hipy_to_ankle_rotor", "{}_ankle_rotor", "{}_hip_ry_link", _Y, (0.01563, -0.0454, -0.13354), _O,
-     False, _SMALL, _O, _SMALL_ROTOR_Y),
-    ("{}_knee_to_ankle", "{}_ankle_link", "{}_knee_link", _Y, (0.0, 0.0, -0.2785), _O,
+    ("{}_hipy_to_knee_rotor", "{}_knee_rotor", "{}_hip_ry_link", EY, (0.013, -0.0497, -0.0178), _O,
+     False, _LARGE, _O, LARGE_ROTOR_Y),
+    ("{}_hipy_to_ankle_rotor", "{}_ankle_rotor", "{}_hip_ry_link", EY, (0.01563, -0.0454, -0.13354), _O,
+     False, _SMALL, _O, SMALL_ROTOR_Y),
+    ("{}_knee_to_ankle", "{}_ankle_link", "{}_knee_link", EY, (0.0, 0.0, -0.2785), _O,
      True, 0.280951, (0.022623, 0.0, -0.012826),
      (0.0000842, 0.0, -0.0000488, 0.0007959, 0.0, 0.0007681)),
 )  # fmt: skip
 _MH_ARM = (
-    ("base_to_{}_shouldery_link", "{}_shoulder_ry_link", "torso", _Y, (0.01346, -0.17608, 0.24657), _O,
+    ("base_to_{}_shouldery_link", "{}_shoulder_ry_link", "torso", EY, (0.01346, -0.17608, 0.24657), _O,
      True, 0.788506, (0.009265, -0.052623, -0.0001249),
      (0.0013678, -2.66e-05, 0.0000021, 0.0007392, 1.2e-06, 0.000884)),
-    ("base_to_{}_shouldery_rotor", "{}_shoulder_ry_rotor", "torso", _Y, (0.01346, -0.16, 0.24657), _O,
-     False, _SMALL, _O, _SMALL_ROTOR_Y),
-    ("{}_shouldery_shoulderx_link", "{}_shoulder_rx_link", "{}_shoulder_ry_link", _X, (0.0, -0.0575, 0.0), _O,
+    ("base_to_{}_shouldery_rotor", "{}_shoulder_ry_rotor", "torso", EY, (0.01346, -0.16, 0.24657), _O,
+     False, _SMALL, _O, SMALL_ROTOR_Y),
+    ("{}_shouldery_shoulderx_link", "{}_shoulder_rx_link", "{}_shoulder_ry_link", EX, (0.0, -0.0575, 0.0), _O,
      True, 0.80125, (0.0006041, -0.0001221, -0.082361),
      (0.0011524, -7e-07, 0.0000396, 0.0011921, -1.4e-06, 0.0012386)),
-    ("{}_shouldery_to_shoulderx_rotor", "{}_shoulder_rx_rotor", "{}_shoulder_ry_link", _X,
-     (0.0, -0.0575, 0.0), _O, False, _SMALL, _O, _SMALL_ROTOR_X),
-    ("{}_shoulderx_shoulderz_link", "{}_shoulder_rz_link", "{}_shoulder_rx_link", _Z,
+    ("{}_shouldery_to_shoulderx_rotor", "{}_shoulder_rx_rotor", "{}_shoulder_ry_link", EX,
+     (0.0, -0.0575, 0.0), _O, False, _SMALL, _O, SMALL_ROTOR_X),
+    ("{}_shoulderx_shoulderz_link", "{}_shoulder_rz_link", "{}_shoulder_rx_link", EZ,
      (0.0, 0.0, -0.10250), _O, True, 0.905588, (0.0001703, 0.016797, -0.060),
      (0.0012713, -1e-06, -0.000008, 0.0017477, 2.25e-05, 0.0008191)),
-    ("{}_shoulderx_to_shoulderz_rotor", "{}_shoulder_rz_rotor", "{}_shoulder_rx_link", _Z,
-     (0.0, 0.0, -0.10250), _O, False, _SMALL, _O, _SMALL_ROTOR_Z),
-    ("{}_shoulderz_elbow_link", "{}_elbow_link", "{}_shoulder_rz_link", _Y, (0.0, 0.0, -0.1455), _O,
+    ("{}_shoulderx_to_shoulderz_rotor", "{}_shoulder_rz_rotor", "{}_shoulder_rx_link", EZ,
+     (0.0, 0.0, -0.10250), _O, False, _SMALL, _O, SMALL_ROTOR_Z),
+    ("{}_shoulderz_elbow_link", "{}_elbow_link", "{}_shoulder_rz_link", EY, (0.0, 0.0, -0.1455), _O,
      True, 0.34839, (-0.0059578, -0.000111, -0.0426735),
      (0.001570, -2e-07, 0.0000335, 0.0016167, -3e-06, 0.0000619)),
-    ("{}_shoulderz_to_elbow_rotor", "{}_elbow_rotor", "{}_shoulder_rz_link", _Y, (0.0, 0.0325, -0.06), _O,
-     False, _SMALL, _O, _SMALL_ROTOR_Y),
+    ("{}_shoulderz_to_elbow_rotor", "{}_elbow_rotor", "{}_shoulder_rz_link", EY, (0.0, 0.0325, -0.06), _O,
+     False, _SMALL, _O, SMALL_ROTOR_Y),
 )  # fmt: skip
 # (name, predecessor, successor, ratio); the ankle rotor hangs from hip_ry_link, so the ankle
 # coupling reads q_ankle_rotor = 12 (q_knee + q_ankle) (spec §5.2: N 6, belts 2 and 1)
@@ -159,21 +159,21 @@ def mit_humanoid(parameters: str = "current") -> Model:
     but N2 = 6 and b1 = b21 = 2 here, so both give 12: the coupling ratios (6, 6, 6, 12, 12; 6, 6, 6,
     9) are the same in both sets, as are all names, placements and link inertias.
     """
-    paper = _check_parameters(parameters, "mit_humanoid")
+    paper = check_parameters(parameters, "mit_humanoid")
     rotor_mass = {
         _SMALL: 0.0 if paper else _MH_SMALL_ROTOR_MASS,
         _LARGE: 0.0 if paper else _MH_LARGE_ROTOR_MASS,
     }
-    model = _fixed_base("mit_humanoid_paper" if paper else "mit_humanoid", _MH_ROOT)
+    model = fixed_base("mit_humanoid_paper" if paper else "mit_humanoid", _MH_ROOT)
     torso, mass, com, tensor = _MH_TORSO
-    model.add_body(torso, 0, FreeFlyer(), None, _inertia(mass, com, tensor), joint_name=_MH_BASE_JOINT)
+    model.add_body(torso, 0, FreeFlyer(), None, make_inertia(mass, com, tensor), joint_name=_MH_BASE_JOINT)
     rows = [
         row
         for table in (_MH_LEG, _MH_ARM)
         for side, sy in _MH_SIDES
         for row in _mh_rows(table, side, sy, rotor_mass)
     ]
-    _add_joints(model, rows, _LIMITS, torso, urdf_order=not paper)
+    add_joints(model, rows, _LIMITS, torso, urdf_order=not paper)
     for table in (_MH_LEG_COUPLINGS, _MH_ARM_COUPLINGS):  # the file's order: per joint, right then left
         for name, pred, succ, ratio in table:
             for side, _ in _MH_SIDES:
@@ -199,72 +199,72 @@ _I_THIGH = (0.031925, 0.034525, 0.00865)
 # (joint, child, parent, axis, xyz, mass, com, (ixx, iyy, izz), has a rotor in the file), in the
 # file's order; every joint of the paper's model has a rotor.
 _JV_JOINTS = (
-    ("pelvis-to-waist-yaw", "waist-yaw", "pelvis", _Z, (0.0, 0.0, 0.192),
+    ("pelvis-to-waist-yaw", "waist-yaw", "pelvis", EZ, (0.0, 0.0, 0.192),
      1.0, (0.0, 0.0, -0.07), (0.00173, 0.00173, 0.0032), True),
-    ("waist-yaw-to-waist-pitch", "waist-pitch", "waist-yaw", _Y, (0.0, 0.0, -1.11e-16),
+    ("waist-yaw-to-waist-pitch", "waist-pitch", "waist-yaw", EY, (0.0, 0.0, -1.11e-16),
      1.0, _O, (0.002425, 0.002425, 0.002425), True),
-    ("waist-pitch-to-waist-roll", "waist-roll", "waist-pitch", _X, (0.0, 0.0, -1.11e-16),
+    ("waist-pitch-to-waist-roll", "waist-roll", "waist-pitch", EX, (0.0, 0.0, -1.11e-16),
      10.0, (0.02, 0.0, 0.24), (0.157083, 0.101083, 0.1367), True),
-    ("waist-roll-to-neck-yaw", "neck-yaw", "waist-roll", _Z, (-0.003, 0.0, 0.453),
+    ("waist-roll-to-neck-yaw", "neck-yaw", "waist-roll", EZ, (-0.003, 0.0, 0.453),
      0.5, (0.0, 0.0, -0.05), (0.000729167, 0.000729167, 0.000625), False),
-    ("neck-yaw-to-neck-roll", "neck-roll", "neck-yaw", _X, (8.24e-18, 0.0, 2.22e-16),
+    ("neck-yaw-to-neck-roll", "neck-roll", "neck-yaw", EX, (8.24e-18, 0.0, 2.22e-16),
      0.5, _O, (0.0005, 0.0005, 0.0005), False),
-    ("neck-roll-to-neck-pitch", "neck-pitch", "neck-roll", _Y, (8.24e-18, 0.0, 2.22e-16),
+    ("neck-roll-to-neck-pitch", "neck-pitch", "neck-roll", EY, (8.24e-18, 0.0, 2.22e-16),
      2.0, (0.01, 0.0, 0.11), (0.00968, 0.00968, 0.00968), False),
     # left leg
-    ("pelvis-to-left-hip-pitch", "left-hip-pitch", "pelvis", _Y, (0.0, 0.096, 0.0), 1.0, _O, _I196, True),
-    ("left-hip-pitch-to-hip-roll", "left-hip-roll", "left-hip-pitch", _X, (0.0, -2.77e-17, 0.0),
+    ("pelvis-to-left-hip-pitch", "left-hip-pitch", "pelvis", EY, (0.0, 0.096, 0.0), 1.0, _O, _I196, True),
+    ("left-hip-pitch-to-hip-roll", "left-hip-roll", "left-hip-pitch", EX, (0.0, -2.77e-17, 0.0),
      1.0, _O, _I196, True),
-    ("left-hip-roll-to-hip-yaw", "left-hip-yaw", "left-hip-roll", _Z, (0.0, -2.77e-17, 0.0),
+    ("left-hip-roll-to-hip-yaw", "left-hip-yaw", "left-hip-roll", EZ, (0.0, -2.77e-17, 0.0),
      3.0, (0.01, 0.0, -0.22), _I_THIGH, True),
-    ("left-hip-yaw-to-knee", "left-knee", "left-hip-yaw", _Y, (-0.02, -2.77e-17, -0.389),
+    ("left-hip-yaw-to-knee", "left-knee", "left-hip-yaw", EY, (-0.02, -2.77e-17, -0.389),
      3.0, (0.04, 0.0, -0.16), _I_THIGH, True),
-    ("left-knee-to-ankle-roll", "left-ankle-roll", "left-knee", _X, (0.04, 1.52e-16, -0.357),
+    ("left-knee-to-ankle-roll", "left-ankle-roll", "left-knee", EX, (0.04, 1.52e-16, -0.357),
      1.0, _O, _I064, True),
-    ("left-ankle-roll-to-ankle-pitch", "left-ankle-pitch", "left-ankle-roll", _Y,
+    ("left-ankle-roll-to-ankle-pitch", "left-ankle-pitch", "left-ankle-roll", EY,
      (-4.86e-17, 3.61e-16, -2.22e-16), 1.5, (0.03, 0.0, -0.07), (0.001417, 0.005617, 0.006217), True),
     # right leg
-    ("pelvis-to-right-hip-pitch", "right-hip-pitch", "pelvis", _Y, (0.0, -0.096, -0.087),
+    ("pelvis-to-right-hip-pitch", "right-hip-pitch", "pelvis", EY, (0.0, -0.096, -0.087),
      1.0, _O, _I196, True),
-    ("right-hip-pitch-to-hip-roll", "right-hip-roll", "right-hip-pitch", _X, (0.0, 2.77e-17, 0.0),
+    ("right-hip-pitch-to-hip-roll", "right-hip-roll", "right-hip-pitch", EX, (0.0, 2.77e-17, 0.0),
      1.0, _O, _I196, True),
-    ("right-hip-roll-to-hip-yaw", "right-hip-yaw", "right-hip-roll", _Z, (0.0, 2.77e-17, 0.0),
+    ("right-hip-roll-to-hip-yaw", "right-hip-yaw", "right-hip-roll", EZ, (0.0, 2.77e-17, 0.0),
      3.0, (0.01, 0.0, -0.22), _I_THIGH, True),
-    ("right-hip-yaw-to-knee", "right-knee", "right-hip-yaw", _Y, (-0.02, 2.77e-17, -0.389),
+    ("right-hip-yaw-to-knee", "right-knee", "right-hip-yaw", EY, (-0.02, 2.77e-17, -0.389),
      3.0, (0.04, 0.0, -0.16), _I_THIGH, True),
-    ("right-knee-to-ankle-roll", "right-ankle-roll", "right-knee", _X, (0.04, 1.11e-16, -0.357),
+    ("right-knee-to-ankle-roll", "right-ankle-roll", "right-knee", EX, (0.04, 1.11e-16, -0.357),
      1.0, _O, _I064, True),
-    ("right-ankle-roll-to-ankle-pitch", "right-ankle-pitch", "right-ankle-roll", _Y,
+    ("right-ankle-roll-to-ankle-pitch", "right-ankle-pitch", "right-ankle-roll", EY,
      (-1.734e-17, -4.44e-16, -1.11e-16), 1.5, (0.03, 0.0, -0.07), (0.001417, 0.005617, 0.006217), True),
     # left arm
-    ("waist-roll-to-left-shoulder-pitch", "left-shoulder-pitch", "waist-roll", _Y, (0.0, 0.24, 0.33),
+    ("waist-roll-to-left-shoulder-pitch", "left-shoulder-pitch", "waist-roll", EY, (0.0, 0.24, 0.33),
      1.0, _O, _I196, True),
-    ("left-shoulder-pitch-to-shoulder-roll", "left-shoulder-roll", "left-shoulder-pitch", _X,
+    ("left-shoulder-pitch-to-shoulder-roll", "left-shoulder-roll", "left-shoulder-pitch", EX,
      (0.0, 2.78e-17, -5.55e-16), 1.0, _O, _I196, True),
-    ("left-shoulder-roll-to-shoulder-yaw", "left-shoulder-yaw", "left-shoulder-roll", _Z,
+    ("left-shoulder-roll-to-shoulder-yaw", "left-shoulder-yaw", "left-shoulder-roll", EZ,
      (0.0, 2.78e-17, -5.55e-16), 2.0, (-0.01, 0.0, -0.19), (0.01365, 0.0146, 0.00635), True),
-    ("left-shoulder-yaw-to-elbow-pitch", "left-elbow-pitch", "left-shoulder-yaw", _Y,
+    ("left-shoulder-yaw-to-elbow-pitch", "left-elbow-pitch", "left-shoulder-yaw", EY,
      (0.004, -2.78e-17, -0.305), 1.0, (-0.02, 0.0, -0.1), (0.010675, 0.010675, 0.0027), True),
-    ("left-elbow-pitch-to-elbow-yaw", "left-elbow-yaw", "left-elbow-pitch", _Z, (-0.004, 3.89e-16, -0.239),
+    ("left-elbow-pitch-to-elbow-yaw", "left-elbow-yaw", "left-elbow-pitch", EZ, (-0.004, 3.89e-16, -0.239),
      1.0, _O, _I064, True),
-    ("left-elbow-yaw-to-wrist-roll", "left-wrist-roll", "left-elbow-yaw", _X, (0.0, -2.78e-16, -1.80e-16),
+    ("left-elbow-yaw-to-wrist-roll", "left-wrist-roll", "left-elbow-yaw", EX, (0.0, -2.78e-16, -1.80e-16),
      0.5, _O, (0.00032, 0.00032, 0.00032), False),
-    ("left-wrist-roll-to-wrist-yaw", "left-wrist-yaw", "left-wrist-roll", _Z, (0.0, -2.78e-16, -1.80e-16),
+    ("left-wrist-roll-to-wrist-yaw", "left-wrist-yaw", "left-wrist-roll", EZ, (0.0, -2.78e-16, -1.80e-16),
      0.5, (0.0, -0.01, -0.06), (0.0004625, 0.0007625, 0.0004625), False),
     # right arm
-    ("waist-roll-to-right-shoulder-pitch", "right-shoulder-pitch", "waist-roll", _Y, (0.0, -0.24, 0.33),
+    ("waist-roll-to-right-shoulder-pitch", "right-shoulder-pitch", "waist-roll", EY, (0.0, -0.24, 0.33),
      1.0, _O, _I196, True),
-    ("right-shoulder-pitch-to-shoulder-roll", "right-shoulder-roll", "right-shoulder-pitch", _X,
+    ("right-shoulder-pitch-to-shoulder-roll", "right-shoulder-roll", "right-shoulder-pitch", EX,
      (0.0, -2.78e-17, -7.77e-16), 1.0, _O, _I196, True),
-    ("right-shoulder-roll-to-shoulder-yaw", "right-shoulder-yaw", "right-shoulder-roll", _Z,
+    ("right-shoulder-roll-to-shoulder-yaw", "right-shoulder-yaw", "right-shoulder-roll", EZ,
      (0.0, -2.78e-17, -7.77e-16), 2.0, (-0.01, 0.0, -0.19), (0.01365, 0.0146, 0.00635), True),
-    ("right-shoulder-yaw-to-elbow-pitch", "right-elbow-pitch", "right-shoulder-yaw", _Y,
+    ("right-shoulder-yaw-to-elbow-pitch", "right-elbow-pitch", "right-shoulder-yaw", EY,
      (0.004, 2.78e-17, -0.305), 1.0, (-0.02, 0.0, -0.1), (0.010675, 0.010675, 0.0027), True),
-    ("right-elbow-pitch-to-elbow-yaw", "right-elbow-yaw", "right-elbow-pitch", _Z, (-0.004, -5e-16, -0.239),
+    ("right-elbow-pitch-to-elbow-yaw", "right-elbow-yaw", "right-elbow-pitch", EZ, (-0.004, -5e-16, -0.239),
      1.0, _O, _I064, True),
-    ("right-elbow-yaw-to-wrist-roll", "right-wrist-roll", "right-elbow-yaw", _X, (0.0, 2.78e-16, -1.80e-16),
+    ("right-elbow-yaw-to-wrist-roll", "right-wrist-roll", "right-elbow-yaw", EX, (0.0, 2.78e-16, -1.80e-16),
      0.5, _O, (0.00032, 0.00032, 0.00032), False),
-    ("right-wrist-roll-to-wrist-yaw", "right-wrist-yaw", "right-wrist-roll", _Z, (0.0, 2.78e-16, -1.80e-16),
+    ("right-wrist-roll-to-wrist-yaw", "right-wrist-yaw", "right-wrist-roll", EZ, (0.0, 2.78e-16, -1.80e-16),
      0.5, (0.0, 0.01, -0.06), (0.0004625, 0.0007625, 0.0004625), False),
 )  # fmt: skip
 
@@ -301,11 +301,11 @@ def jvrc1(parameters: str = "paper") -> Model:
     the file's; and since the spec does not give the paper's registration order for this robot, the
     bodies are in the URDF reader's order (as if the 7 rotors were in the file).
     """
-    paper = _check_parameters(parameters, "jvrc1")
-    model = _fixed_base("jvrc1_paper" if paper else "jvrc1", _JV_ROOT)
+    paper = check_parameters(parameters, "jvrc1")
+    model = fixed_base("jvrc1_paper" if paper else "jvrc1", _JV_ROOT)
     pelvis, mass, com, moments = _JV_PELVIS
     model.add_body(
-        pelvis, 0, FreeFlyer(), None, _inertia(mass, com, _diagonal(moments)), joint_name=_JV_BASE_JOINT
+        pelvis, 0, FreeFlyer(), None, make_inertia(mass, com, _diagonal(moments)), joint_name=_JV_BASE_JOINT
     )
     rows, couplings = [], []
     for joint, body, parent, axis, xyz, mass, com, moments, geared in _JV_JOINTS:
@@ -317,7 +317,7 @@ def jvrc1(parameters: str = "paper") -> Model:
                 (f"{joint}-rotor", rotor, parent, axis, xyz, _O, False, _JV_ROTOR_MASS, _O, rotor_inertia)
             )
             couplings.append((f"{body}-transmission", body, rotor))
-    _add_joints(model, rows, _LIMITS, pelvis)
+    add_joints(model, rows, _LIMITS, pelvis)
     for name, pred, succ in couplings:
         model.add_coupling(name, pred, succ, _JV_RATIO)
     model.clusters()

@@ -22,11 +22,11 @@ import numpy as np
 
 from ..model.joints import Revolute
 from ..model.model import BODY_FRAME, Model
-from .builtin import _inertia, _urdf_order
+from .builtin import in_urdf_order, make_inertia
 
 __all__ = ["planar_leg_linkage"]
 
-_Z = (0.0, 0.0, 1.0)
+EZ = (0.0, 0.0, 1.0)
 _O = (0.0, 0.0, 0.0)
 
 # Numbers of spec §5.8 (GRBDA's PlanarLegLinkage): placements, masses, centres of mass and I_zz. The
@@ -61,14 +61,14 @@ def planar_leg_linkage() -> Model:
     model.add_frame(_ROOT, 0, None, kind=BODY_FRAME)  # the root link, welded to the world
     rows = [(name, body, parent) for name, body, parent, *_ in _JOINTS]
     by_name = {row[0]: row for row in _JOINTS}
-    for name, _, _ in _urdf_order(rows):
+    for name, _, _ in in_urdf_order(rows):
         _, body, parent, xyz, independent, mass, com, izz = by_name[name]
         model.add_body(
             body,
             0 if parent is None else parent,
-            Revolute(_Z),
+            Revolute(EZ),
             (np.eye(3), np.array(xyz, dtype=float)),
-            _inertia(mass, com, (0.0, 0.0, 0.0, 0.0, 0.0, izz)),
+            make_inertia(mass, com, (0.0, 0.0, 0.0, 0.0, 0.0, izz)),
             joint_name=name,
             independent=independent,
         )
@@ -80,7 +80,7 @@ def planar_leg_linkage() -> Model:
         "revolute",
         predecessor_placement=(np.eye(3), np.array(pred_xyz)),
         successor_placement=(np.eye(3), np.array(succ_xyz)),
-        axis=_Z,
+        axis=EZ,
     )
     frame, body, xyz = _END_EFFECTOR
     model.add_frame(frame, body, (np.eye(3), np.array(xyz)))

@@ -26,7 +26,7 @@ import builtins
 import importlib
 from dataclasses import dataclass, field
 
-from ..errors import InputError
+from ..errors import InputError, UnknownNameError
 from ..model.model import Model
 
 __all__ = ["VARIANTS", "RobotInfo", "approximate", "build", "info", "list", "list_", "names", "unconstrained"]
@@ -128,7 +128,7 @@ def _entry(name: str) -> _Entry:
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
-        raise KeyError(f"unknown robot {name!r}; known robots: {', '.join(_REGISTRY)}") from None
+        raise UnknownNameError(f"unknown robot {name!r}; known robots: {', '.join(_REGISTRY)}") from None
 
 
 def build(name: str, variant: str = "exact", **kwargs):

@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import InputError, ModelError
 from ..model.joints import FreeFlyer
 from ..model.model import BODY_FRAME, Model
-from .builtin import _add_joints, _inertia, mirrored_row
+from .builtin import add_joints, make_inertia, mirrored_row
 
 __all__ = [
     "GEAR_RATIO",
@@ -82,7 +82,7 @@ PARAMETER_SETS = ("current",)
 #
 # A row: (joint name, child body, parent body, axis, origin xyz, origin rpy, independent, mass, centre
 # of mass, (ixx, ixy, ixz, iyy, iyz, izz) about the centre of mass), as in loopdyn.robots.builtin.
-_X, _Y, _Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
+EX, EY, EZ = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
 _O = (0.0, 0.0, 0.0)
 #: (lower, upper, effort, velocity) of every revolute joint of both files
 _LIMITS = (-10.0, 10.0, 150.0, 100.0)
@@ -113,27 +113,27 @@ def _leg_rows(side: str, root: str, clamp_independent: bool):
     sy = 1.0 if side == "left" else -1.0
     s = side
     return (
-        (f"{root}-to-{s}-hip-clamp-rotor", f"{s}-hip-clamp-rotor", root, _Z, (0.0, sy * 126e-03, -26e-03),
+        (f"{root}-to-{s}-hip-clamp-rotor", f"{s}-hip-clamp-rotor", root, EZ, (0.0, sy * 126e-03, -26e-03),
          _CLAMP_ROTOR_RPY[s], not clamp_independent, *_ROTOR),
-        (f"{root}-to-{s}-hip-clamp", f"{s}-hip-clamp", root, _Z, (0.0, sy * 126e-03, -87e-03), _O,
+        (f"{root}-to-{s}-hip-clamp", f"{s}-hip-clamp", root, EZ, (0.0, sy * 126e-03, -87e-03), _O,
          clamp_independent, 1.3289, (-0.001, 0.0, -0.0069), (0.0032, 0., 0.0001, 0.0033, 0., 0.0027)),
         # hip differential
-        (f"{s}-hip-clamp-to-hip-rotor-1", f"{s}-hip-rotor-1", f"{s}-hip-clamp", _Z, (0.0, 0.04, 0.0),
+        (f"{s}-hip-clamp-to-hip-rotor-1", f"{s}-hip-rotor-1", f"{s}-hip-clamp", EZ, (0.0, 0.04, 0.0),
          _HIP_ROTOR_1_RPY, True, *_ROTOR),
-        (f"{s}-hip-clamp-to-hip-rotor-2", f"{s}-hip-rotor-2", f"{s}-hip-clamp", _Z, (0.0, -0.04, 0.0),
+        (f"{s}-hip-clamp-to-hip-rotor-2", f"{s}-hip-rotor-2", f"{s}-hip-clamp", EZ, (0.0, -0.04, 0.0),
          _HIP_ROTOR_2_RPY, True, *_ROTOR),
-        (f"{s}-hip-clamp-to-gimbal", f"{s}-gimbal", f"{s}-hip-clamp", _X, (0.0, 0.0, -142.5e-03), _O,
+        (f"{s}-hip-clamp-to-gimbal", f"{s}-gimbal", f"{s}-hip-clamp", EX, (0.0, 0.0, -142.5e-03), _O,
          False, 0.4433, (-0.0027, 0.0, 0.0258), (0.0018, 0.0, 0.0, 0.0017, 0.0, 0.0015)),
-        (f"{s}-gimbal-to-thigh", f"{s}-thigh", f"{s}-gimbal", _Y, _O, _O,
+        (f"{s}-gimbal-to-thigh", f"{s}-thigh", f"{s}-gimbal", EY, _O, _O,
          False, 1.5424, (0.003, -0.0001, -0.0323), (0.0103, 0.0, -0.0005, 0.0097, 0.0, 0.0027)),
         # knee-ankle differential
-        (f"{s}-thigh-to-knee-ankle-rotor-1", f"{s}-knee-ankle-rotor-1", f"{s}-thigh", _Z,
+        (f"{s}-thigh-to-knee-ankle-rotor-1", f"{s}-knee-ankle-rotor-1", f"{s}-thigh", EZ,
          (0.0, 26.55e-03, 0.0), _KNEE_ANKLE_ROTOR_1_RPY, True, *_ROTOR),
-        (f"{s}-thigh-to-knee-ankle-rotor-2", f"{s}-knee-ankle-rotor-2", f"{s}-thigh", _Z,
+        (f"{s}-thigh-to-knee-ankle-rotor-2", f"{s}-knee-ankle-rotor-2", f"{s}-thigh", EZ,
          (0.0, -26.55e-03, 0.0), _KNEE_ANKLE_ROTOR_2_RPY, True, *_ROTOR),
-        (f"{s}-thigh-to-shin", f"{s}-shin", f"{s}-thigh", _Y, (0.0, 0.0, -226.8e-03), _O,
+        (f"{s}-thigh-to-shin", f"{s}-shin", f"{s}-thigh", EY, (0.0, 0.0, -226.8e-03), _O,
          False, 0.3072, (0.0047, -0.0003, -0.1043), (0.0054, 0.0, -0.0002, 0.0054, 0.0, 0.0001)),
-        (f"{s}-shin-to-foot", f"{s}-foot", f"{s}-shin", _Y, (0.0, 0.0, -260e-03), _O,
+        (f"{s}-shin-to-foot", f"{s}-foot", f"{s}-shin", EY, (0.0, 0.0, -260e-03), _O,
          False, 0.1025, (0.0042, 0.0, -0.0251), (0.094e-03, 0.0, -0.0038e-03, 0.1773e-03, 0.0, 0.0901e-03)),
     )  # fmt: skip
 
@@ -145,25 +145,25 @@ _ARM_ROTOR_Y = (0.0, _O, (0.1084e-03, 0.0, 0.0, 0.1684e-03, 0.0, 0.1084e-03))
 _ARM_ROTOR_X = (0.0, _O, (0.1684e-03, 0.0, 0.0, 0.1084e-03, 0.0, 0.1084e-03))
 _ARM_ROTOR_Z = (0.0, _O, (0.1084e-03, 0.0, 0.0, 0.1084e-03, 0.0, 0.1684e-03))
 _ARM_ROWS = (
-    ("torso-to-{}-shoulder-ry", "{}-shoulder-ry", "torso", _Y, (0.01346, 0.17608, 0.24657), _O,
+    ("torso-to-{}-shoulder-ry", "{}-shoulder-ry", "torso", EY, (0.01346, 0.17608, 0.24657), _O,
      True, 0.788506, (0.009265, 0.052623, -0.0001249),
      (0.0013678, 0.0000266, 0.0000021, 0.0007392, -0.0000012, 0.000884)),
-    ("torso-to-{}-shoulder-ry-rotor", "{}-shoulder-ry-rotor", "torso", _Y, (0.01346, 0.16, 0.24657), _O,
+    ("torso-to-{}-shoulder-ry-rotor", "{}-shoulder-ry-rotor", "torso", EY, (0.01346, 0.16, 0.24657), _O,
      False, *_ARM_ROTOR_Y),
-    ("{}-shoulder-ry-to-shoulder-rx", "{}-shoulder-rx", "{}-shoulder-ry", _X, (0.0, 0.0575, 0.0), _O,
+    ("{}-shoulder-ry-to-shoulder-rx", "{}-shoulder-rx", "{}-shoulder-ry", EX, (0.0, 0.0575, 0.0), _O,
      True, 0.80125, (0.0006041, 0.0001221, -0.082361),
      (0.0011524, 0.0000007, 0.0000396, 0.0011921, 0.0000014, 0.0012386)),
-    ("{}-shoulder-ry-to-shoulder-rx-rotor", "{}-shoulder-rx-rotor", "{}-shoulder-ry", _X,
+    ("{}-shoulder-ry-to-shoulder-rx-rotor", "{}-shoulder-rx-rotor", "{}-shoulder-ry", EX,
      (0.0, 0.0575, 0.0), _O, False, *_ARM_ROTOR_X),
-    ("{}-shoulder-rx-to-shoulder-rz", "{}-shoulder-rz", "{}-shoulder-rx", _Z, (0.0, 0.0, -0.1025), _O,
+    ("{}-shoulder-rx-to-shoulder-rz", "{}-shoulder-rz", "{}-shoulder-rx", EZ, (0.0, 0.0, -0.1025), _O,
      True, 0.905588, (0.0001703, -0.016797, -0.060),
      (0.0012713, 0.000001, -0.000008, 0.0017477, -0.0000225, 0.0008191)),
-    ("{}-shoulder-rx-to-shoulder-rz-rotor", "{}-shoulder-rz-rotor", "{}-shoulder-rx", _Z,
+    ("{}-shoulder-rx-to-shoulder-rz-rotor", "{}-shoulder-rz-rotor", "{}-shoulder-rx", EZ,
      (0.0, 0.0, -0.1025), _O, False, *_ARM_ROTOR_Z),
-    ("{}-shoulder-rz-to-elbow", "{}-elbow", "{}-shoulder-rz", _Y, (0.0, 0.0, -0.1455), _O,
+    ("{}-shoulder-rz-to-elbow", "{}-elbow", "{}-shoulder-rz", EY, (0.0, 0.0, -0.1455), _O,
      True, 0.34839, (-0.0059578, 0.000111, -0.0426735),
      (0.001570, 0.0000002, 0.0000335, 0.0016167, 0.000003, 0.0000619)),
-    ("{}-shoulder-rz-to-elbow-rotor", "{}-elbow-rotor", "{}-shoulder-rz", _Y, (0.0, -0.0325, -0.06), _O,
+    ("{}-shoulder-rz-to-elbow-rotor", "{}-elbow-rotor", "{}-shoulder-rz", EY, (0.0, -0.0325, -0.06), _O,
      False, *_ARM_ROTOR_Y),
 )  # fmt: skip
 
@@ -181,10 +181,10 @@ def _tello_tree(arms: bool, floating_base: bool = True) -> Model:
         model = Model("tello_humanoid")
         model.add_frame("ground", 0, None, kind=BODY_FRAME)  # the root link, welded to the world
         joint, body, mass, com, tensor = _TORSO
-        model.add_body(body, 0, FreeFlyer(), None, _inertia(mass, com, tensor), joint_name=joint)
+        model.add_body(body, 0, FreeFlyer(), None, make_inertia(mass, com, tensor), joint_name=joint)
         rows = [row for side in SIDES for row in _leg_rows(side, body, clamp_independent=True)]
         rows += [row for side in SIDES for row in _arm_rows(side)]
-        _add_joints(model, rows, _LIMITS, body)
+        add_joints(model, rows, _LIMITS, body)
         return model
     model = Model("tello_legs")
     if floating_base:  # a massless free-flying root link
@@ -192,7 +192,7 @@ def _tello_tree(arms: bool, floating_base: bool = True) -> Model:
     else:
         model.add_frame(_LEGS_ROOT, 0, None, kind=BODY_FRAME)
     rows = [row for side in SIDES for row in _leg_rows(side, _LEGS_ROOT, clamp_independent=False)]
-    _add_joints(model, rows, _LIMITS, _LEGS_ROOT)
+    add_joints(model, rows, _LIMITS, _LEGS_ROOT)
     return model
 
 

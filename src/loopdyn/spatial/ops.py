@@ -125,6 +125,19 @@ def add_to6(a, i, c, x):
 
 
 @njit(cache=True, inline="always")
+def unit6(k):
+    """The k-th unit 6-vector."""
+    return (
+        1.0 if k == 0 else 0.0,
+        1.0 if k == 1 else 0.0,
+        1.0 if k == 2 else 0.0,
+        1.0 if k == 3 else 0.0,
+        1.0 if k == 4 else 0.0,
+        1.0 if k == 5 else 0.0,
+    )
+
+
+@njit(cache=True, inline="always")
 def add6(x, y):
     return (x[0] + y[0], x[1] + y[1], x[2] + y[2], x[3] + y[3], x[4] + y[4], x[5] + y[5])
 
@@ -510,38 +523,127 @@ def mat6_to_parent_add(a, i, c, R, p, j, d):
             a[j, d + 6 * (3 + r) + 3 + k] += C1[3 * r + k]
 
 
+# ---------------------------------------------------------------------------------------------
+# flat 1-D arrays (the cluster workspace ``wc``): 6-vectors, 3×3 and 6×6 blocks at an offset, with a
+# row stride for blocks of larger row-major matrices
+
+
+@njit(cache=True, inline="always")
+def dot6w(wc, o, s):
+    """wc[o:o+6] · s."""
+    return (wc[o] * s[0] + wc[o + 1] * s[1] + wc[o + 2] * s[2]
+            + wc[o + 3] * s[3] + wc[o + 4] * s[4] + wc[o + 5] * s[5])  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def block_mul(wc, off, stride, s):
+    """(6 × 6 block at wc[off], row stride ``stride``) · s."""
+    return (dot6w(wc, off, s), dot6w(wc, off + stride, s),
+            dot6w(wc, off + 2 * stride, s), dot6w(wc, off + 3 * stride, s),
+            dot6w(wc, off + 4 * stride, s), dot6w(wc, off + 5 * stride, s))  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def col6w(wc, o, stride):
+    """The 6-vector wc[o], wc[o + stride], ..., wc[o + 5 stride] (a column of a row-major block)."""
+    return (
+        wc[o],
+        wc[o + stride],
+        wc[o + 2 * stride],
+        wc[o + 3 * stride],
+        wc[o + 4 * stride],
+        wc[o + 5 * stride],
+    )
+
+
+@njit(cache=True, inline="always")
+def add6w(wc, o, x):
+    for r in range(6):
+        wc[o + r] += x[r]
+
+
+@njit(cache=True, inline="always")
+def load9w(w, o, stride):
+    """The 3×3 block at w[o] (row stride ``stride``) as a row-major 9-tuple."""
+    return (w[o], w[o + 1], w[o + 2], w[o + stride], w[o + stride + 1], w[o + stride + 2],
+            w[o + 2 * stride], w[o + 2 * stride + 1], w[o + 2 * stride + 2])  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def add9w(w, o, stride, x):
+    for r in range(3):
+        for c in range(3):
+            w[o + r * stride + c] += x[3 * r + c]
+
+
 @njit(cache=True)
-def spd_inverse(a, i, c, n, j, d, s, e):
-    """a[j, d:d+n²] = A⁻¹ (row-major) for the small symmetric positive-definite A (n ≤ 6) stored
-    row-major at a[i, c:c+n²], by Cholesky; a[s, e:e+72] is scratch.
-    Returns False (output untouched) if A is not positive definite."""
-    L = e  # L at a[s, e + 6 r + k], L⁻¹ at a[s, e + 36 + 6 r + k]
-    Li = e + 36
+def sym6_to_parent(w, src, sstride, R, p, dst, dstride):
+    """w[dst block] += ᶜX_Pᵀ A ᶜX_P for the symmetric 6×6 block A at w[src] (row strides given):
+    rotate the 3×3 blocks (Z ↦ R Z Rᵀ), then shift by p (see mat6_to_parent_add)."""
+    Rt = (R[0], R[3], R[6], R[1], R[4], R[7], R[2], R[5], R[8])
+    A1 = rot_mul(rot_mul(R, load9w(w, src, sstride)), Rt)
+    B1 = rot_mul(rot_mul(R, load9w(w, src + 3, sstride)), Rt)
+    C1 = rot_mul(rot_mul(R, load9w(w, src + 3 * sstride + 3, sstride)), Rt)
+    P = (0.0, -p[2], p[1], p[2], 0.0, -p[0], -p[1], p[0], 0.0)
+    PC = rot_mul(P, C1)
+    B2 = (B1[0] + PC[0], B1[1] + PC[1], B1[2] + PC[2], B1[3] + PC[3], B1[4] + PC[4], B1[5] + PC[5],
+          B1[6] + PC[6], B1[7] + PC[7], B1[8] + PC[8])  # fmt: skip
+    B1t = (B1[0], B1[3], B1[6], B1[1], B1[4], B1[7], B1[2], B1[5], B1[8])
+    PB = rot_mul(P, B1t)
+    BP = rot_mul(B2, P)
+    for r in range(3):
+        for c in range(3):
+            w[dst + r * dstride + c] += A1[3 * r + c] + PB[3 * r + c] - BP[3 * r + c]
+            w[dst + r * dstride + 3 + c] += B2[3 * r + c]
+            w[dst + (3 + c) * dstride + r] += B2[3 * r + c]
+            w[dst + (3 + r) * dstride + 3 + c] += C1[3 * r + c]
+
+
+@njit(cache=True)
+def gen6_to_parent(w, src, sstride, Ra, pa, Rb, pb, dst, dstride, tmp):
+    """w[dst block] += ᵃX_Λᵀ A ᵇX_Λ for a general 6×6 block A at w[src]; w[tmp:tmp+36] scratch."""
+    for r in range(6):  # Y = A ᵇX_Λ row by row: (ᵇX_Λᵀ rowᵀ)ᵀ
+        row = force_to_parent(Rb, pb, load6_at(w, src + r * sstride))
+        for c in range(6):
+            w[tmp + 6 * r + c] = row[c]
+    for c in range(6):  # ᵃX_Λᵀ Y column by column
+        col = force_to_parent(Ra, pa, col6w(w, tmp + c, 6))
+        for r in range(6):
+            w[dst + r * dstride + c] += col[r]
+
+
+@njit(cache=True)
+def spd_inverse(w, src, n, out, dst, scratch, scr):
+    """out[dst:dst+n²] = A⁻¹ (row-major) for the small symmetric positive-definite A (n ≤ 6) stored
+    row-major at w[src:src+n²], by Cholesky; scratch[scr:scr+72] is scratch (any of the three 1-D
+    arrays may be the same array). Returns False (output untouched) if A is not positive definite."""
+    Lf = scr
+    Li = scr + 36
     for col in range(n):
-        acc = a[i, c + n * col + col]
+        acc = w[src + n * col + col]
         for k in range(col):
-            acc -= a[s, L + 6 * col + k] * a[s, L + 6 * col + k]
+            acc -= scratch[Lf + 6 * col + k] * scratch[Lf + 6 * col + k]
         if not acc > 0.0:
             return False
-        dd = math.sqrt(acc)
-        a[s, L + 6 * col + col] = dd
+        d = math.sqrt(acc)
+        scratch[Lf + 6 * col + col] = d
         for r in range(col + 1, n):
-            acc = a[i, c + n * r + col]
+            acc = w[src + n * r + col]
             for k in range(col):
-                acc -= a[s, L + 6 * r + k] * a[s, L + 6 * col + k]
-            a[s, L + 6 * r + col] = acc / dd
-    for r in range(n):  # L⁻¹, lower triangular
-        a[s, Li + 6 * r + r] = 1.0 / a[s, L + 6 * r + r]
+                acc -= scratch[Lf + 6 * r + k] * scratch[Lf + 6 * col + k]
+            scratch[Lf + 6 * r + col] = acc / d
+    for r in range(n):
+        scratch[Li + 6 * r + r] = 1.0 / scratch[Lf + 6 * r + r]
         for col in range(r):
             acc = 0.0
             for k in range(col, r):
-                acc -= a[s, L + 6 * r + k] * a[s, Li + 6 * k + col]
-            a[s, Li + 6 * r + col] = acc / a[s, L + 6 * r + r]
-    for r in range(n):  # A⁻¹ = L⁻ᵀ L⁻¹
+                acc -= scratch[Lf + 6 * r + k] * scratch[Li + 6 * k + col]
+            scratch[Li + 6 * r + col] = acc / scratch[Lf + 6 * r + r]
+    for r in range(n):
         for col in range(r, n):
             acc = 0.0
             for k in range(col, n):
-                acc += a[s, Li + 6 * k + r] * a[s, Li + 6 * k + col]
-            a[j, d + n * r + col] = acc
-            a[j, d + n * col + r] = acc
+                acc += scratch[Li + 6 * k + r] * scratch[Li + 6 * k + col]
+            out[dst + n * r + col] = acc
+            out[dst + n * col + r] = acc
     return True

@@ -1,0 +1,98 @@
+"""The one way a public function runs a kernel: fast path, coercion on a type mismatch, status.
+
+Kernels are compiled for exactly one signature (:func:`loopdyn.algorithms.common.kernel`), so the
+public functions pass the user's arrays straight through. When an argument has another dtype or
+layout (a list, an int array, a non-contiguous view) Numba raises ``TypeError`` before running
+anything; :func:`run` then coerces the user arguments with clear errors and calls again. A non-zero
+status becomes the specific exception it stands for (:func:`loopdyn.algorithms.status.raise_for_status`).
+
+Each public function describes its kernel's user arguments once, as a module constant::
+
+    RNEA_ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT), ("f_ext", FORCES))
+    ...
+    run(rnea_kernel, model, RNEA_ARGS, (data.ib, data.ws, q, v, a, fext, out, True))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError, ShapeError
+from .status import raise_for_status
+
+# kinds of user argument
+CONFIGURATION = 0  # q: 1-D float64 of size nq
+TANGENT = 1  # v, a, tau: 1-D float64 of size nv
+FORCES = 2  # f_ext: (njoints, 6) float64 (the empty (0, 6) array stands for 'none')
+SCALAR = 3  # a float
+
+
+class KernelArgs:
+    """Where a kernel's user arguments sit among its arguments, their names and their kinds.
+
+    ``first`` is the position of the first user argument; the user arguments follow one another in
+    the order the kernel numbers them in its status codes.
+    """
+
+    __slots__ = ("first", "names", "kinds")
+
+    def __init__(self, first: int, *args: tuple[str, int]):
+        self.first = first
+        self.names = tuple(name for name, _ in args)
+        self.kinds = tuple(kind for _, kind in args)
+
+    def coerce(self, model, args: tuple) -> tuple:
+        """``args`` with every user argument converted to the kernel's type (or a clear error)."""
+        out = list(args)
+        for k, (name, kind) in enumerate(zip(self.names, self.kinds, strict=True)):
+            pos = self.first + k
+            if kind == FORCES:
+                x = args[pos]
+                if not (isinstance(x, np.ndarray) and x.shape == (0, 6) and x.dtype == np.float64):
+                    out[pos] = as_force_array(x, model.njoints)  # (0, 6): 'no forces', kept
+            elif kind == SCALAR:
+                out[pos] = as_float(args[pos], name)
+            else:
+                out[pos] = as_float_vector(args[pos], name)
+        return tuple(out)
+
+
+def run(kern, model, spec: KernelArgs, args: tuple) -> None:
+    """Run ``kern(*args)``; on a type mismatch coerce the user arguments and run again; raise the
+    exception a non-zero status stands for."""
+    try:
+        st = kern(*args)
+    except TypeError:
+        st = kern(*spec.coerce(model, args))
+    if st:
+        raise_for_status(model, st, spec.names)
+
+
+def as_float_vector(x, name: str) -> np.ndarray:
+    """Coerce an argument to a contiguous float64 1-D array, with a clear error."""
+    try:
+        arr = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be an array of real numbers: {exc}") from None
+    if arr.ndim != 1:
+        raise ShapeError(f"{name} must be 1-D, got shape {arr.shape}")
+    return arr
+
+
+def as_force_array(f_ext, njoints: int) -> np.ndarray:
+    """Coerce external forces to a contiguous float64 ``(njoints, 6)`` array, with a clear error."""
+    try:
+        arr = np.ascontiguousarray(f_ext, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"f_ext must be an array of real numbers: {exc}") from None
+    if arr.shape != (njoints, 6):
+        raise ShapeError(f"f_ext must have shape ({njoints}, 6) (row 0 = universe), got {arr.shape}")
+    return arr
+
+
+def as_float(x, name: str) -> float:
+    """Coerce a scalar argument to float, with a clear error."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a real number, got {x!r}") from None

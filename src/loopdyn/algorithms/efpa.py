@@ -1,0 +1,189 @@
+"""EFPA: the Delassus matrix ``Λ⁻¹ = J M⁻¹ Jᵀ`` of a kinematic tree by extended force propagators
+(Wensing, Featherstone and Orin 2012), in its local-frame form (spec ``delassus-pv-osimr-sathya2023``
+§3.4 and §3.7). O(n + m d + m²) arithmetic (n bodies, m constraint rows, d depth); the
+closest-common-ancestor search adds O(m_b² log d) integer work.
+
+In link coordinates (``Xup_i = ⁱX_{π(i)}``, ``U_i = Iᴬ_i S_i``, ``D_i = S_iᵀ U_i``):
+
+* force propagator ``P_i f = Xup_iᵀ (f − U_i D_i⁻¹ S_iᵀ f)`` carries a force from i to π(i);
+* motion propagator ``P_iᵀ a = a' − S_i D_i⁻¹ U_iᵀ a'`` with ``a' = Xup_i a``;
+* CEMPs: ``ᵖK_e = ⁱK_e P_iᵀ`` up every ancestor of the constrained link (the rows of K propagate
+  like forces);
+* ``W_i = ⁰Ω_i ⁱK_eᵀ = P_iᵀ W_π(i) + S_i D_i⁻¹ S_iᵀ ⁱK_eᵀ`` down the same path;
+* ``Λ⁻¹_{e1,e2} = ᶜK_{e1} W_c`` at ``c = cca(ℓ_e1, ℓ_e2)`` (the link itself for e1 = e2 or for two
+  constraints on one link; zero when the two links hang from the world through different subtrees).
+
+The rows ``K`` act on the constrained link's motion ``[ω; v]`` in link coordinates
+(:class:`loopdyn.constraint_rows.ConstraintRows`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..model import layout as L
+from ..spatial import ops
+from .aba import inertia_to_parent, joint_factor
+from .common import check_configuration, jcalc, kernel, s_column
+from .status import SINGULAR, STATUS_BASE
+
+_Z6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@njit(cache=True, inline="always")
+def _dinv_proj(ib, ws, i, f, a, y):
+    """y[:nv] = D_i⁻¹ (S_iᵀ f − U_iᵀ a) for the 6-tuples f (force) and a (motion); y[6:12] scratch."""
+    nv = ib[i, L.I_NV]
+    for k in range(nv):
+        y[6 + k] = ops.dot6(s_column(ib, ws, i, k), f) - ops.dot6(ops.load6(ws, i, L.W_U + 6 * k), a)
+    for k in range(nv):
+        acc = 0.0
+        for l in range(nv):
+            acc += ws[i, L.W_DINV + nv * k + l] * y[6 + l]
+        y[k] = acc
+
+
+@njit(cache=True, inline="always")
+def _s_comb(ib, ws, i, y):
+    """S_i y[:nv] as a 6-tuple."""
+    acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for k in range(ib[i, L.I_NV]):
+        acc = ops.add6(acc, ops.scale6(s_column(ib, ws, i, k), y[k]))
+    return acc
+
+
+@njit(cache=True, inline="always")
+def _u_comb(ib, ws, i, y):
+    """U_i y[:nv] as a 6-tuple."""
+    acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for k in range(ib[i, L.I_NV]):
+        acc = ops.add6(acc, ops.scale6(ops.load6(ws, i, L.W_U + 6 * k), y[k]))
+    return acc
+
+
+@njit(cache=True, inline="always")
+def add_row_inertia(ws, b, K, r0, r1, added):
+    """Iᴬ_b += added · K[r0:r1]ᵀ K[r0:r1]: the penalty inertia of the damped Delassus matrix (the
+    rows K act on body b's motion in its own coordinates)."""
+    for r in range(r0, r1):
+        for a in range(6):
+            x = added * K[r, a]
+            for c in range(6):
+                ws[b, L.W_IA + 6 * a + c] += x * K[r, c]
+
+
+@njit(cache=True, inline="always")
+def common_depth(path, e1, e2, dmax):
+    """The deepest t ≤ dmax with path[e1, t] == path[e2, t] (0: only the world in common). Equality
+    is monotone in t (the paths run from the root), so a binary search: O(log depth)."""
+    lo = 0
+    hi = dmax
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if path[e1, mid] == path[e2, mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@njit(cache=True)
+def efpa_core(ib, ws, q, cbody, crow, K, added, out):
+    """EFPA on validated inputs; writes Λ⁻¹ (m × m) into ``out``. Returns 0 or a SINGULAR status.
+
+    ``added`` ≥ 0: before the sweep, ``added · K_eᵀ K_e`` is added to the inertia of each constrained
+    link (the penalised system of Pinocchio's damped Delassus; 0 for the plain matrix).
+    Workspace per body as the ABA: W_IA (articulated inertia, then Iᵃ), W_U = Iᴬ S, W_DINV = D⁻¹.
+    """
+    nb = ib[0, L.I0_NBODIES]
+    nc = cbody.shape[0]
+    # pass 1: placements in the parent, Iᴬ ← I (+ penalty)
+    for i in range(1, nb + 1):
+        jcalc(ib, ws, i, q)
+        ops.store_inertia_matrix(ws, i, L.W_IA, ops.load10(ws, i, L.W_INER))
+    if added > 0.0:
+        for e in range(nc):
+            if cbody[e] > 0:
+                add_row_inertia(ws, cbody[e], K, crow[e], crow[e + 1], added)
+    # pass 2: articulated inertias (ABA's second loop without bias forces)
+    for i in range(nb, 0, -1):
+        if not joint_factor(ib, ws, i):  # U = Iᴬ S, D⁻¹ = (Sᵀ U + armature)⁻¹ as the ABA
+            return SINGULAR * STATUS_BASE + i
+        par = ib[i, L.I_PARENT]
+        if par > 0:
+            inertia_to_parent(ib, ws, i, par)  # Iᴬ_par += Xupᵀ (Iᴬ − U D⁻¹ Uᵀ) Xup
+    # the root → link path of every constraint, indexed by depth
+    depth = np.empty(nb + 1, dtype=np.int64)
+    depth[0] = 0
+    for i in range(1, nb + 1):
+        depth[i] = depth[ib[i, L.I_PARENT]] + 1
+    dmax = 0
+    for e in range(nc):
+        dmax = max(dmax, depth[cbody[e]])
+    path = np.zeros((nc, dmax + 1), dtype=np.int64)
+    for e in range(nc):
+        j = cbody[e]
+        while j > 0:
+            path[e, depth[j]] = j
+            j = ib[j, L.I_PARENT]
+    m = crow[nc]
+    KC = np.empty((m, dmax + 1, 6))  # ᵗK_e rows at the path's link of depth t (link coordinates)
+    W = np.empty((m, dmax + 1, 6))  # ⁰Ω_t ᵗK_eᵀ columns
+    y = np.empty(12)
+    for e in range(nc):
+        d = depth[cbody[e]]
+        if d == 0:
+            continue
+        for r in range(crow[e], crow[e + 1]):
+            k = (K[r, 0], K[r, 1], K[r, 2], K[r, 3], K[r, 4], K[r, 5])
+            for c in range(6):
+                KC[r, d, c] = k[c]
+            for t in range(d, 1, -1):  # backward: ᵖK = P_i applied to the rows (as forces)
+                i = path[e, t]
+                _dinv_proj(ib, ws, i, k, _Z6, y)
+                k = ops.force_to_parent(
+                    ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P), ops.sub6(k, _u_comb(ib, ws, i, y))
+                )
+                for c in range(6):
+                    KC[r, t - 1, c] = k[c]
+            w = _Z6
+            for t in range(1, d + 1):  # forward: W_i = P_iᵀ W_π(i) + S D⁻¹ Sᵀ ⁱK
+                i = path[e, t]
+                kt = (KC[r, t, 0], KC[r, t, 1], KC[r, t, 2], KC[r, t, 3], KC[r, t, 4], KC[r, t, 5])
+                a = (
+                    _Z6
+                    if t == 1
+                    else ops.motion_to_child(ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P), w)
+                )
+                _dinv_proj(ib, ws, i, kt, a, y)
+                w = ops.add6(a, _s_comb(ib, ws, i, y))
+                for c in range(6):
+                    W[r, t, c] = w[c]
+    # assembly: Λ⁻¹_{e1,e2} = ᶜK_e1 · W_c(e2) at the closest common ancestor c
+    for e1 in range(nc):
+        d1 = depth[cbody[e1]]
+        for e2 in range(e1, nc):
+            d2 = depth[cbody[e2]]
+            c = common_depth(path, e1, e2, min(d1, d2))
+            for r1 in range(crow[e1], crow[e1 + 1]):
+                r2a = r1 if e1 == e2 else crow[e2]
+                for r2 in range(r2a, crow[e2 + 1]):
+                    v = 0.0
+                    if c > 0:
+                        for s in range(6):
+                            v += KC[r1, c, s] * W[r2, c, s]
+                    out[r1, r2] = v
+                    out[r2, r1] = v
+    return 0
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], float64, "
+    "float64[:, ::1])"
+)
+def efpa_kernel(ib, ws, q, cbody, crow, K, added, out):
+    st = check_configuration(ib, q)
+    if st != 0:
+        return st
+    return efpa_core(ib, ws, q, cbody, crow, K, added, out)

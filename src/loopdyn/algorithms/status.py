@@ -1,0 +1,84 @@
+"""Kernel status codes, and the one function that turns a status into an exception.
+
+Every kernel validates its inputs itself (shapes, finiteness, unit quaternions, loop closure) *before*
+it writes anything, and returns an ``int64`` status: 0 on success, else ``kind * STATUS_BASE + index``
+where ``index`` says *which* argument, element, body or cluster is at fault. The Python side turns it
+into a specific :mod:`loopdyn.errors` exception with :func:`raise_for_status`.
+"""
+
+from __future__ import annotations
+
+from ..errors import ConfigurationError, InputError, NonFiniteError, ShapeError
+
+STATUS_BASE = 1_000_000
+
+# ---- status kinds --------------------------------------------------------------------------------
+BAD_SHAPE = 1  # index = argument position (0 = q, 1 = v, 2 = a/tau, 3 = f_ext)
+NOT_FINITE = 11  # kind = 11 + argument position; index = flat element index
+BAD_QUAT = 21  # quaternion not unit-norm; index = body
+BAD_UNIT_COMPLEX = 22  # (cos, sin) pair of a RevoluteUnbounded joint not unit; index = body
+SINGULAR = 23  # articulated inertia not positive definite at body `index`
+CONSTRAINT_VIOLATED = 24  # the positions of cluster `index` are off its constraints
+SINGULAR_CLUSTER = 25  # K_d of cluster `index` is singular
+
+UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
+
+#: argument names of the state kernels, in their order
+STATE_NAMES = ("q", "v", "a", "f_ext")
+
+
+def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None) -> None:
+    """Raise the exception that a kernel's non-zero ``status`` stands for.
+
+    ``arg_names`` names the kernel's user arguments by position (as the kernel numbers them in its
+    BAD_SHAPE / NOT_FINITE statuses); ``sizes`` gives their expected sizes for the message (default:
+    q → nq, the others → nv).
+    """
+    kind, index = divmod(int(status), STATUS_BASE)
+    if kind == BAD_SHAPE:
+        name = arg_names[index]
+        if name == "f_ext":
+            raise ShapeError(
+                f"f_ext must have shape ({model.njoints}, 6) (one row per joint, row 0 = universe)"
+            )
+        if sizes is None:
+            expected = model.nq if index == 0 else model.nv
+        else:
+            expected = sizes[index]
+        raise ShapeError(f"{name} must be a 1-D array of size {expected}")
+    if NOT_FINITE <= kind < NOT_FINITE + 9:
+        name = arg_names[kind - NOT_FINITE]
+        raise NonFiniteError(f"{name} contains NaN or inf (first at flat index {index})")
+    if kind == BAD_QUAT:
+        b = model.bodies[index - 1]
+        raise ConfigurationError(
+            f"q: the quaternion of joint {b.joint_name!r} (q[{b.idx_q + (3 if b.joint.nq == 7 else 0)}:"
+            f"{b.idx_q + b.joint.nq}]) is not unit-norm within {UNIT_TOL:g}; normalize it "
+            "(loopdyn.normalize) — it is not normalized silently"
+        )
+    if kind == BAD_UNIT_COMPLEX:
+        b = model.bodies[index - 1]
+        raise ConfigurationError(
+            f"q: (cos, sin) of continuous joint {b.joint_name!r} (q[{b.idx_q}:{b.idx_q + 2}]) is not "
+            f"unit-norm within {UNIT_TOL:g}"
+        )
+    if kind == SINGULAR:
+        b = model.bodies[index - 1]
+        raise InputError(
+            f"the articulated inertia seen by joint {b.joint_name!r} is not positive definite "
+            "(a massless subtree or a singular mechanism)"
+        )
+    if kind in (CONSTRAINT_VIOLATED, SINGULAR_CLUSTER):
+        c = model.clusters().clusters[index - 1]
+        bodies = [model.bodies[b - 1].name for b in c.bodies]
+        if kind == CONSTRAINT_VIOLATED:
+            raise ConfigurationError(
+                f"q: the positions of cluster {bodies} violate its constraints by more than "
+                f"{model.constraint_tolerance:g} (model.constraint_tolerance); "
+                "(loopdyn.project_configuration moves them onto the constraints)"
+            )
+        dep = [model.bodies[c.bodies[k] - 1].joint_name for k in c.dependent]
+        raise ConfigurationError(
+            f"q: cluster {bodies} is at a singular configuration: K_d (dependent joints {dep}) is singular"
+        )
+    raise InputError(f"kernel failed with status {status}")

@@ -1,0 +1,176 @@
+"""Constrained forward dynamics of a kinematic tree with link constraints (contacts with the world,
+welds, custom rows), solved in constraint space with the Delassus matrix.
+
+With the constraint rows ``J`` (stacked ``K_e`` × LOCAL frame Jacobians, see
+:class:`~loopdyn.Constraint`), the equations are (Pinocchio's sign: ``λ`` is the
+force the constraints apply to the system)::
+
+    M ddq + c = τ + Jᵀ λ,        J ddq + γ = k   (k: the desired constraint accelerations)
+
+and, with the free accelerations ``a0 = M⁻¹ (τ − c)`` (one ABA), ``ddq = a0 + M⁻¹ Jᵀ λ`` where
+
+    (Λ⁻¹ + μ I) λ = k − (J a0 + γ),      Λ⁻¹ = J M⁻¹ Jᵀ.
+
+``J a0 + γ`` is the constraint acceleration the robot would have without the constraints; it is read
+from the frame accelerations of a forward-kinematics pass with ``(q, v, a0)``, as Pinocchio's
+``constraintDynamics`` does for contacts with the world in the LOCAL frame:
+
+* ``"6d"`` — the *spatial* acceleration ``[linear; angular]`` of the constraint frame in its own axes
+  (``γ = J̇ v``, LOCAL);
+* ``"3d"`` — the *classical* acceleration of the constraint point (the second time derivative of its
+  position) in the frame's axes: spatial linear acceleration + ``ω × v``;
+* a custom ``K_e`` — ``K_e`` times the spatial acceleration, as for ``"6d"``.
+
+Λ⁻¹, ``J L⁻¹`` and the sparse factor ``M = LᵀL`` come from one LTL-OSIM pass
+(:func:`loopdyn.delassus_methods.run_ltl`); ``M⁻¹ Jᵀ λ`` is then
+``L⁻¹ ((J L⁻¹)ᵀ λ)``, one sparse triangular solve (O(n d)) instead of a second ABA. The m × m system
+is solved by Cholesky.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+from .algorithms.call import as_float_vector
+from .algorithms.crba import ltl_solve
+from .constraint_rows import ConstraintRows, jacobian, prepare
+from .delassus_methods import resolve_method, run_c_pv_osimr, run_ltl
+from .dynamics import aba
+from .errors import InputError, RedundantConstraintsError, ShapeError
+from .kinematics import forward_kinematics
+from .model import layout as L
+
+__all__ = ["RedundantConstraintsError", "constrained_forward_dynamics", "constraint_acceleration"]
+
+# a pivot of the Cholesky factor of Λ⁻¹ below this (relative to the largest diagonal entry, squared)
+# is taken as a dependent constraint row
+_RANK_TOL = 1e-12
+
+
+def _frame_motions(data, rows: ConstraintRows):
+    """(velocities, accelerations) ``[linear; angular]`` of every constraint frame in its own axes,
+    from the body velocities / accelerations of the last forward kinematics (rows of ``nc × 6``)."""
+    cbody, frames = rows.body, rows.frames
+    ws = data.ws
+    nc = len(cbody)
+    vel = np.zeros((nc, 6))
+    acc = np.zeros((nc, 6))
+    for e in range(nc):
+        b = int(cbody[e])
+        if b == 0:
+            continue
+        R = frames[e, :9].reshape(3, 3)
+        p = frames[e, 9:]
+        for out, col in ((vel, L.W_V), (acc, L.W_A)):
+            m = ws[b, col : col + 6]  # body motion [ω; v] in body coordinates
+            out[e, :3] = R.T @ (m[3:] + np.cross(m[:3], p))
+            out[e, 3:] = R.T @ m[:3]
+    return vel, acc
+
+
+def _bias(model, data, q, v, a, rows: ConstraintRows) -> np.ndarray:
+    """``J a + γ`` (m): the constraint accelerations at state (q, v) with joint accelerations a."""
+    forward_kinematics(model, data, q, v, a)
+    vel, acc = _frame_motions(data, rows)
+    crow, sels, cons_kinds = rows.row, rows.selections, rows.kinds
+    out = np.zeros(int(crow[-1]))
+    for e in range(len(sels)):
+        a_e = acc[e].copy()
+        if cons_kinds[e] == "3d":  # classical acceleration of the point
+            a_e[:3] += np.cross(vel[e, 3:], vel[e, :3])
+        out[crow[e] : crow[e + 1]] = sels[e] @ a_e
+    return out
+
+
+def constraint_acceleration(model, data, q, v, a, constraints) -> np.ndarray:
+    """The constraint accelerations ``J a + γ`` (m, a new array) of ``constraints`` at state
+    ``(q, v)`` with joint accelerations ``a``, in the convention of :func:`constrained_forward_dynamics`
+    (spatial LOCAL acceleration for ``"6d"`` and custom rows, classical acceleration of the point for
+    ``"3d"``)."""
+    resolve_method(model, data, None)
+    return _bias(model, data, q, v, a, prepare(model, constraints))
+
+
+def constrained_forward_dynamics(
+    model, data, q, v, tau, constraints, desired=None, mu: float = 0.0, f_ext=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Forward dynamics of a kinematic tree under link ``constraints`` (a sequence of
+    :class:`~loopdyn.Constraint`, e.g. feet on the ground).
+
+    Returns ``(ddq, forces)``: the joint accelerations (nv) and the constraint forces ``λ`` (m), the
+    force each constraint applies to the robot in its constraint frame, in the given order and
+    Pinocchio's layout (``"3d"``: the force; ``"6d"``: ``[force; torque]``; custom: one multiplier per
+    row of ``K_e``), so that ``M ddq + c = τ + Jᵀ λ``.
+
+    * ``desired`` — the desired constraint accelerations ``k`` (m; default zero: the constraint
+      frames do not accelerate), in the convention of :func:`constraint_acceleration`.
+    * ``mu`` — damping: solves ``(Λ⁻¹ + μ I) λ = k − (J a0 + γ)``. With ``mu = 0`` the constraint
+      rows must be independent (otherwise :class:`RedundantConstraintsError`); ``mu > 0`` handles
+      redundant sets (several contacts on one rigid foot, overlapping constraints) and gives the
+      damped least-squares forces, with ``J ddq + γ = k − μ λ`` (the accelerations are off by
+      ``O(μ)`` unless the rows are redundant *and* consistent).
+    * ``f_ext`` — external forces on the bodies, as for :func:`loopdyn.aba`.
+
+    Cost on a tree: one ABA, one forward kinematics, one LTL-OSIM pass (O(n d² + m² d + m d²)) and
+    the m × m Cholesky (O(m³)). On a model with loops (``q``, ``v``, ``tau`` and ``ddq`` in its
+    cluster coordinates; constraints on any body, rotors included): C-ABA, cluster forward
+    kinematics, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA again with ``τ + Jᵀλ``.
+    """
+    resolve_method(model, data, None)
+    try:
+        mu = float(mu)
+    except (TypeError, ValueError):
+        raise InputError(f"mu must be a non-negative real number, got {mu!r}") from None
+    if not (np.isfinite(mu) and mu >= 0.0):
+        raise InputError(f"mu must be a non-negative finite number, got {mu!r}")
+    rows = prepare(model, constraints)
+    m = rows.m
+    q = as_float_vector(q, "q")
+    v = as_float_vector(v, "v")
+    a0 = aba(model, data, q, v, tau, f_ext)
+    if desired is None:
+        k = np.zeros(m)
+    else:
+        k = np.asarray(desired, dtype=float).reshape(-1) if np.ndim(desired) else None
+        if k is None or k.shape != (m,):
+            raise ShapeError(
+                f"desired must have one entry per constraint row ({m}), got shape {np.shape(desired)}"
+            )
+        if not np.all(np.isfinite(k)):
+            raise InputError("desired contains NaN or inf")
+    if m == 0:
+        return a0, np.zeros(0)
+    rhs = k - _bias(model, data, q, v, a0, rows)
+    if model.has_constraints:  # cluster PV-OSIMr, then C-ABA once more with the forces Jᵀλ
+        G = run_c_pv_osimr(model, data, q, rows)
+        G[np.diag_indices(m)] += mu
+        lam_c = _solve_spd(G, rhs, mu)
+        J = jacobian(model, data, q, rows)
+        tau_c = as_float_vector(tau, "tau") + J.T @ lam_c
+        return aba(model, data, q, v, tau_c, f_ext), lam_c
+    G, _, Y, Mf, lam = run_ltl(model, data, q, rows)
+    G[np.diag_indices(m)] += mu
+    lam_c = _solve_spd(G, rhs, mu)
+    x = (Y.T @ lam_c)[:, None]
+    ltl_solve(Mf, lam, x)  # M⁻¹ Jᵀ λ = L⁻¹ (J L⁻¹)ᵀ λ
+    return a0 + x[:, 0], lam_c
+
+
+def _solve_spd(G, rhs, mu):
+    m = G.shape[0]
+    scale = max(float(np.abs(np.diag(G)).max()), np.finfo(float).tiny)
+    hint = (
+        "the constraints are redundant (linearly dependent rows, e.g. several contacts on one rigid "
+        "link or a constraint on the world): the Delassus matrix is singular; use the damped form, "
+        "mu > 0 (e.g. mu=1e-8), or remove the redundant rows"
+    )
+    try:
+        c, low = cho_factor(G, lower=True, check_finite=False)
+    except LinAlgError:
+        if mu > 0.0:
+            raise InputError(f"the damped Delassus matrix is not positive definite (mu={mu})") from None
+        raise RedundantConstraintsError(hint) from None
+    if mu == 0.0 and float(np.diag(c).min()) ** 2 <= _RANK_TOL * m * scale:
+        raise RedundantConstraintsError(hint)
+    return cho_solve((c, low), rhs, check_finite=False)
