@@ -130,14 +130,13 @@ class Model:
         self._version = 0
         self._key = object()  # identity token: a Data is valid while its token is the model's
         self._compiled = None
+        #: True if the model has loop or coupling constraints (it is then a tree of clusters). Kept up
+        #: to date by every change through the builder methods; read it, never set it. A plain
+        #: attribute, not a property: every public function reads it to choose its kernel.
+        self.has_constraints = False
 
     # ------------------------------------------------------------------------------------------
     # sizes and names
-    @property
-    def has_constraints(self) -> bool:
-        """True if the model has loop or coupling constraints (it is then a tree of clusters)."""
-        return bool(self.constraints or self.declared_clusters)
-
     @property
     def nq(self) -> int:
         """Size of the configuration vector: the spanning tree's for a tree model; for a model with
@@ -565,6 +564,7 @@ class Model:
         return self._clusters
 
     def _touch(self) -> None:
+        self.has_constraints = bool(self.constraints or self.declared_clusters)
         self._version += 1
         self._key = object()
         self._compiled = None
