@@ -23,7 +23,7 @@ from .algorithms.kinematics import (
     frame_velocity,
     update_frame_placements,
 )
-from .io import load_urdf
+from .io import from_mujoco, load_mjcf, load_urdf, to_mujoco
 from .model import Fixed, FreeFlyer, Model, Prismatic, Revolute, RevoluteUnbounded, Spherical
 from .model.configuration import (
     difference,
@@ -85,6 +85,9 @@ __all__ = [
     "frame_placement",
     "gravity",
     "load_urdf",
+    "load_mjcf",
+    "from_mujoco",
+    "to_mujoco",
     "minverse",
     "nonlinear_effects",
     "rnea",

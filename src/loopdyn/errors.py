@@ -57,3 +57,15 @@ class DataMismatchError(InputError):
 class RedundantConstraintsError(InputError):
     """The constraint rows are linearly dependent (the Delassus matrix is singular), so the forces
     are not unique: use the damped form (``mu > 0``) or remove the redundant rows."""
+
+
+class MJCFError(ModelError):
+    """An MJCF (MuJoCo) document is malformed or does not compile; the message is MuJoCo's."""
+
+
+class MJCFFileNotFoundError(MJCFError, FileNotFoundError):
+    """The MJCF file given to :func:`loopdyn.load_mjcf` does not exist."""
+
+
+class MissingDependencyError(LoopdynError, ImportError):
+    """An optional package a function needs is not installed (e.g. ``mujoco`` for MJCF)."""

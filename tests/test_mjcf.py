@@ -1,0 +1,485 @@
+"""MJCF loading (loopdyn.load_mjcf) checked against MuJoCo itself.
+
+Oracles, all computed by MuJoCo from the same file (never by loopdyn):
+
+* trees: the joint-space mass matrix ``mj_fullM`` (armature included) and ``qfrc_bias`` at random
+  states, site placements ``site_xpos``/``site_xmat`` and site velocities ``mj_objectVelocity``,
+  after converting MuJoCo's coordinates by hand (free joint: ``v_mj = T v``, ``T = diag(R, 1)`` on
+  the linear velocity, hence ``M = Tᵀ M_mj T`` and ``b = Tᵀ (b_mj + M_mj c)`` with the
+  acceleration offset ``c = (R (ω × v_lin), 0)``);
+* models with equality constraints: the exact KKT solution of
+  ``[M Jᵀ; J 0] [a; −λ] = [τ − b; −J̇q̇]`` assembled from MuJoCo's M, bias and the equality rows of
+  ``efc_J``, with J̇q̇ from a 4th-order central difference of ``efc_J`` along the motion; the redundant
+  rows (a planar loop closed by a point constraint) are removed by an SVD of J.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import loopdyn as ld
+from loopdyn.errors import (
+    InputError,
+    LoopdynError,
+    MissingDependencyError,
+    MJCFError,
+    MJCFFileNotFoundError,
+    ShapeError,
+    UnsupportedFeatureError,
+)
+
+mujoco = pytest.importorskip("mujoco")
+
+DATA = Path(__file__).parent / "data" / "mjcf"
+N_STATES = 20
+TOL = 1e-9
+
+
+def _shipped(package: str, relative: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip(f"{package} is not installed")
+    path = Path(list(spec.submodule_search_locations)[0]) / relative
+    if not path.is_file():
+        pytest.skip(f"{package} does not ship {relative}")
+    return path
+
+
+SHIPPED = {
+    "dm_quadruped": ("dm_control", "suite/quadruped.xml"),
+    "dm_humanoid": ("dm_control", "suite/humanoid.xml"),
+    "dm_manipulator": ("dm_control", "suite/manipulator.xml"),  # planar arm and hand
+    "dm_dog": ("dm_control", "suite/dog.xml"),
+    "gym_ant": ("gymnasium", "envs/mujoco/assets/ant.xml"),
+    "gym_humanoid": ("gymnasium", "envs/mujoco/assets/humanoid.xml"),
+    "gym_pusher": ("gymnasium", "envs/mujoco/assets/pusher.xml"),  # 7-dof arm
+    "gym_hopper": ("gymnasium", "envs/mujoco/assets/hopper.xml"),  # ref and joint anchors
+}
+
+
+def _path(key: str) -> Path:
+    if key in SHIPPED:
+        return _shipped(*SHIPPED[key])
+    return DATA / key
+
+
+# ------------------------------------------------------------------------------------------------
+# MuJoCo-side helpers (the oracle)
+def _rot(qw) -> np.ndarray:
+    """Rotation matrix of a (w, x, y, z) quaternion, with MuJoCo's own routine."""
+    R = np.zeros(9)
+    mujoco.mju_quat2Mat(R, np.asarray(qw, float) / np.linalg.norm(qw))
+    return R.reshape(3, 3)
+
+
+def _free_joints(m):
+    return [(int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt) if m.jnt_type[j] == 0]
+
+
+def _T_and_c(m, qpos, qvel):
+    """``v_mj = T v_ld`` and the acceleration offset ``a_mj = T a_ld + c``, from MuJoCo's definition of
+    free-joint velocities (linear in the world frame, angular in the body frame)."""
+    T = np.eye(m.nv)
+    c = np.zeros(m.nv)
+    for qa, va in _free_joints(m):
+        R = _rot(qpos[qa + 3 : qa + 7])
+        T[va : va + 3, va : va + 3] = R
+        v_local = R.T @ qvel[va : va + 3]
+        c[va : va + 3] = R @ np.cross(qvel[va + 3 : va + 6], v_local)
+    return T, c
+
+
+def _random_mj_state(m, rng):
+    qpos = m.qpos0 + 0.6 * rng.standard_normal(m.nq)
+    for j in range(m.njnt):
+        a = int(m.jnt_qposadr[j])
+        if m.jnt_type[j] == 0:
+            qpos[a : a + 3] = rng.uniform(-1, 1, 3)
+            qpos[a + 3 : a + 7] = rng.standard_normal(4)
+        elif m.jnt_type[j] == 1:
+            qpos[a : a + 4] = rng.standard_normal(4)
+    mujoco.mj_normalizeQuat(m, qpos)
+    return qpos, rng.standard_normal(m.nv)
+
+
+def _mj_dynamics(m, d, qpos, qvel):
+    d.qpos[:] = qpos
+    d.qvel[:] = qvel
+    mujoco.mj_forward(m, d)
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    return M, d.qfrc_bias.copy()
+
+
+def _rel(a, b) -> float:
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+# ------------------------------------------------------------------------------------------------
+# trees
+TREES = [
+    "tree_features.xml",
+    "dm_quadruped",
+    "dm_humanoid",
+    "dm_manipulator",
+    "gym_ant",
+    "gym_humanoid",
+    "gym_pusher",
+    "gym_hopper",
+    "dm_dog",
+]
+
+
+@pytest.mark.parametrize("key", TREES)
+def test_tree_mass_matrix_and_bias_match_mujoco(key):
+    path = _path(key)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    model = ld.load_mjcf(path, equality="ignore", tendons="ignore")
+    assert not model.has_constraints
+    assert (model.nq, model.nv) == (m.nq, m.nv)
+    assert np.array_equal(model.armature, m.dof_armature)
+    data = model.create_data()
+    rng = np.random.default_rng(13)
+    worst_M = worst_b = 0.0
+    for _ in range(N_STATES):
+        qpos, qvel = _random_mj_state(m, rng)
+        M_mj, b_mj = _mj_dynamics(m, d, qpos, qvel)
+        T, c = _T_and_c(m, qpos, qvel)
+        q, v = ld.from_mujoco(model, qpos, qvel)
+        worst_M = max(worst_M, _rel(ld.crba(model, data, q), T.T @ M_mj @ T))
+        worst_b = max(worst_b, _rel(ld.nonlinear_effects(model, data, q, v), T.T @ (b_mj + M_mj @ c)))
+    assert worst_M < TOL, worst_M
+    assert worst_b < TOL, worst_b
+
+
+@pytest.mark.parametrize("key", ["tree_features.xml", "dm_humanoid", "dm_quadruped"])
+def test_site_frames_move_as_in_mujoco(key):
+    """Kinematics and velocity conventions, independently of the mass matrix: site placements and
+    site velocities (MuJoCo's mj_objectVelocity in the site frame) equal loopdyn's op frames."""
+    path = _path(key)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    model = ld.load_mjcf(path, equality="ignore", tendons="ignore")
+    data = model.create_data()
+    sites = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SITE, s) for s in range(m.nsite)]
+    sites = [(s, n) for s, n in enumerate(sites) if n]
+    assert sites
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        qpos, qvel = _random_mj_state(m, rng)
+        d.qpos[:], d.qvel[:] = qpos, qvel
+        mujoco.mj_forward(m, d)
+        q, v = ld.from_mujoco(model, qpos, qvel)
+        ld.forward_kinematics(model, data, q, v)
+        for s, name in sites:
+            fid = model.frame_id(name, "op")
+            X = ld.frame_placement(model, data, fid)
+            assert np.allclose(X[:3, 3], d.site_xpos[s], rtol=0, atol=1e-12)
+            assert np.allclose(X[:3, :3], d.site_xmat[s].reshape(3, 3), rtol=0, atol=1e-12)
+            res = np.zeros(6)
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, s, res, 1)  # [ω; v] local
+            expected = np.r_[res[3:], res[:3]]
+            assert np.allclose(ld.frame_velocity(model, data, fid), expected, rtol=0, atol=1e-11)
+
+
+def test_tree_features_structure():
+    """The hand-written tree: joint types, chains of massless bodies, ref folded into placements."""
+    model = ld.load_mjcf(DATA / "tree_features.xml")
+    kinds = [b.joint.kind for b in model.bodies]
+    assert kinds == [
+        "free-flyer",
+        "revolute",
+        "revolute",
+        "prismatic",
+        "spherical",
+        "revolute",
+        "revolute",
+        "spherical",
+        "prismatic",
+    ]
+    assert model.body_names[2:5] == ["upper__hip_x", "upper__hip_y", "upper"]
+    assert model.bodies[1].inertia.mass == 0.0 and model.bodies[2].inertia.mass == 0.0
+    m = mujoco.MjModel.from_xml_path(str(DATA / "tree_features.xml"))
+    # the weld-merged foot lumps into the lower leg: total mass is MuJoCo's
+    assert model.mass == pytest.approx(float(np.sum(m.body_mass)), rel=1e-14)
+    assert np.allclose(model.gravity, [0.3, -0.2, -9.7])
+
+
+def test_coordinate_round_trips_are_exact():
+    path = DATA / "tree_features.xml"
+    m = mujoco.MjModel.from_xml_path(str(path))
+    model = ld.load_mjcf(path)
+    rng = np.random.default_rng(2)
+    free = _free_joints(m)
+    lin = np.zeros(m.nv, bool)
+    for _, va in free:
+        lin[va : va + 3] = True
+    for _ in range(N_STATES):
+        qpos, qvel = _random_mj_state(m, rng)
+        q, v = ld.from_mujoco(model, qpos, qvel)
+        assert ld.is_normalized(model, q)
+        qpos2, qvel2 = ld.to_mujoco(model, q, v)
+        assert np.array_equal(qpos2, qpos)  # a permutation: bit for bit
+        assert np.array_equal(qvel2[~lin], qvel[~lin])
+        assert np.allclose(qvel2[lin], qvel[lin], rtol=1e-15, atol=1e-15)  # rotated there and back
+        q3, v3 = ld.from_mujoco(model, *ld.to_mujoco(model, q, v))
+        assert np.array_equal(q3, q)
+        # the layouts: quaternions (w,x,y,z) -> (x,y,z,w); free linear velocity into the body frame
+        qa, va = free[0]
+        assert np.array_equal(q[qa + 3 : qa + 7], qpos[[qa + 4, qa + 5, qa + 6, qa + 3]])
+        v_body = _rot(qpos[qa + 3 : qa + 7]).T @ qvel[va : va + 3]
+        assert np.allclose(v[va : va + 3], v_body, rtol=0, atol=1e-15)
+
+
+# ------------------------------------------------------------------------------------------------
+# models with equality constraints: C-ABA against the KKT solution built from MuJoCo's quantities
+def _eq_jacobian(m, d, qpos, qvel):
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_forward(m, d)
+    rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+    return d.efc_J.reshape(d.nefc, m.nv)[rows].copy(), d.efc_pos[rows].copy()
+
+
+def _jdot_qdot(m, d, qpos, qvel, h=1e-3):
+    """J̇q̇ by a 4th-order central difference of efc_J along q(t) = qpos ⊕ t·qvel."""
+    Js = []
+    for t in (-2 * h, -h, h, 2 * h):
+        qt = qpos.copy()
+        mujoco.mj_integratePos(m, qt, qvel, t)
+        Js.append(_eq_jacobian(m, d, qt, qvel)[0])
+    Jdot = (Js[0] - 8 * Js[1] + 8 * Js[2] - Js[3]) / (12 * h)
+    return Jdot @ qvel
+
+
+def _kkt(m, d, qpos, qvel, tau):
+    M, b = _mj_dynamics(m, d, qpos, qvel)
+    J, residual = _eq_jacobian(m, d, qpos, qvel)
+    k = -_jdot_qdot(m, d, qpos, qvel)
+    U, s, Vt = np.linalg.svd(J)
+    r = int(np.sum(s > 1e-9 * s[0]))
+    Jr, kr = Vt[:r], (U.T @ k)[:r] / s[:r]
+    n = m.nv
+    A = np.zeros((n + r, n + r))
+    A[:n, :n], A[:n, n:], A[n:, :n] = M, Jr.T, Jr
+    sol = np.linalg.solve(A, np.r_[tau - b, kr])
+    return sol[:n], residual, J, np.linalg.solve(M, tau - b)
+
+
+def _independent_spanning_dofs(model) -> list[int]:
+    out = []
+    for c in model.clusters().clusters:
+        if c.kind == 0:
+            b = model.bodies[c.bodies[0] - 1]
+            out.extend(range(b.idx_v, b.idx_v + b.joint.nv))
+        else:
+            out.extend(model.bodies[c.bodies[k] - 1].idx_v for k in c.independent)
+    return out
+
+
+def _states_near_reference(model, rng, n, scale=0.3):
+    """Configurations reached from the reference configuration (the assembly the file describes) by
+    ``loopdyn.integrate`` along a random independent velocity, and random velocities.
+
+    Not ``random_configuration``: a weld (or revolute) loop's orientation rows vanish for a relative
+    rotation of π as well, and Newton's method from a far start can land on that spurious branch."""
+    q0 = ld.neutral(model)
+    return [
+        (ld.integrate(model, q0, scale * rng.standard_normal(model.nv)), rng.standard_normal(model.nv))
+        for _ in range(n)
+    ]
+
+
+CONSTRAINED = ["fourbar_connect.xml", "geared_pair.xml", "weld_slider.xml", "dm_quadruped", "dm_manipulator"]
+
+
+@pytest.mark.parametrize("key", CONSTRAINED)
+def test_constrained_forward_dynamics_matches_kkt_from_mujoco(key):
+    path = _path(key)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.jacobian = mujoco.mjtJacobian.mjJAC_DENSE
+    d = mujoco.MjData(m)
+    model = ld.load_mjcf(path, tendons="ignore")
+    assert model.has_constraints
+    data = model.create_data()
+    rng = np.random.default_rng(7)
+    ind = _independent_spanning_dofs(model)
+    assert len(ind) == model.nv
+    worst = 0.0
+    for q, v in _states_near_reference(model, rng, N_STATES):
+        qpos, qvel = ld.to_mujoco(model, q, v)
+        T, c = _T_and_c(m, qpos, qvel)
+        tau_span = np.zeros(m.nv)
+        tau_span[ind] = rng.standard_normal(model.nv)
+        tau_mj = np.linalg.solve(T.T, tau_span)  # τ_ld = Tᵀ τ_mj (same power)
+        a_kkt, residual, J, a_free = _kkt(m, d, qpos, qvel, tau_mj)
+        assert np.max(np.abs(residual)) < 1e-10  # the loopdyn state satisfies MuJoCo's constraints
+        assert np.max(np.abs(J @ qvel)) < 1e-10 * max(1.0, np.max(np.abs(qvel)))
+        assert _rel(a_free, a_kkt) > 1e-6  # negative control: the constraints matter
+        a = ld.aba(model, data, q, v, tau_span[ind])
+        _, _, a_span = ld.to_spanning(model, q, v, a)
+        worst = max(worst, _rel(T @ a_span + c, a_kkt))
+    assert worst < TOL, worst
+
+
+def test_constraint_kinds():
+    four = ld.load_mjcf(DATA / "fourbar_connect.xml")
+    assert [(k.name, k.kind) for k in four.constraints] == [("closure", "point")]
+    weld = ld.load_mjcf(DATA / "weld_slider.xml")
+    assert [(k.name, k.kind) for k in weld.constraints] == [("tip_weld", "weld")]
+    geared = ld.load_mjcf(DATA / "geared_pair.xml")
+    kinds = {k.name: type(k).__name__ for k in geared.constraints}
+    # gear has no offset (linear); the belt's reference length is -0.5·ref(c) = -0.025 and offset_gear
+    # has a0 = 0.3: affine, so implicit formulas
+    assert kinds == {
+        "gear": "LinearConstraint",
+        "belt_lock": "ImplicitConstraint",
+        "offset_gear": "ImplicitConstraint",
+    }
+    gear = next(k for k in geared.constraints if k.name == "gear")
+    assert gear.joints == ("a", "b") and np.array_equal(gear.K, [[2.0, 1.0]])  # b = -2 a
+    tree = ld.load_mjcf(DATA / "geared_pair.xml", equality="ignore")
+    assert not tree.has_constraints and tree.nv == 5
+
+
+def test_explicit_cluster_from_mujoco_takes_independent_coordinates():
+    model = ld.load_mjcf(_path("dm_quadruped"))
+    m = mujoco.MjModel.from_xml_path(str(_path("dm_quadruped")))
+    q = ld.random_configuration(model, np.random.default_rng(1))
+    v = np.random.default_rng(2).standard_normal(model.nv)
+    qpos, qvel = ld.to_mujoco(model, q, v)
+    assert qpos.shape == (m.nq,) and qvel.shape == (m.nv,)
+    q2, v2 = ld.from_mujoco(model, qpos, qvel)
+    assert np.array_equal(q2, q)
+    assert np.allclose(v2, v, rtol=1e-15, atol=1e-15)
+    qs, vs = ld.from_mujoco(model, qpos, qvel, spanning=True)
+    assert np.array_equal(ld.to_mujoco(model, qs, vs, spanning=True)[0], qpos)
+
+
+# ------------------------------------------------------------------------------------------------
+# errors
+def _xml(body: str, extra: str = "") -> str:
+    return f"""<mujoco model="t"><worldbody>{body}</worldbody>{extra}</mujoco>"""
+
+
+ARM = """<body name="a"><joint name="ja" axis="0 1 0"/><geom size="0.1" mass="1"/>
+  <body name="b" pos="0 0 -0.5"><joint name="jb" axis="0 1 0"/><geom size="0.1" mass="1"/></body></body>
+  <body name="c" pos="1 0 0"><joint name="jc" axis="0 1 0"/><geom size="0.1" mass="1"/></body>"""
+
+
+def test_missing_file():
+    with pytest.raises(MJCFFileNotFoundError, match="no_such_robot.xml"):
+        ld.load_mjcf("no_such_robot.xml")
+    assert issubclass(MJCFFileNotFoundError, FileNotFoundError)
+
+
+def test_bad_xml(tmp_path):
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<mujoco><worldbody><body></worldbody></mujoco>")
+    with pytest.raises(MJCFError, match="bad.xml"):
+        ld.load_mjcf(bad)
+    with pytest.raises(MJCFError):
+        ld.load_mjcf(_xml("<body><joint type='hinge' axis='0 0 0'/><geom size='1'/></body>"))
+
+
+def test_connect_naming_a_missing_body():
+    with pytest.raises(MJCFError, match="nobody"):
+        ld.load_mjcf(_xml(ARM, '<equality><connect body1="b" body2="nobody" anchor="0 0 0"/></equality>'))
+
+
+def test_nonlinear_polycoef_is_refused():
+    cubic = '<joint name="cubic" joint1="ja" joint2="jc" polycoef="0 1 0 0.2 0"/>'
+    xml = _xml(ARM, f"<equality>{cubic}</equality>")
+    with pytest.raises(UnsupportedFeatureError, match="cubic.*nonlinear"):
+        ld.load_mjcf(xml)
+    model = ld.load_mjcf(xml, equality="ignore")  # the explicit way around
+    assert not model.has_constraints
+
+
+def test_spatial_tendon_is_refused():
+    bodies = """<body name="a"><joint name="ja" axis="0 1 0"/><geom size="0.1" mass="1"/><site name="s1"/>
+      </body><body name="c" pos="1 0 0"><joint name="jc" axis="0 1 0"/><geom size="0.1" mass="1"/>
+      <site name="s2"/><joint name="jc2" axis="1 0 0"/></body>"""
+    xml = _xml(bodies, '<tendon><spatial name="cable"><site site="s1"/><site site="s2"/></spatial></tendon>')
+    with pytest.raises(UnsupportedFeatureError, match="spatial tendon 'cable'"):
+        ld.load_mjcf(xml)
+    assert ld.load_mjcf(xml, tendons="ignore").nv == 3
+    with pytest.raises(UnsupportedFeatureError, match="cable"):  # an equality on it is never ignored
+        ld.load_mjcf(
+            xml.replace("</tendon>", '</tendon><equality><tendon tendon1="cable"/></equality>'),
+            tendons="ignore",
+        )
+
+
+def test_flex_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MuJoCo writes its compiler warning about the flex to MUJOCO_LOG.TXT
+    xml = _xml('<flexcomp name="cloth" type="grid" count="3 3 1" spacing="0.1 0.1 0.1" dim="2"/>')
+    with pytest.raises(UnsupportedFeatureError, match="flex 'cloth'"):
+        ld.load_mjcf(xml)
+
+
+def test_ball_joint_inside_a_loop_is_refused_naming_it():
+    xml = _xml(
+        """<body name="a"><joint name="ball_a" type="ball"/><geom size="0.1" mass="1"/></body>
+        <body name="c" pos="1 0 0"><joint name="jc" axis="0 1 0"/><geom size="0.1" mass="1"/></body>""",
+        '<equality><connect body1="a" body2="c" anchor="0.5 0 0"/></equality>',
+    )
+    with pytest.raises(UnsupportedFeatureError, match="ball_a"):
+        ld.load_mjcf(xml)
+
+
+def test_free_joint_options_and_bad_arguments():
+    free = _xml('<body name="a"><freejoint name="root"/><geom size="0.1" mass="1"/></body>')
+    with pytest.raises(UnsupportedFeatureError, match="root"):
+        ld.load_mjcf(free, floating_base=False)
+    assert ld.load_mjcf(free, floating_base=True).nv == 6
+    with pytest.raises(UnsupportedFeatureError, match="floating_base=True"):
+        ld.load_mjcf(_xml(ARM), floating_base=True)
+    with pytest.raises(InputError, match="equality"):
+        ld.load_mjcf(free, equality="soft")
+    with pytest.raises(InputError, match="tendons"):
+        ld.load_mjcf(free, tendons="maybe")
+    with pytest.raises(InputError):
+        ld.load_mjcf(3.5)
+
+
+def test_conversion_input_errors():
+    model = ld.load_mjcf(DATA / "tree_features.xml")
+    nq, nv = model.nq, model.nv
+    with pytest.raises(ShapeError, match="qpos"):
+        ld.from_mujoco(model, np.zeros(nq - 1), np.zeros(nv))
+    with pytest.raises(InputError, match="qvel"):
+        ld.from_mujoco(model, np.r_[np.zeros(3), 1.0, np.zeros(nq - 4)], np.full(nv, np.nan))
+    with pytest.raises(InputError, match="not loaded by load_mjcf"):
+        ld.to_mujoco(ld.Model("plain"), np.zeros(0), np.zeros(0))
+    model.add_body("extra", 0, ld.Revolute((0, 0, 1)))
+    with pytest.raises(InputError, match="edited"):
+        ld.to_mujoco(model, np.zeros(model.nq), np.zeros(model.nv))
+
+
+def test_missing_mujoco_package_gives_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # import mujoco now raises ImportError
+    with pytest.raises(MissingDependencyError, match=r"loopdyn\[mjcf\]"):
+        ld.load_mjcf(DATA / "tree_features.xml")
+    assert issubclass(MissingDependencyError, LoopdynError)
+
+
+def test_rest_of_the_library_does_not_import_mujoco():
+    code = "import sys, loopdyn, loopdyn.robots, loopdyn.io; assert 'mujoco' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cli_info_on_an_mjcf_file(capsys):
+    from loopdyn.cli import main
+
+    assert main(["info", str(DATA / "fourbar_connect.xml")]) == 0
+    out = capsys.readouterr().out
+    assert "fourbar_connect" in out and "closure" in out and "nv 1" in out
+    assert main(["info", str(DATA / "no_such.xml")]) == 2
+    assert "not found" in capsys.readouterr().err
