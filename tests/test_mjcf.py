@@ -38,7 +38,8 @@ mujoco = pytest.importorskip("mujoco")
 
 DATA = Path(__file__).parent / "data" / "mjcf"
 N_STATES = 20
-TOL = 1e-9
+TOL = 1e-9  # C-ABA against the KKT oracle (its J̇q̇ is a finite difference)
+TREE_TOL = 1e-10  # M and bias against MuJoCo's (both exact up to rounding)
 
 
 def _shipped(package: str, relative: str) -> Path:
@@ -155,8 +156,8 @@ def test_tree_mass_matrix_and_bias_match_mujoco(key):
         q, v = ld.from_mujoco(model, qpos, qvel)
         worst_M = max(worst_M, _rel(ld.crba(model, data, q), T.T @ M_mj @ T))
         worst_b = max(worst_b, _rel(ld.nonlinear_effects(model, data, q, v), T.T @ (b_mj + M_mj @ c)))
-    assert worst_M < TOL, worst_M
-    assert worst_b < TOL, worst_b
+    assert worst_M < TREE_TOL, worst_M
+    assert worst_b < TREE_TOL, worst_b
 
 
 @pytest.mark.parametrize("key", ["tree_features.xml", "dm_humanoid", "dm_quadruped"])
@@ -296,7 +297,14 @@ def _states_near_reference(model, rng, n, scale=0.3):
     ]
 
 
-CONSTRAINED = ["fourbar_connect.xml", "geared_pair.xml", "weld_slider.xml", "dm_quadruped", "dm_manipulator"]
+CONSTRAINED = [
+    "fourbar_connect.xml",
+    "geared_pair.xml",
+    "weld_slider.xml",
+    "sites_loops.xml",
+    "dm_quadruped",
+    "dm_manipulator",
+]
 
 
 @pytest.mark.parametrize("key", CONSTRAINED)

@@ -204,6 +204,20 @@ def is_mjcf(path) -> bool:
         return b"<mujoco" in fh.read(4096)
 
 
+def _names(mujoco, m, objtype: str, n: int, prefix: str) -> list[str]:
+    """Names of the ``n`` objects of a type; an unnamed one is called ``<prefix><id>`` (made unique)."""
+    names = [_name(mujoco, m, objtype, i, "") for i in range(n)]
+    taken = set(names)
+    for i, nm in enumerate(names):
+        if not nm:
+            nm = f"{prefix}{i}"
+            while nm in taken:
+                nm += "_"
+            names[i] = nm
+            taken.add(nm)
+    return names
+
+
 def _name(mujoco, m, objtype: str, i: int, fallback: str) -> str:
     name = mujoco.mj_id2name(m, getattr(mujoco.mjtObj, f"mjOBJ_{objtype}"), i)
     return name if name else fallback
@@ -290,8 +304,8 @@ def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
     gravity = np.zeros(3) if no_gravity else m.opt.gravity
     model = Model(model_name, gravity=np.array(gravity, float))
 
-    body_names = [_name(mujoco, m, "BODY", b, f"body{b}") for b in range(m.nbody)]
-    joint_names = [_name(mujoco, m, "JOINT", j, f"joint{j}") for j in range(m.njnt)]
+    body_names = _names(mujoco, m, "BODY", m.nbody, "body")
+    joint_names = _names(mujoco, m, "JOINT", m.njnt, "joint")
     taken = set(body_names)
     # where each MuJoCo body's frame is: (loopdyn body index, pose of the MuJoCo frame in it)
     where: list[tuple[int, tuple]] = [(0, _IDENTITY)]
