@@ -16,6 +16,7 @@ Oracles, all computed by MuJoCo from the same file (never by loopdyn):
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -491,3 +492,17 @@ def test_cli_info_on_an_mjcf_file(capsys):
     assert "fourbar_connect" in out and "closure" in out and "nv 1" in out
     assert main(["info", str(DATA / "no_such.xml")]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_readme_mjcf_section_runs():
+    pytest.importorskip("dm_control")
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index("### MuJoCo (MJCF) files")
+    section = text[start : text.index("\n## ", start)]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert blocks
+    ns: dict = {"ld": ld, "np": np}
+    for code in blocks:
+        exec(compile(code, "README MJCF", "exec"), ns)
+    assert ns["qpos"].shape == (ns["mj"].nq,) and np.array_equal(ns["qpos"], ns["mj"].qpos0)
+    assert ns["ddq"].shape == (ns["quad"].nv,) and ns["quad"].nv == ns["mj"].nv - 4

@@ -176,7 +176,7 @@ def _read(source, mujoco):
         source = source.decode("utf-8")
     if isinstance(source, str) and source.lstrip().startswith("<"):
         try:
-            return mujoco.MjModel.from_xml_string(source), "<string>"
+            return mujoco.MjModel.from_xml_string(source), "MJCF string"
         except ValueError as exc:
             raise MJCFError(f"MJCF string: {exc}") from None
     if not isinstance(source, str | os.PathLike):
