@@ -350,11 +350,12 @@ def test_constraint_kinds():
         "gear": "LinearConstraint",
         "belt_lock": "ImplicitConstraint",
         "offset_gear": "ImplicitConstraint",
+        "rope_belt": "ImplicitConstraint",  # e − 0.3 d − 1.5 (a − 0.5 c) = L⁰_rope − 1.5 L⁰_belt ≠ 0
     }
     gear = next(k for k in geared.constraints if k.name == "gear")
     assert gear.joints == ("a", "b") and np.array_equal(gear.K, [[2.0, 1.0]])  # b = -2 a
     tree = ld.load_mjcf(DATA / "geared_pair.xml", equality="ignore")
-    assert not tree.has_constraints and tree.nv == 5
+    assert not tree.has_constraints and tree.nv == 6
 
 
 def test_explicit_cluster_from_mujoco_takes_independent_coordinates():

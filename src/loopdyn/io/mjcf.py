@@ -405,7 +405,8 @@ def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
             q_index[a : a + 4] = [a + 1, a + 2, a + 3, a]
     qpos_index = np.empty_like(q_index)
     qpos_index[q_index] = np.arange(m.nq)
-    assert model.spanning_nq == m.nq and model.spanning_nv == m.nv
+    if (model.spanning_nq, model.spanning_nv) != (m.nq, m.nv):  # pragma: no cover - a loader bug
+        raise ModelError(f"internal error: sizes {model.spanning_nq, model.spanning_nv} != {m.nq, m.nv}")
     model.mujoco_coordinates = MujocoCoordinates(
         int(m.nq), int(m.nv), q_index, qpos_index, tuple(free), model.nbodies
     )
@@ -454,7 +455,7 @@ def _add_equalities(mujoco, m, model: Model, where, body_names, joint_names) -> 
                 _compose(o2, B),
             )
         elif etype in (_EQ_JOINT, _EQ_TENDON):
-            if np.any(data[2:5] != 0.0):
+            if id2 >= 0 and np.any(data[2:5] != 0.0):  # without a second object only a₀ counts
                 raise UnsupportedFeatureError(
                     f"{what}: polycoef {data[:5].tolist()} is nonlinear: only a₀ + a₁·x is supported"
                 )
