@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -166,6 +166,7 @@ class MujocoCoordinates:
     qpos_index: np.ndarray  # inverse permutation: qpos = q[qpos_index]
     free: tuple[tuple[int, int], ...]
     nbodies: int  # loopdyn bodies when loaded (a later edit of the model invalidates the mapping)
+    cache: dict = field(default_factory=dict, compare=False, repr=False)  # cluster-state selection
 
 
 def _read(source, mujoco):
@@ -534,22 +535,29 @@ def _as_vector(x, size: int, what: str) -> np.ndarray:
     return arr
 
 
-def _cluster_state(model, qs: np.ndarray, vs: np.ndarray):
-    """Cluster state (positions, independent velocities) of spanning positions/velocities."""
+def _cluster_selection(model, mc: MujocoCoordinates) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``(iq, iv)`` with cluster state ``q = q_span[iq]``, ``v = v_span[iv]``: a single-body
+    cluster keeps its joint's coordinates, an explicit cluster its independent positions, an implicit
+    one all its spanning positions; velocities are the independent ones. Cached per cluster tree."""
     from ..model.clusters import EXPLICIT
 
-    q, v = np.empty(model.nq), np.empty(model.nv)
-    for c in model.clusters().clusters:
+    tree = model.clusters()
+    cached = mc.cache.get("selection")
+    if cached is not None and cached[0] is tree:
+        return cached[1], cached[2]
+    iq, iv = np.empty(model.nq, dtype=np.int64), np.empty(model.nv, dtype=np.int64)
+    for c in tree.clusters:
         bodies = [model.bodies[b - 1] for b in c.bodies]
         if c.kind == 0:
             b = bodies[0]
-            q[c.iq : c.iq + c.nq] = qs[b.idx_q : b.idx_q + c.nq]
-            v[c.iv : c.iv + c.nv] = vs[b.idx_v : b.idx_v + c.nv]
+            iq[c.iq : c.iq + c.nq] = np.arange(b.idx_q, b.idx_q + c.nq)
+            iv[c.iv : c.iv + c.nv] = np.arange(b.idx_v, b.idx_v + c.nv)
             continue
         ind = [bodies[k] for k in c.independent]
-        q[c.iq : c.iq + c.nq] = [qs[b.idx_q] for b in (ind if c.kind == EXPLICIT else bodies)]
-        v[c.iv : c.iv + c.nv] = [vs[b.idx_v] for b in ind]
-    return q, v
+        iq[c.iq : c.iq + c.nq] = [b.idx_q for b in (ind if c.kind == EXPLICIT else bodies)]
+        iv[c.iv : c.iv + c.nv] = [b.idx_v for b in ind]
+    mc.cache["selection"] = (tree, iq, iv)
+    return iq, iv
 
 
 def from_mujoco(model, qpos, qvel, *, spanning: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -570,7 +578,8 @@ def from_mujoco(model, qpos, qvel, *, spanning: bool = False) -> tuple[np.ndarra
         v[va : va + 3] = _quat_matrix(qpos[qa + 3 : qa + 7]).T @ qvel[va : va + 3]
     if spanning or not model.has_constraints:
         return q, v
-    return _cluster_state(model, q, v)
+    iq, iv = _cluster_selection(model, mc)
+    return q[iq], v[iv]
 
 
 def to_mujoco(model, q, v, *, spanning: bool = False) -> tuple[np.ndarray, np.ndarray]:
