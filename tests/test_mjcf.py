@@ -191,6 +191,30 @@ def test_site_frames_move_as_in_mujoco(key):
             assert np.allclose(ld.frame_velocity(model, data, fid), expected, rtol=0, atol=1e-11)
 
 
+@pytest.mark.parametrize("key", ["tree_features.xml", "dm_humanoid"])
+def test_floating_base_false_welds_the_free_body_at_its_initial_pose(key):
+    """The welded model is MuJoCo's with the free joint held at qpos0: its M and bias are the other
+    joints' block of mj_fullM and qfrc_bias with that base pose and zero base velocity."""
+    path = _path(key)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    model = ld.load_mjcf(path, floating_base=False, equality="ignore", tendons="ignore")
+    assert (model.nq, model.nv) == (m.nq - 7, m.nv - 6)
+    data = model.create_data()
+    rng = np.random.default_rng(3)
+    for _ in range(N_STATES):
+        qpos, qvel = _random_mj_state(m, rng)
+        qpos[:7], qvel[:6] = m.qpos0[:7], 0.0  # the free joint comes first in these files
+        M, b = _mj_dynamics(m, d, qpos, qvel)
+        q, v = ld.from_mujoco(model, qpos, qvel)
+        if m.nq == m.nv + 1:  # no ball joint besides the free joint: the very same numbers
+            assert np.array_equal(q, qpos[7:])
+        assert _rel(ld.crba(model, data, q), M[6:, 6:]) < TREE_TOL
+        assert _rel(ld.nonlinear_effects(model, data, q, v), b[6:]) < TREE_TOL
+        qpos2, qvel2 = ld.to_mujoco(model, q, v)
+        assert np.array_equal(qpos2, qpos) and np.array_equal(qvel2, qvel)
+
+
 def test_tree_features_structure():
     """The hand-written tree: joint types, chains of massless bodies, ref folded into placements."""
     model = ld.load_mjcf(DATA / "tree_features.xml")
@@ -470,9 +494,8 @@ def test_ball_joint_inside_a_loop_is_refused_naming_it():
 
 def test_free_joint_options_and_bad_arguments():
     free = _xml('<body name="a"><freejoint name="root"/><geom size="0.1" mass="1"/></body>')
-    with pytest.raises(UnsupportedFeatureError, match="root"):
-        ld.load_mjcf(free, floating_base=False)
     assert ld.load_mjcf(free, floating_base=True).nv == 6
+    assert ld.load_mjcf(free, floating_base=False).nv == 0
     with pytest.raises(UnsupportedFeatureError, match="floating_base=True"):
         ld.load_mjcf(_xml(ARM), floating_base=True)
     with pytest.raises(InputError, match="equality"):

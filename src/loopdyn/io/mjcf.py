@@ -13,7 +13,8 @@ What the compiled ``mjModel`` becomes
   (:class:`~loopdyn.model.joints.Fixed`: inertia lumped, ``body`` frame kept); so are mocap bodies.
 * **Joints**: ``hinge`` → :class:`~loopdyn.model.joints.Revolute`, ``slide`` →
   :class:`~loopdyn.model.joints.Prismatic`, ``ball`` → :class:`~loopdyn.model.joints.Spherical`,
-  ``free`` (top-level bodies only) → :class:`~loopdyn.model.joints.FreeFlyer`. MuJoCo moves a body by
+  ``free`` (top-level bodies only) → :class:`~loopdyn.model.joints.FreeFlyer` (or, with
+  ``floating_base=False``, a weld to the world at the joint's ``qpos0``). MuJoCo moves a body by
   its joints in order, each about its own anchor ``jnt_pos`` (in the body frame):
   ``X_body = X_parent · (body_pos, body_quat) · Π_j T(p_j) M_j(q_j) T(−p_j)``. A body with ``n``
   joints becomes a chain of ``n`` loopdyn bodies: the first ``n − 1`` massless, named
@@ -68,7 +69,8 @@ free        position, quaternion (w, x, y, z) /         position, quaternion (x,
             world frame, ω in the body frame            ``Rᵀ v_world``, the same ω
 ==========  ==========================================  ==========================================
 
-:func:`from_mujoco` and :func:`to_mujoco` convert. Positions round-trip bit for bit (a permutation);
+:func:`from_mujoco` and :func:`to_mujoco` convert (free joints welded by ``floating_base=False`` are
+dropped, and restored at their ``qpos0`` with zero velocity). Positions round-trip bit for bit;
 velocities too except the linear velocity of free joints, which is rotated (round trip to rounding
 error, ~1e-16 relative). For a model with constraints ``q``/``v`` are loopdyn's cluster state
 (:func:`loopdyn.to_spanning`); ``spanning=True`` converts spanning-tree states instead.
@@ -157,14 +159,17 @@ _IDENTITY = (np.eye(3), np.zeros(3))
 @dataclass(frozen=True)
 class MujocoCoordinates:
     """How a model loaded by :func:`load_mjcf` maps to its ``mjModel``'s ``qpos``/``qvel``
-    (``model.mujoco_coordinates``). ``q_index``: spanning ``q = qpos[q_index]``; ``free``: for each
-    free joint, ``(qpos address, qvel address)`` (also loopdyn's, the orders agree)."""
+    (``model.mujoco_coordinates``): spanning ``q = qpos[q_index]``, ``v = qvel[v_index]`` then, for
+    each kept free joint ``(qpos address, loopdyn v address)`` in ``free``, the linear velocity
+    rotated into the body frame. Free joints welded by ``floating_base=False`` are absent from
+    ``q``/``v``; :func:`to_mujoco` gives them ``qpos_fill`` (their initial pose) and zero velocity."""
 
-    nq: int  # MuJoCo's nq / nv (= the loopdyn spanning tree's)
+    nq: int  # MuJoCo's nq / nv
     nv: int
     q_index: np.ndarray
-    qpos_index: np.ndarray  # inverse permutation: qpos = q[qpos_index]
+    v_index: np.ndarray
     free: tuple[tuple[int, int], ...]
+    qpos_fill: np.ndarray  # qpos of the welded free joints (qpos0), zeros elsewhere
     nbodies: int  # loopdyn bodies when loaded (a later edit of the model invalidates the mapping)
     cache: dict = field(default_factory=dict, compare=False, repr=False)  # cluster-state selection
 
@@ -241,8 +246,9 @@ def load_mjcf(
         ``mujoco.MjModel``.
     floating_base:
         ``None`` (default): as the file says (a ``<freejoint/>`` is a free-flyer). ``True``: also
-        require a free joint — raise if no top-level body has one. ``False``: refuse a free joint
-        (use it to make sure a model is fixed-base).
+        require a free joint — raise if no top-level body has one. ``False``: weld every free body
+        to the world at its initial pose (the free joint's ``qpos0``, i.e. the body's ``pos``/
+        ``quat``); :func:`from_mujoco` drops those coordinates and :func:`to_mujoco` restores them.
     equality:
         ``"exact"``: equality constraints become loops and couplings; ``"ignore"``: they are dropped.
     tendons:
@@ -310,7 +316,7 @@ def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
     taken = set(body_names)
     # where each MuJoCo body's frame is: (loopdyn body index, pose of the MuJoCo frame in it)
     where: list[tuple[int, tuple]] = [(0, _IDENTITY)]
-    free = []
+    welded: list[int] = []  # free joints welded by floating_base=False
     has_free = False
     for b in range(1, m.nbody):
         parent = int(m.body_parentid[b])
@@ -353,13 +359,14 @@ def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
                         "joint of a top-level body"
                     )
                 has_free = True
-                if floating_base is False:
-                    raise UnsupportedFeatureError(
-                        f"free joint {jname!r} of body {body_names[b]!r}: floating_base=False refuses a "
-                        "free-floating body"
-                    )
+                qa = int(m.jnt_qposadr[j])
+                if floating_base is False:  # welded at its initial pose
+                    pose = (_quat_matrix(m.qpos0[qa + 3 : qa + 7]), np.array(m.qpos0[qa : qa + 3], float))
+                    idx = model.add_body(body_names[b], 0, Fixed(), pose, inertia, joint_name=jname)
+                    welded.append(j)
+                    current, cursor = idx, pose
+                    break
                 joint, placement, anchor = FreeFlyer(), _IDENTITY, np.zeros(3)
-                free.append((int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])))
             elif jtype == _BALL:
                 joint, placement = Spherical(), _compose(cursor, _translation(anchor))
             elif jtype == _HINGE:
@@ -399,19 +406,41 @@ def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
         _add_equalities(mujoco, m, model, where, body_names, joint_names)
     if model.has_constraints:
         model.clusters()  # built now: a refused cluster is reported by load_mjcf, not later
-    q_index = np.arange(m.nq)
-    for j in range(m.njnt):
-        if int(m.jnt_type[j]) in (_FREE, _BALL):
-            a = int(m.jnt_qposadr[j]) + (3 if int(m.jnt_type[j]) == _FREE else 0)
-            q_index[a : a + 4] = [a + 1, a + 2, a + 3, a]
-    qpos_index = np.empty_like(q_index)
-    qpos_index[q_index] = np.arange(m.nq)
-    if (model.spanning_nq, model.spanning_nv) != (m.nq, m.nv):  # pragma: no cover - a loader bug
-        raise ModelError(f"internal error: sizes {model.spanning_nq, model.spanning_nv} != {m.nq, m.nv}")
-    model.mujoco_coordinates = MujocoCoordinates(
-        int(m.nq), int(m.nv), q_index, qpos_index, tuple(free), model.nbodies
-    )
+    model.mujoco_coordinates = _coordinate_map(m, model, welded)
     return model
+
+
+def _coordinate_map(m, model: Model, welded: list[int]) -> MujocoCoordinates:
+    """qpos/qvel indices of loopdyn's spanning coordinates (MuJoCo's joint order is loopdyn's)."""
+    q_index: list[int] = []
+    v_index: list[int] = []
+    free = []
+    fill = np.zeros(m.nq)
+    for j in range(m.njnt):
+        jtype, qa, va = int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
+        if j in welded:
+            fill[qa : qa + 7] = m.qpos0[qa : qa + 7]
+        elif jtype == _FREE:
+            free.append((len(q_index), len(v_index)))
+            q_index += [qa, qa + 1, qa + 2, qa + 4, qa + 5, qa + 6, qa + 3]
+            v_index += list(range(va, va + 6))
+        elif jtype == _BALL:
+            q_index += [qa + 1, qa + 2, qa + 3, qa]
+            v_index += [va, va + 1, va + 2]
+        else:
+            q_index.append(qa)
+            v_index.append(va)
+    if (model.spanning_nq, model.spanning_nv) != (len(q_index), len(v_index)):  # pragma: no cover
+        raise ModelError("internal error: loopdyn and MuJoCo coordinate counts differ")
+    return MujocoCoordinates(
+        int(m.nq),
+        int(m.nv),
+        np.array(q_index, dtype=np.int64),
+        np.array(v_index, dtype=np.int64),
+        tuple(free),
+        fill,
+        model.nbodies,
+    )
 
 
 def _site_pose(m, s: int):
@@ -518,7 +547,11 @@ def _coordinates(model) -> MujocoCoordinates:
     mc = getattr(model, "mujoco_coordinates", None)
     if not isinstance(mc, MujocoCoordinates):
         raise InputError(f"model {model.name!r} was not loaded by load_mjcf: no MuJoCo coordinates")
-    if model.nbodies != mc.nbodies or model.spanning_nq != mc.nq or model.spanning_nv != mc.nv:
+    if (
+        model.nbodies != mc.nbodies
+        or model.spanning_nq != mc.q_index.size
+        or model.spanning_nv != mc.v_index.size
+    ):
         raise InputError(f"model {model.name!r} was edited after load_mjcf: its MuJoCo coordinates are stale")
     return mc
 
@@ -573,9 +606,9 @@ def from_mujoco(model, qpos, qvel, *, spanning: bool = False) -> tuple[np.ndarra
     qpos = _as_vector(qpos, mc.nq, "qpos")
     qvel = _as_vector(qvel, mc.nv, "qvel")
     q = qpos[mc.q_index]
-    v = qvel.copy()
-    for qa, va in mc.free:
-        v[va : va + 3] = _quat_matrix(qpos[qa + 3 : qa + 7]).T @ qvel[va : va + 3]
+    v = qvel[mc.v_index]
+    for iq, iv in mc.free:  # R from loopdyn's (x, y, z, w) quaternion
+        v[iv : iv + 3] = _quat_matrix(q[[iq + 6, iq + 3, iq + 4, iq + 5]]).T @ v[iv : iv + 3]
     if spanning or not model.has_constraints:
         return q, v
     iq, iv = _cluster_selection(model, mc)
@@ -591,10 +624,13 @@ def to_mujoco(model, q, v, *, spanning: bool = False) -> tuple[np.ndarray, np.nd
         from ..model.state import to_spanning
 
         q, v = to_spanning(model, q, v)
-    q = _as_vector(q, mc.nq, "q (spanning)")
-    v = _as_vector(v, mc.nv, "v (spanning)")
-    qpos = q[mc.qpos_index]
-    qvel = v.copy()
-    for qa, va in mc.free:
-        qvel[va : va + 3] = _quat_matrix(qpos[qa + 3 : qa + 7]) @ v[va : va + 3]
+    q = _as_vector(q, mc.q_index.size, "q (spanning)")
+    v = _as_vector(v, mc.v_index.size, "v (spanning)")
+    v = v.copy()
+    for iq, iv in mc.free:
+        v[iv : iv + 3] = _quat_matrix(q[[iq + 6, iq + 3, iq + 4, iq + 5]]) @ v[iv : iv + 3]
+    qpos = mc.qpos_fill.copy()
+    qpos[mc.q_index] = q
+    qvel = np.zeros(mc.nv)
+    qvel[mc.v_index] = v
     return qpos, qvel
