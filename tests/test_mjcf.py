@@ -554,3 +554,23 @@ def test_readme_mjcf_section_runs():
         exec(compile(code, "README MJCF", "exec"), ns)
     assert ns["qpos"].shape == (ns["mj"].nq,) and np.array_equal(ns["qpos"], ns["mj"].qpos0)
     assert ns["ddq"].shape == (ns["quad"].nv,) and ns["quad"].nv == ns["mj"].nv - 4
+
+
+def test_sources_and_gravity_flag():
+    """A path, a str path, an XML string, bytes and a compiled MjModel give the same model; a
+    disabled gravity flag gives zero gravity (qfrc_bias has none then)."""
+    path = DATA / "fourbar_connect.xml"
+    text = path.read_text()
+    models = [
+        ld.load_mjcf(path),
+        ld.load_mjcf(str(path)),
+        ld.load_mjcf(text),
+        ld.load_mjcf(text.encode()),
+        ld.load_mjcf(mujoco.MjModel.from_xml_path(str(path))),
+    ]
+    H = [ld.crba(mod, mod.create_data(), ld.neutral(mod)) for mod in models]
+    assert all(np.array_equal(h, H[0]) for h in H)
+    xml = _xml('<body><joint axis="0 1 0"/><geom size="0.1" pos="0.3 0 0"/></body>')
+    assert np.array_equal(ld.load_mjcf(xml).gravity, [0.0, 0.0, -9.81])
+    off = xml.replace('<mujoco model="t">', '<mujoco model="t"><option><flag gravity="disable"/></option>')
+    assert np.array_equal(ld.load_mjcf(off).gravity, np.zeros(3))
