@@ -161,6 +161,36 @@ def test_tree_mass_matrix_and_bias_match_mujoco(key):
     assert worst_b < TREE_TOL, worst_b
 
 
+def _all_shipped() -> list[str]:
+    out = []
+    for package, folder in (("dm_control", "suite"), ("gymnasium", "envs/mujoco/assets")):
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.submodule_search_locations:
+            root = Path(list(spec.submodule_search_locations)[0])
+            out += [str(p.relative_to(root.parent)) for p in sorted((root / folder).glob("*.xml"))]
+    return out
+
+
+@pytest.mark.parametrize("relative", _all_shipped() or ["(dm_control and gymnasium absent)"])
+def test_every_shipped_mjcf_model_matches_mujoco(relative):
+    """Every MJCF file dm_control's suite and gymnasium ship, as a tree (tendons and equalities
+    ignored): M and bias on 5 random states."""
+    package = relative.split("/")[0]
+    path = _shipped(package, relative.split("/", 1)[1]) if "/" in relative else pytest.skip(relative)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    model = ld.load_mjcf(path, equality="ignore", tendons="ignore")
+    data = model.create_data()
+    rng = np.random.default_rng(11)
+    for _ in range(5 if m.nv else 0):
+        qpos, qvel = _random_mj_state(m, rng)
+        M_mj, b_mj = _mj_dynamics(m, d, qpos, qvel)
+        T, c = _T_and_c(m, qpos, qvel)
+        q, v = ld.from_mujoco(model, qpos, qvel)
+        assert _rel(ld.crba(model, data, q), T.T @ M_mj @ T) < TREE_TOL
+        assert _rel(ld.nonlinear_effects(model, data, q, v), T.T @ (b_mj + M_mj @ c)) < TREE_TOL
+
+
 @pytest.mark.parametrize("key", ["tree_features.xml", "dm_humanoid", "dm_quadruped"])
 def test_site_frames_move_as_in_mujoco(key):
     """Kinematics and velocity conventions, independently of the mass matrix: site placements and
