@@ -44,7 +44,14 @@ What the compiled ``mjModel`` becomes
   <loopdyn.model.model.Model.add_linear_constraint>` (an explicit cluster); with ``c ≠ 0`` it becomes
   the affine formula ``φ = K q − c`` of :meth:`Model.add_implicit_constraint
   <loopdyn.model.model.Model.add_implicit_constraint>`. ``equality="ignore"`` drops every equality
-  constraint (the spanning tree).
+  constraint (the spanning tree). The clusters' independent coordinates are chosen automatically
+  (MJCF has no such notion). Inactive equalities (``active="false"``) are not loaded.
+
+  Note: loopdyn's weld (and revolute) loop measures the relative orientation by the skew part of the
+  relative rotation, which also vanishes at a relative rotation of π; Newton's method started far
+  from the assembled configuration (e.g. :func:`loopdyn.random_configuration`) can land there, a
+  configuration MuJoCo sees as violating the weld. Move from :func:`loopdyn.neutral` with
+  :func:`loopdyn.integrate` instead, or check :func:`to_mujoco`'s state with MuJoCo's ``efc_pos``.
 
 Refused with :class:`~loopdyn.errors.UnsupportedFeatureError` naming the element: flexes, spatial
 tendons (with ``tendons="error"``, the default; ``tendons="ignore"`` accepts spatial tendons that no
@@ -286,7 +293,7 @@ def load_mjcf(
         raise MJCFError(f"{label}: {exc}") from None
 
 
-def _check_supported(mujoco, m, tendons: str, equality: str) -> None:
+def _check_supported(mujoco, m, tendons: str) -> None:
     if m.nflex:
         raise UnsupportedFeatureError(
             f"flex {_name(mujoco, m, 'FLEX', 0, '#0')!r}: deformable flexes are not supported"
@@ -305,7 +312,7 @@ def _check_supported(mujoco, m, tendons: str, equality: str) -> None:
 
 
 def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
-    _check_supported(mujoco, m, tendons, equality)
+    _check_supported(mujoco, m, tendons)
     model_name = name or bytes(m.names).split(b"\0", 1)[0].decode() or "mjcf"
     no_gravity = int(m.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY)
     gravity = np.zeros(3) if no_gravity else m.opt.gravity
