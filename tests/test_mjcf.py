@@ -374,6 +374,7 @@ CONSTRAINED = [
     "geared_pair.xml",
     "weld_slider.xml",
     "sites_loops.xml",
+    "floating_linkage.xml",
     "dm_quadruped",
     "dm_manipulator",
 ]
