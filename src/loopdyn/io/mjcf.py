@@ -116,6 +116,7 @@ _EQ_CONNECT, _EQ_WELD, _EQ_JOINT, _EQ_TENDON = 0, 1, 2, 3
 _EQ_NAMES = {0: "connect", 1: "weld", 2: "joint", 3: "tendon", 4: "flex", 5: "flexvert", 6: "flexstrain"}
 _WRAP_JOINT = 1
 _OBJ_BODY, _OBJ_SITE = 1, 6
+_IGNORE = " (equality='ignore' loads the robot without its equality constraints)"
 _JOINT_TYPE_NAMES = {_FREE: "free", _BALL: "ball", _SLIDE: "slide", _HINGE: "hinge"}
 
 
@@ -495,6 +496,7 @@ def _add_equalities(mujoco, m, model: Model, where, body_names, joint_names) -> 
             if id2 >= 0 and np.any(data[2:5] != 0.0):  # without a second object only a₀ counts
                 raise UnsupportedFeatureError(
                     f"{what}: polycoef {data[:5].tolist()} is nonlinear: only a₀ + a₁·x is supported"
+                    + _IGNORE
                 )
             a0, a1 = float(data[0]), float(data[1]) if id2 >= 0 else 0.0
             coef: dict[int, float] = {}
@@ -527,7 +529,7 @@ def _add_equalities(mujoco, m, model: Model, where, body_names, joint_names) -> 
             else:
                 model.add_implicit_constraint(ename, names, _affine(K[0].tolist(), rhs))
         else:
-            raise UnsupportedFeatureError(f"{what}: {kind} equality constraints are not supported")
+            raise UnsupportedFeatureError(f"{what}: {kind} equality constraints are not supported" + _IGNORE)
 
 
 def _affine(row: list[float], rhs: float):
@@ -542,7 +544,7 @@ def _fixed_tendon(mujoco, m, t: int, what: str) -> tuple[dict[int, float], float
     for k in range(adr, adr + num):
         if int(m.wrap_type[k]) != _WRAP_JOINT:
             tname = _name(mujoco, m, "TENDON", t, f"#{t}")
-            raise UnsupportedFeatureError(f"{what}: tendon {tname!r} is a spatial tendon")
+            raise UnsupportedFeatureError(f"{what}: tendon {tname!r} is a spatial tendon" + _IGNORE)
         j = int(m.wrap_objid[k])
         terms[j] = terms.get(j, 0.0) + float(m.wrap_prm[k])
     return terms, float(m.tendon_length0[t])
