@@ -611,3 +611,73 @@ def test_sources_and_gravity_flag():
     assert np.array_equal(ld.load_mjcf(xml).gravity, [0.0, 0.0, -9.81])
     off = xml.replace('<mujoco model="t">', '<mujoco model="t"><option><flag gravity="disable"/></option>')
     assert np.array_equal(ld.load_mjcf(off).gravity, np.zeros(3))
+
+
+# ------------------------------------------------------------------------------------------------
+# random MJCF trees: every mapping rule at random (frames, anchors, refs, joint combinations, inertias)
+def _random_mjcf(rng: np.random.Generator, nbodies: int) -> str:
+    """A random MJCF tree: random body frames, top-level free joints, 0-3 joints per body (hinge,
+    slide, ball) with random anchors, axes, refs and armatures, random full inertias."""
+
+    def vec(n, scale=0.3):
+        return " ".join(f"{x:.6g}" for x in scale * rng.standard_normal(n))
+
+    def body(i: int, top: bool) -> str:
+        out = [f'<body name="b{i}" pos="{vec(3)}" quat="{vec(4, 1.0)}">']
+        if top and rng.random() < 0.5:
+            out.append(f'<freejoint name="free{i}"/>')
+        else:
+            kinds = list(rng.choice(["hinge", "slide", "ball"], size=int(rng.integers(i == 0, 4))))
+            if "ball" in kinds:  # MuJoCo: no rotation after a ball joint in the same body
+                kinds = [k for k in kinds if k != "ball"]
+                last_hinge = max((n + 1 for n, k in enumerate(kinds) if k == "hinge"), default=0)
+                kinds.insert(last_hinge, "ball")
+            for k, kind in enumerate(kinds):
+                attrs = (
+                    f'name="j{i}_{k}" type="{kind}" pos="{vec(3, 0.1)}" armature="{rng.uniform(0, 0.1):.4g}"'
+                )
+                if kind != "ball":
+                    attrs += f' axis="{vec(3, 1.0)}" ref="{rng.uniform(-1, 1):.4g}"'
+                out.append(f"<joint {attrs}/>")
+        # a physical inertia: principal moments of a box (triangle inequality), randomly rotated
+        x, y, z = rng.uniform(0.05, 0.5, 3) ** 2
+        R = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+        inertia = R @ np.diag([y + z, x + z, x + y]) @ R.T
+        full = " ".join(f"{inertia[a, b]:.12g}" for a, b in ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)))
+        out.append(f'<inertial pos="{vec(3, 0.1)}" mass="{rng.uniform(0.2, 2):.4g}" fullinertia="{full}"/>')
+        return "\n".join(out)
+
+    text = ""
+    depth = 0
+    for i in range(nbodies):
+        while depth and rng.random() < 0.35:  # close a random number of open bodies
+            text += "</body>\n"
+            depth -= 1
+        text += body(i, top=depth == 0) + "\n"
+        depth += 1
+    text += "</body>\n" * depth
+    return (
+        '<mujoco model="random"><compiler angle="radian"/><option gravity="0.4 -0.3 -9.6"/>'
+        f"<worldbody>{text}</worldbody></mujoco>"
+    )
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_mjcf_trees_match_mujoco(seed):
+    rng = np.random.default_rng([1300, seed])
+    xml = _random_mjcf(rng, int(rng.integers(2, 9)))
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    model = ld.load_mjcf(xml)
+    assert (model.nq, model.nv) == (m.nq, m.nv)
+    data = model.create_data()
+    assert m.nv > 0  # body 0 always has a joint
+    for _ in range(5):
+        qpos, qvel = _random_mj_state(m, rng)
+        M_mj, b_mj = _mj_dynamics(m, d, qpos, qvel)
+        T, c = _T_and_c(m, qpos, qvel)
+        q, v = ld.from_mujoco(model, qpos, qvel)
+        assert _rel(ld.crba(model, data, q), T.T @ M_mj @ T) < TREE_TOL
+        assert _rel(ld.nonlinear_effects(model, data, q, v), T.T @ (b_mj + M_mj @ c)) < TREE_TOL
+        qpos2, _ = ld.to_mujoco(model, q, v)
+        assert np.array_equal(qpos2, qpos)
