@@ -681,3 +681,30 @@ def test_random_mjcf_trees_match_mujoco(seed):
         assert _rel(ld.nonlinear_effects(model, data, q, v), T.T @ (b_mj + M_mj @ c)) < TREE_TOL
         qpos2, _ = ld.to_mujoco(model, q, v)
         assert np.array_equal(qpos2, qpos)
+
+
+@pytest.mark.parametrize("key", ["tree_features.xml", "floating_linkage.xml"])
+def test_batches_of_states_convert_row_by_row(key):
+    path = _path(key)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    model = ld.load_mjcf(path)
+    rng = np.random.default_rng(8)
+    if model.has_constraints:
+        states = _states_near_reference(model, rng, 4)
+        Q, V = np.array([s[0] for s in states]), np.array([s[1] for s in states])
+    else:
+        pairs = [_random_mj_state(m, rng) for _ in range(4)]
+        Q, V = ld.from_mujoco(model, np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
+    qpos, qvel = ld.to_mujoco(model, Q, V)
+    assert qpos.shape == (4, m.nq) and qvel.shape == (4, m.nv)
+    for k in range(4):
+        one = ld.to_mujoco(model, Q[k], V[k])
+        assert np.array_equal(qpos[k], one[0])  # gathers: bit for bit
+        assert np.allclose(qvel[k], one[1], rtol=1e-15, atol=1e-15)  # rotated free-joint velocity
+        back = ld.from_mujoco(model, qpos[k], qvel[k])
+        assert np.array_equal(ld.from_mujoco(model, qpos, qvel)[0][k], back[0])
+        assert np.allclose(ld.from_mujoco(model, qpos, qvel)[1][k], back[1], rtol=1e-15, atol=1e-15)
+    with pytest.raises(ShapeError, match="different numbers of states"):
+        ld.from_mujoco(model, qpos, qvel[:3])
+    with pytest.raises(ShapeError):
+        ld.from_mujoco(model, qpos[None], qvel[None])  # 3-D

@@ -134,15 +134,15 @@ def _mujoco():
 # ----------------------------------------------------------------------------------------------
 # small rigid-motion helpers (R, p) = pose of a child frame in a parent frame
 def _quat_matrix(qw) -> np.ndarray:
-    """Rotation matrix of a quaternion given w first (normalised here)."""
-    w, x, y, z = np.asarray(qw, float) / np.linalg.norm(qw)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+    """Rotation matrix of a quaternion given w first (normalised here); ``(..., 4)`` → ``(..., 3, 3)``."""
+    quat = np.asarray(qw, float)
+    w, x, y, z = np.moveaxis(quat / np.linalg.norm(quat, axis=-1, keepdims=True), -1, 0)
+    rows = [
+        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+    ]  # fmt: skip
+    return np.stack(rows, axis=-1).reshape(*quat.shape[:-1], 3, 3)
 
 
 def _axis_angle(axis, angle: float) -> np.ndarray:
@@ -565,16 +565,26 @@ def _coordinates(model) -> MujocoCoordinates:
     return mc
 
 
-def _as_vector(x, size: int, what: str) -> np.ndarray:
+def _as_states(x, size: int, what: str) -> np.ndarray:
+    """``x`` as a float array of shape ``(size,)`` or ``(n, size)`` (a batch of states), finite."""
     try:
         arr = np.array(x, dtype=float)
     except (TypeError, ValueError) as exc:
         raise InputError(f"{what} must be an array of real numbers: {exc}") from None
-    if arr.shape != (size,):
-        raise ShapeError(f"{what} must be a 1-D array of size {size}, got shape {arr.shape}")
+    if arr.ndim not in (1, 2) or arr.shape[-1] != size:
+        raise ShapeError(f"{what} must have shape ({size},) or (n, {size}), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise InputError(f"{what} contains NaN or inf")
     return arr
+
+
+def _rotate_free(mc: MujocoCoordinates, q: np.ndarray, v: np.ndarray, inverse: bool) -> None:
+    """In place: each free joint's linear velocity in ``v`` (spanning, one state or a batch) times
+    ``R`` (``Rᵀ`` if ``inverse``), R from the joint's (x, y, z, w) quaternion in ``q``."""
+    for iq, iv in mc.free:
+        R = _quat_matrix(q[..., [iq + 6, iq + 3, iq + 4, iq + 5]])
+        lin = v[..., iv : iv + 3]
+        v[..., iv : iv + 3] = np.einsum("...ji,...j->...i" if inverse else "...ij,...j->...i", R, lin)
 
 
 def _cluster_selection(model, mc: MujocoCoordinates) -> tuple[np.ndarray, np.ndarray]:
@@ -610,36 +620,47 @@ def from_mujoco(model, qpos, qvel, *, spanning: bool = False) -> tuple[np.ndarra
     constraints the result is the cluster state (independent velocities; explicit clusters keep
     their independent positions), unless ``spanning=True``; ``qpos``/``qvel`` should then satisfy the
     constraints (MuJoCo's are soft, loopdyn's exact: see :func:`loopdyn.project_configuration`).
+    ``qpos``/``qvel`` may also be batches of shape ``(n, nq)``/``(n, nv)`` (a simulation log).
     """
     mc = _coordinates(model)
-    qpos = _as_vector(qpos, mc.nq, "qpos")
-    qvel = _as_vector(qvel, mc.nv, "qvel")
-    q = qpos[mc.q_index]
-    v = qvel[mc.v_index]
-    for iq, iv in mc.free:  # R from loopdyn's (x, y, z, w) quaternion
-        v[iv : iv + 3] = _quat_matrix(q[[iq + 6, iq + 3, iq + 4, iq + 5]]).T @ v[iv : iv + 3]
+    qpos = _as_states(qpos, mc.nq, "qpos")
+    qvel = _as_states(qvel, mc.nv, "qvel")
+    if qpos.shape[:-1] != qvel.shape[:-1]:
+        raise ShapeError(f"qpos and qvel hold different numbers of states: {qpos.shape}, {qvel.shape}")
+    q = qpos[..., mc.q_index]
+    v = qvel[..., mc.v_index]
+    _rotate_free(mc, q, v, inverse=True)
     if spanning or not model.has_constraints:
         return q, v
     iq, iv = _cluster_selection(model, mc)
-    return q[iq], v[iv]
+    return q[..., iq], v[..., iv]
 
 
 def to_mujoco(model, q, v, *, spanning: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """MuJoCo ``(qpos, qvel)`` of loopdyn's ``(q, v)``: the inverse of :func:`from_mujoco`. For a
     model with constraints ``(q, v)`` is the cluster state (completed by :func:`loopdyn.to_spanning`)
-    unless ``spanning=True``."""
+    unless ``spanning=True``. Batches of states (2-D arrays) are converted row by row."""
     mc = _coordinates(model)
     if model.has_constraints and not spanning:
         from ..model.state import to_spanning
 
-        q, v = to_spanning(model, q, v)
-    q = _as_vector(q, mc.q_index.size, "q (spanning)")
-    v = _as_vector(v, mc.v_index.size, "v (spanning)")
-    v = v.copy()
-    for iq, iv in mc.free:
-        v[iv : iv + 3] = _quat_matrix(q[[iq + 6, iq + 3, iq + 4, iq + 5]]) @ v[iv : iv + 3]
-    qpos = mc.qpos_fill.copy()
-    qpos[mc.q_index] = q
-    qvel = np.zeros(mc.nv)
-    qvel[mc.v_index] = v
+        q = _as_states(q, model.nq, "q")
+        v = _as_states(v, model.nv, "v")
+        if q.shape[:-1] != v.shape[:-1]:
+            raise ShapeError(f"q and v hold different numbers of states: {q.shape}, {v.shape}")
+        if q.ndim == 1:
+            q, v = to_spanning(model, q, v)
+        else:  # a batch: one cluster-kinematics call per state
+            pairs = [to_spanning(model, qi, vi) for qi, vi in zip(q, v, strict=True)]
+            q = np.array([p[0] for p in pairs]).reshape(-1, model.spanning_nq)
+            v = np.array([p[1] for p in pairs]).reshape(-1, model.spanning_nv)
+    q = _as_states(q, mc.q_index.size, "q (spanning)")
+    v = _as_states(v, mc.v_index.size, "v (spanning)").copy()
+    if q.shape[:-1] != v.shape[:-1]:
+        raise ShapeError(f"q and v hold different numbers of states: {q.shape}, {v.shape}")
+    _rotate_free(mc, q, v, inverse=False)
+    qpos = np.broadcast_to(mc.qpos_fill, (*q.shape[:-1], mc.nq)).copy()
+    qpos[..., mc.q_index] = q
+    qvel = np.zeros((*q.shape[:-1], mc.nv))
+    qvel[..., mc.v_index] = v
     return qpos, qvel
