@@ -76,8 +76,11 @@ def _info(args) -> int:
             print(f"loopdyn: {exc}", file=sys.stderr)
             return 2
         try:
-            model = io.load_urdf(path, floating_base=floating)
-        except (OSError, ValueError, NotImplementedError) as exc:
+            if io.mjcf.is_mjcf(path):  # an MJCF (MuJoCo) file: .mjcf, or .xml with a <mujoco> root
+                model = io.load_mjcf(path, floating_base=True if floating else None)
+            else:
+                model = io.load_urdf(path, floating_base=floating)
+        except (OSError, ValueError, NotImplementedError, ImportError) as exc:
             print(f"loopdyn: {exc}", file=sys.stderr)
             return 2
     if args.variant != "exact":

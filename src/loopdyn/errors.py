@@ -74,3 +74,15 @@ def unknown_name(what: str, name, candidates, where: str) -> UnknownNameError:
     close = difflib.get_close_matches(str(name), [str(c) for c in candidates], n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     return UnknownNameError(f"no {what} named {name!r} in {where}{hint}")
+
+
+class MJCFError(ModelError):
+    """An MJCF (MuJoCo) document is malformed or does not compile; the message is MuJoCo's."""
+
+
+class MJCFFileNotFoundError(MJCFError, FileNotFoundError):
+    """The MJCF file given to :func:`loopdyn.load_mjcf` does not exist."""
+
+
+class MissingDependencyError(LoopdynError, ImportError):
+    """An optional package a function needs is not installed (e.g. ``mujoco`` for MJCF)."""

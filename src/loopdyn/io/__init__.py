@@ -1,5 +1,6 @@
-"""Reading robot descriptions (URDF) into loopdyn models."""
+"""Reading robot descriptions (URDF, MJCF) into loopdyn models."""
 
+from .mjcf import from_mujoco, load_mjcf, to_mujoco
 from .urdf import load_urdf
 
-__all__ = ["load_urdf"]
+__all__ = ["from_mujoco", "load_mjcf", "load_urdf", "to_mujoco"]
