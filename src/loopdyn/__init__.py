@@ -9,7 +9,7 @@ Quick start::
     tau = ld.rnea(model, data, q, v, a)
 """
 
-from . import batch, errors, robots
+from . import batch, errors, higher_order, robots
 from .algorithms import aba, crba, gravity, minverse, nonlinear_effects, rnea
 from .algorithms.contact import constrained_forward_dynamics
 from .algorithms.delassus import Constraint, constraint_jacobian, damped_delassus_inverse, delassus
@@ -84,6 +84,7 @@ __all__ = [
     "frame_jacobian_time_variation",
     "frame_placement",
     "gravity",
+    "higher_order",
     "load_urdf",
     "minverse",
     "nonlinear_effects",
