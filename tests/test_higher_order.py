@@ -276,3 +276,82 @@ def test_rnea_derivatives_match_autodiff(case):
     back = ho.aba(lm, data, q, dv[0], ref, fe)
     for k in range(order + 1):
         assert rel_err(back[k], dv[k + 1]) < 1e-8, k
+
+
+# ----------------------------------------------------------------------------------------------
+# errata E2 and E3 (spec §6.2) on the paper's robot, against AD of the spatial twists
+def _spatial_twists(traj, t):
+    R, p = traj.poses(t)
+    dR, dp = jax.jacfwd(traj.poses)(t)
+    w = jax.vmap(lambda A, B: _vee(B @ A.T))(R, dR)
+    return jnp.concatenate([w, dp - jnp.cross(w, p)], axis=1)  # (ω; ṗ − ω × p)
+
+
+def _hat_ad(V):
+    def sk(x):
+        return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+
+    return np.block([[sk(V[:3]), np.zeros((3, 3))], [sk(V[3:]), sk(V[:3])]])
+
+
+def test_errata_E2_E3_negative_controls_on_the_aerial_manipulator():
+    model = ld.robots.aerial_manipulator()
+    data = model.create_data()
+    traj = Trajectory(model, np.random.default_rng(5), forces=False)
+    t0 = 0.4
+    Vs = taylor(lambda t: _spatial_twists(traj, t), t0, 2)  # (3, njoints, 6): V, V̇, V̈ per body
+    R, p = (np.asarray(x) for x in traj.poses(t0))
+    dv = taylor(traj.v, t0, 2)
+    nb = model.nbodies
+    # stacked screws in the paper's coordinates: base block I₆ (Ṡ = S̈ = 0), joints S_j = Ad_{C_j} Y
+    cols = []  # per body: (body of the column, S, Ṡ, S̈, ν, ν̇, ν̈) with ν the paper's coordinates
+    for k in range(6):
+        e = np.eye(6)[k]
+        cols.append((1, e, 0 * e, 0 * e, Vs[0, 1, k], Vs[1, 1, k], Vs[2, 1, k]))
+    for j in range(2, nb + 1):
+        b = model.bodies[j - 1]
+        Sj = np.concatenate([R[j] @ b.joint.axis_array(), np.cross(p[j], R[j] @ b.joint.axis_array())])
+        Sd = _hat_ad(Vs[0, j]) @ Sj
+        Sdd = _hat_ad(Vs[1, j]) @ Sj + _hat_ad(Vs[0, j]) @ Sd
+        iv = b.idx_v
+        cols.append((j, Sj, Sd, Sdd, dv[0, iv], dv[1, iv], dv[2, iv]))
+
+    def support(i):
+        out = []
+        while i > 0:
+            out.append(i)
+            i = model.bodies[i - 1].parent
+        return out
+
+    for i in range(1, nb + 1):
+        path = support(i)
+        Vdd_true = sum(S * n2 + 2 * Sd * n1 + Sdd * n0 for (k, S, Sd, Sdd, n0, n1, n2) in cols if k in path)
+        np.testing.assert_allclose(Vdd_true, Vs[2, i], atol=1e-10 * np.abs(Vs[2]).max())
+        # printed eq. 39: 𝐒̇ → ad_𝐕 𝐒 also where it multiplies ν̇, and 𝐒̈ν written as
+        # (ad_{G_p𝐒ν̇} + ad_{G_p ad_𝐕 𝐒ν} + ad_𝐕²) 𝐒ν, which is wrong in the base block
+        Vdd_printed = 0.0
+        for k, S, _, _, n0, n1, n2 in cols:
+            if k not in path:
+                continue
+            X = sum(S2 * m1 for (k2, S2, _, _, m0, m1, _) in cols if k2 in support(k))
+            Y = sum(_hat_ad(Vs[0, k2]) @ S2 * m0 for (k2, S2, _, _, m0, m1, _) in cols if k2 in support(k))
+            adV = _hat_ad(Vs[0, k])
+            Vdd_printed = (
+                Vdd_printed + S * n2 + 2 * adV @ S * n1 + (_hat_ad(X) + _hat_ad(Y) + adV @ adV) @ S * n0
+            )
+        resid = Vdd_printed - Vdd_true
+        np.testing.assert_allclose(resid, _hat_ad(Vs[0, 1]) @ Vs[1, 1], atol=1e-10 * np.abs(Vs[2]).max())
+        assert np.abs(resid).max() > 1e-3
+    # E3: the first-order base row. The true τ̄̇ base entry is d/dt of the spatial base wrench W⁰; the
+    # printed closed form (𝐒ᵀ ad_𝐕ᵀ for 𝐒̇ᵀ) gives Ad_C⁻ᵀ Ẇ^b = Ẇ⁰ + ad_{V_1}ᵀ W⁰ instead.
+    q = traj.q(t0)
+    tau = ho.rnea(model, data, q, dv[:3])
+    C1 = (R[1], p[1])
+    W0 = ho.body_to_spatial_wrench(C1, Vs[:, 1], tau[:, :6])
+
+    # Ẇ⁰ from τ (checked against AD above) and D9 (checked against Table 5b in the identities tests)
+    printed = W0[1] + _hat_ad(Vs[0, 1]).T @ W0[0]
+    assert np.abs(printed - W0[1]).max() > 1e-3 * np.abs(W0[1]).max()
+    np.testing.assert_allclose(
+        ho.spatial_to_body_wrench(C1, Vs[:, 1], W0)[1], tau[1, :6], atol=1e-10 * np.abs(tau).max()
+    )

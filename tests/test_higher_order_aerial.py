@@ -10,13 +10,31 @@ from loopdyn import higher_order as ho
 from loopdyn.robots import aerial_manipulator, aerial_reference, aerial_times
 
 #: spec §4.2 table: joint axis points p_j and axes e_j at home, centres of mass, world frame
-AXIS_POINTS = [(0.09, 0, -0.10), (0.09, 0, -0.22), (0.09, 0, -0.34), (-0.09, 0, -0.10), (-0.09, 0, -0.22),
-               (-0.09, 0, -0.34)]
-COMS = [(0.09, 0, -0.16), (0.09, 0, -0.28), (0.09, 0, -0.40), (-0.09, 0, -0.16), (-0.09, 0, -0.28),
-        (-0.09, 0, -0.40)]
+AXIS_POINTS = [
+    (0.09, 0, -0.10),
+    (0.09, 0, -0.22),
+    (0.09, 0, -0.34),
+    (-0.09, 0, -0.10),
+    (-0.09, 0, -0.22),
+    (-0.09, 0, -0.34),
+]
+COMS = [
+    (0.09, 0, -0.16),
+    (0.09, 0, -0.28),
+    (0.09, 0, -0.40),
+    (-0.09, 0, -0.16),
+    (-0.09, 0, -0.28),
+    (-0.09, 0, -0.40),
+]
 AXES = [(0, 1, 0), (1, 0, 0), (0, 0, 1)] * 2
-SCREWS = [(0, 1, 0, 0.10, 0, 0.09), (1, 0, 0, 0, -0.22, 0), (0, 0, 1, 0, -0.09, 0), (0, 1, 0, 0.10, 0, -0.09),
-          (1, 0, 0, 0, -0.22, 0), (0, 0, 1, 0, 0.09, 0)]
+SCREWS = [
+    (0, 1, 0, 0.10, 0, 0.09),
+    (1, 0, 0, 0, -0.22, 0),
+    (0, 0, 1, 0, -0.09, 0),
+    (0, 1, 0, 0.10, 0, -0.09),
+    (1, 0, 0, 0, -0.22, 0),
+    (0, 0, 1, 0, 0.09, 0),
+]
 
 
 def test_geometry_and_inertias_are_table_3():
@@ -79,8 +97,19 @@ def test_reference_trajectory_derivatives_match_autodiff():
         ref = np.stack([np.asarray(primal)] + [np.asarray(s) for s in series])
         np.testing.assert_allclose(dv, ref, rtol=1e-12, atol=1e-14)
         psi = np.deg2rad(25.0) * np.sin(2 * np.pi * t / 30)
-        np.testing.assert_allclose(q[:7], [np.cos(2 * np.pi * t / 20), np.sin(2 * np.pi * t / 20), 0, 0, 0,
-                                           np.sin(psi / 2), np.cos(psi / 2)], atol=1e-15)
+        np.testing.assert_allclose(
+            q[:7],
+            [
+                np.cos(2 * np.pi * t / 20),
+                np.sin(2 * np.pi * t / 20),
+                0,
+                0,
+                0,
+                np.sin(psi / 2),
+                np.cos(psi / 2),
+            ],
+            atol=1e-15,
+        )
 
 
 def test_fig3_round_trip_along_the_trajectory():

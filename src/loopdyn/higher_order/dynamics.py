@@ -302,15 +302,17 @@ def joint_wrench_projection(hb, i, c, r, C, S, W):
 
 
 @njit(cache=True)
-def aba_core(hb, hf, q, v, dtau, fext, out):
-    """v^(1…R+1) into ``out`` from τ^(0…R) on validated inputs."""
+def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
+    """v^(1…R+1) into ``out`` from τ^(0…R) on validated inputs (Alg. 3); with prescribed joints
+    (``mask[i] = 1``: their rows 1… of ``dvk`` are the motion, Alg. 4) also their τ^(0…R) into
+    ``tau_out``. Row 0 of ``dvk`` is the velocity v."""
     nb, nv = hb[0, 0], hb[0, 2]
     R = dtau.shape[0] - 1
     K = R + 1
     C = binomials(K + 1)
     g = hf[0, 0:3]
     vd = np.empty((K + 1, nv))
-    vd[0] = v
+    vd[0] = dvk[0]
     V = np.zeros((K + 1, nb + 1, 6))
     S = np.empty((K + 1, nv, 6))
     Rw = np.zeros((K + 1, nb + 1, 3, 3))
@@ -326,37 +328,44 @@ def aba_core(hb, hf, q, v, dtau, fext, out):
     Vb = np.zeros((nb + 1, 6))
     B = np.zeros((nb + 1, 6))
     qt = np.empty(nv)
-    mask = np.zeros(nb + 1, dtype=np.int64)
     t6 = np.empty(6)
     order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib)
     bad = articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv)  # Lemma 2: once for all orders
     if bad:
         return hv.SINGULAR * hv.STATUS_BASE + bad
     for r in range(R + 1):
+        for i in range(1, nb + 1):  # prescribed motion of order r + 1 (Alg. 4)
+            if mask[i] == 1:
+                for c in range(hb[i, HB_IV], hb[i, HB_IV] + hb[i, HB_NV]):
+                    vd[r + 1, c] = dvk[r + 1, c]
         order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B)
-        # backward sweep (lines 18–23)
+        # backward sweep (Alg. 3 lines 18–23; Alg. 4 line 19')
         for i in range(nb, 0, -1):
             par = hb[i, HB_PARENT]
             iv = hb[i, HB_IV]
             n = hb[i, HB_NV]
-            for a in range(6):  # t6 = M^A Vb + B
-                s = B[i, a]
-                for b in range(6):
-                    s += MA[i, a, b] * Vb[i, b]
-                t6[a] = s
-            for c in range(n):
-                u = dtau[r, iv + c] - joint_wrench_projection(hb, i, iv + c, r, C, S, W)
-                for a in range(6):
-                    u -= S[0, iv + c, a] * t6[a]
-                qt[iv + c] = u  # overwritten by D⁻¹ u below
-            for c in range(n):
-                s = 0.0
-                for d in range(n):
-                    s += Dinv[i, c, d] * qt[iv + d]
-                t6[c] = s
-            for c in range(n):
-                qt[iv + c] = t6[c]
-            if par > 0:  # B_p += B_i + M^A_i (S_i q̃_i + Vb_i) = B_i + U q̃ + M^A Vb
+            if mask[i] == 1:
+                for c in range(n):
+                    qt[iv + c] = vd[r + 1, iv + c]
+            else:
+                for a in range(6):  # t6 = M^A Vb + B
+                    s = B[i, a]
+                    for b in range(6):
+                        s += MA[i, a, b] * Vb[i, b]
+                    t6[a] = s
+                for c in range(n):
+                    u = dtau[r, iv + c] - joint_wrench_projection(hb, i, iv + c, r, C, S, W)
+                    for a in range(6):
+                        u -= S[0, iv + c, a] * t6[a]
+                    qt[iv + c] = u  # replaced by q̃ = D⁻¹ u below
+                for c in range(n):
+                    s = 0.0
+                    for d in range(n):
+                        s += Dinv[i, c, d] * qt[iv + d]
+                    t6[c] = s
+                for c in range(n):
+                    qt[iv + c] = t6[c]
+            if par > 0:  # B_p += B_i + M^A_i (S_i q̃_i + Vb_i)   (q̃_i = v_i^(r+1) if prescribed)
                 for a in range(6):
                     s = B[i, a]
                     for b in range(6):
@@ -364,23 +373,25 @@ def aba_core(hb, hf, q, v, dtau, fext, out):
                     for c in range(n):
                         s += U[iv + c, a] * qt[iv + c]
                     B[par, a] += s
-        # forward sweep (lines 25–30)
+        # forward sweep (Alg. 3 lines 25–30; Alg. 4 lines 28'–31')
         for i in range(1, nb + 1):
             par = hb[i, HB_PARENT]
             iv = hb[i, HB_IV]
             n = hb[i, HB_NV]
             Vp = V[r + 1, par]
+            if mask[i] == 0:
+                for c in range(n):
+                    s = 0.0
+                    for a in range(6):
+                        s += U[iv + c, a] * Vp[a]
+                    t6[c] = s
+                for c in range(n):
+                    s = qt[iv + c]
+                    for d in range(n):
+                        s -= Dinv[i, c, d] * t6[d]
+                    vd[r + 1, iv + c] = s
             for c in range(n):
-                s = 0.0
-                for a in range(6):
-                    s += U[iv + c, a] * Vp[a]
-                t6[c] = s
-            for c in range(n):
-                s = qt[iv + c]
-                for d in range(n):
-                    s -= Dinv[i, c, d] * t6[d]
-                vd[r + 1, iv + c] = s
-                out[r, iv + c] = s
+                out[r, iv + c] = vd[r + 1, iv + c]
             for a in range(6):
                 s = Vp[a] + Vb[i, a]
                 for c in range(n):
@@ -391,6 +402,18 @@ def aba_core(hb, hf, q, v, dtau, fext, out):
                 for b in range(6):
                     s += MA[i, a, b] * V[r + 1, i, b]
                 W[r, i, a] = s
+            if tau_out.shape[0] > 0:
+                for c in range(iv, iv + n):
+                    if mask[i] == 1:  # Q^(r) = Σ binom(r, k) S^(r−k)ᵀ W^(k) with the hybrid M^A (E5)
+                        acc = (
+                            joint_wrench_projection(hb, i, c, r, C, S, W)
+                            + hf[i, HF_ARM + c - iv] * vd[r + 1, c]
+                        )
+                        for a in range(6):
+                            acc += S[0, c, a] * W[r, i, a]
+                        tau_out[r, c] = acc
+                    else:
+                        tau_out[r, c] = dtau[r, c]
     return 0
 
 
@@ -408,7 +431,18 @@ def aba_kernel(hb, hf, q, v, dtau, fext, out):
         st = check_fext(hb, fext, dtau.shape[0], 3)
     if st != 0:
         return st
-    return aba_core(hb, hf, q, v, dtau, fext, out)
+    nb = hb[0, 0]
+    return aba_core(
+        hb,
+        hf,
+        q,
+        np.zeros(nb + 1, dtype=np.int64),
+        v.reshape((1, v.shape[0])),
+        dtau,
+        fext,
+        out,
+        np.empty((0, hb[0, 2])),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,3 +545,92 @@ def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
             (f"({model.nq},)", f"({nv},)", f"(r + 1, {nv}) with r >= 0", f"(r + 1, {nj}, 6)"),
         )
     return out
+
+
+_SIG_HYB = (
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], int64[::1], float64[:, ::1], float64[:, ::1], "
+    "float64[:, :, ::1], float64[:, ::1], float64[:, ::1])"
+)
+
+
+@njit(_SIG_HYB, cache=True)
+def hybrid_kernel(hb, hf, q, mask, dv, dtau, fext, out, tau_out):
+    st = check_q(hb, q)
+    if st == 0:
+        st = check_stack(dv, -1, hb[0, 2], 1)
+    if st == 0:
+        st = check_stack(dtau, dv.shape[0] - 1, hb[0, 2], 2)
+    if st == 0:
+        st = check_fext(hb, fext, dv.shape[0] - 1, 3)
+    if st == 0 and dv.shape[0] < 2:
+        st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
+    if st != 0:
+        return st
+    return aba_core(hb, hf, q, mask, dv, dtau, fext, out, tau_out)
+
+
+def _joint_mask(model, prescribed) -> np.ndarray:
+    from ..errors import InputError
+
+    mask = np.zeros(model.nbodies + 1, dtype=np.int64)
+    names = model.joint_names
+    for j in prescribed:
+        if isinstance(j, str):
+            if j not in names[1:]:
+                raise InputError(f"prescribed: no joint called {j!r} in model {model.name!r}")
+            mask[names.index(j)] = 1
+        elif isinstance(j, int | np.integer) and 1 <= int(j) <= model.nbodies:
+            mask[int(j)] = 1
+        else:
+            raise InputError(
+                f"prescribed: {j!r} is neither a joint name nor a joint index in 1…{model.nbodies}"
+            )
+    return mask
+
+
+def hybrid(model, data, q, dv, dtau, prescribed, f_ext=None) -> tuple[np.ndarray, np.ndarray]:
+    """Time derivatives of hybrid dynamics (paper Alg. 4, H-GHYB): some joints have a prescribed
+    motion, the others prescribed forces; returns the unknown halves.
+
+    Parameters
+    ----------
+    q:
+        Configuration (nq).
+    dv:
+        ``(r + 2, nv)``: row 0 is the velocity ``v`` (all joints); rows 1… are v^(1…r+1), used on the
+        joints of ``prescribed`` only (other entries ignored; must be finite).
+    dtau:
+        ``(r + 1, nv)``: τ^(0…r), used on the joints not in ``prescribed``.
+    prescribed:
+        Joint names or indices whose motion is given. A floating base is its free-flyer joint: in
+        ``prescribed`` its twist derivatives are given (the paper's "base twist" case) and the wrench
+        derivatives are returned; otherwise its wrench derivatives are given (``dtau`` rows, the
+        child-frame wrench ``[force; torque]``) and its twist derivatives returned.
+    f_ext:
+        Optional ``(r + 1, njoints, 6)`` external-force derivatives (body frames), as :func:`rnea`.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``v^(1…r+1)`` and ``τ^(0…r)``, both ``(r + 1, nv)``, for all joints (prescribed entries are
+        the inputs). ``prescribed=()`` is :func:`aba`; all joints prescribed is :func:`rnea`.
+    """
+    hb, hf = _prepare(model, data)
+    mask = _joint_mask(model, prescribed)
+    q = hv.as_array(q, "q", 1)
+    dv = hv.as_array(dv, "dv", 2)
+    dtau = hv.as_array(dtau, "dtau", 2)
+    fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+    rows = max(dv.shape[0] - 1, 1)
+    out = np.empty((rows, hb[0, 2]))
+    tau = np.empty((rows, hb[0, 2]))
+    st = hybrid_kernel(hb, hf, q, mask, dv, dtau, fext, out, tau)
+    if st:
+        nv, nj = hb[0, 2], hb[0, 0] + 1
+        hv.raise_for_status(
+            model,
+            st,
+            ("q", "dv", "dtau", "f_ext"),
+            (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nv})", f"(r + 1, {nj}, 6)"),
+        )
+    return out, tau

@@ -50,7 +50,10 @@ def aerial_manipulator(gravity: float = 9.81) -> Model:
     """
     model = Model("aerial_manipulator", gravity=(0.0, 0.0, -float(gravity)))
     model.add_body(
-        "base", 0, FreeFlyer(), inertia=Inertia(2.5, np.zeros(3), np.diag([0.03, 0.03, 0.05])),
+        "base",
+        0,
+        FreeFlyer(),
+        inertia=Inertia(2.5, np.zeros(3), np.diag([0.03, 0.03, 0.05])),
         joint_name="base_joint",
     )
     link = Inertia(0.25, (0.0, 0.0, -D), np.diag([0.002, 0.002, 0.001]))
