@@ -21,7 +21,7 @@ from ..model.joints import FREEFLYER
 from . import validation as hv
 from .arrays import HB_IV, HB_JTYPE, HB_NV, HB_PARENT
 from .dynamics import _prepare, check_finite, check_q, order_zero
-from .kinematics import binomials, body_derivative, inertia_mul_add, screw_derivative
+from .kinematics import binomials, body_derivative, inertia_mul_add, screw_derivative, tables
 
 
 class ClosedForm(NamedTuple):
@@ -63,20 +63,13 @@ def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
     if st != 0:
         return st
     nb, nv = hb[0, 0], hb[0, 2]
-    vd = np.zeros((2, nv))
+    V, S, Rw, pw, cw, Jw, Ib, _, _, vd = tables(1, 0, nb, nv)
     vd[0] = v
-    V = np.zeros((2, nb + 1, 6))
-    S = np.empty((2, nv, 6))
-    Rw = np.zeros((2, nb + 1, 3, 3))
-    pw = np.zeros((2, nb + 1, 3))
-    cw = np.empty((2, nb + 1, 3))
-    Jw = np.empty((2, nb + 1, 3, 3))
-    Ib = np.empty((2, nb + 1, 3, 3))
     order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib)
     C2 = binomials(2)
     for i in range(1, nb + 1):
         screw_derivative(hb, i, 1, C2, V, S)  # Ṡ = ad_V S (D1)
-        body_derivative(hf, i, 1, C2, V, Rw, pw, cw, Jw, Ib)  # Ṁ (D3)
+        body_derivative(hf, i, 1, C2, V, Rw, pw, cw, Jw, Ib, False)  # Ṁ (D3)
     # the paper's coordinates: a free-flyer root's columns become the unit spatial twists, Ṡ = 0
     for a in range(nv):
         nu[a] = v[a]

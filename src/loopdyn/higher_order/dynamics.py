@@ -22,15 +22,15 @@ from numba import njit
 from ..algorithms.validation import check_data
 from ..model.joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from . import validation as hv
-from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, model_arrays
+from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS, model_arrays
 from .kinematics import (
     applied_wrench_sub,
     binomials,
     body_derivative,
-    inertia_mul_add,
     momentum_derivative,
     pose_and_screws,
     screw_derivative,
+    tables,
     twist_bias,
 )
 
@@ -46,7 +46,7 @@ _SIG_FD = (
 
 # ---------------------------------------------------------------------------------------------
 # validation inside the kernels
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def check_finite(x, arg):
     flat = x.reshape(-1)
     for k in range(flat.shape[0]):
@@ -55,7 +55,7 @@ def check_finite(x, arg):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def check_q(hb, q):
     if q.shape[0] != hb[0, 1]:
         return hv.BAD_SHAPE * hv.STATUS_BASE + 0
@@ -76,7 +76,7 @@ def check_q(hb, q):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def check_stack(x, rows, nv, arg):
     """A (rows, nv) stack (rows < 0: any number ≥ 1) of finite numbers."""
     if x.shape[1] != nv or x.shape[0] < 1 or (rows >= 0 and x.shape[0] != rows):
@@ -86,7 +86,7 @@ def check_stack(x, rows, nv, arg):
     return check_finite(x, arg)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def check_fext(hb, fext, rows, arg):
     if fext.shape[0] == 0:
         return 0
@@ -107,18 +107,8 @@ def rnea_core(hb, hf, q, vd, fext, out):
     K = R + 1
     C = binomials(K + 1)
     g = hf[0, 0:3]
-    V = np.zeros((K + 1, nb + 1, 6))
-    S = np.empty((K + 1, nv, 6))
-    Rw = np.zeros((K + 1, nb + 1, 3, 3))
-    pw = np.zeros((K + 1, nb + 1, 3))
-    cw = np.empty((K + 1, nb + 1, 3))
-    Jw = np.empty((K + 1, nb + 1, 3, 3))
-    Ib = np.empty((K + 1, nb + 1, 3, 3))
-    F = np.empty((R + 1, nb + 1, 3))
-    W = np.empty((R + 1, nb + 1, 6))
+    V, S, Rw, pw, cw, Jw, Ib, F, W, _ = tables(K, R, nb, nv)
     vb = np.empty(6)
-    for a in range(3):
-        Rw[0, 0, a, a] = 1.0
     # pre-order sweep (Alg. 1 then Alg. 2 lines 2–6, 9 without the children's sum)
     for i in range(1, nb + 1):
         par = hb[i, HB_PARENT]
@@ -133,7 +123,7 @@ def rnea_core(hb, hf, q, vd, fext, out):
                 for c in range(hb[i, HB_NV]):
                     acc += S[0, iv + c, a] * vd[k, iv + c]
                 V[k, i, a] = acc
-            body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib)  # pose, D3
+            body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, fext.shape[0] > 0)  # pose, D3
         for r in range(R + 1):  # W_i^(r) ← Π^(r+1) − W_grav^(r) − W_app^(r)   (D4, D7, D9)
             momentum_derivative(hf, i, r + 1, r + 1, C, V, Ib, cw, W[r, i])
             applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, W[r, i])
@@ -175,9 +165,11 @@ def rnea_kernel(hb, hf, q, dv, fext, out):
 # ---------------------------------------------------------------------------------------------
 # H-GABI (paper Alg. 3, Lemma 2)
 @njit(cache=True)
-def spd_inverse(A, n, Ainv):
-    """Inverse of the SPD n×n block ``A[:n, :n]`` by Cholesky into ``Ainv``; False if not SPD."""
-    L = np.zeros((n, n))
+def spd_inverse(A, n, Ainv, scratch):
+    """Inverse of the SPD n×n block ``A[:n, :n]`` by Cholesky into ``Ainv``; False if not SPD.
+    ``scratch``: at least 42 floats."""
+    L = scratch[:36].reshape((6, 6))
+    y = scratch[36:42]
     for j in range(n):
         d = A[j, j]
         for k in range(j):
@@ -191,7 +183,6 @@ def spd_inverse(A, n, Ainv):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / L[j, j]
     for c in range(n):  # solve L Lᵀ x = e_c
-        y = np.zeros(n)
         for i in range(n):
             s = 1.0 if i == c else 0.0
             for k in range(i):
@@ -205,29 +196,32 @@ def spd_inverse(A, n, Ainv):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def spatial_inertia(hf, i, Ib, cw, M):
     """The 6×6 spatial inertia ``[[Ī, m[c]], [m[c]ᵀ, m 1]]`` of body i at order 0."""
-    e = np.zeros(6)
-    col = np.zeros(6)
-    for b in range(6):
-        e[:] = 0.0
-        e[b] = 1.0
-        col[:] = 0.0
-        inertia_mul_add(hf, i, 0, Ib, cw, e, 1.0, col)
-        for a in range(6):
-            M[a, b] = col[a]
+    m_ = hf[i, HF_MASS]
+    c = cw[0, i]
+    for a in range(3):
+        for b in range(3):
+            M[a, b] = Ib[0, i, a, b]
+            M[3 + a, 3 + b] = m_ if a == b else 0.0
+    M[0, 3], M[0, 4], M[0, 5] = 0.0, -m_ * c[2], m_ * c[1]
+    M[1, 3], M[1, 4], M[1, 5] = m_ * c[2], 0.0, -m_ * c[0]
+    M[2, 3], M[2, 4], M[2, 5] = -m_ * c[1], m_ * c[0], 0.0
+    for a in range(3):
+        for b in range(3):
+            M[3 + a, b] = M[b, 3 + a]
 
 
 @njit(cache=True)
-def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv):
+def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
     """Post-order sweep of eq. 23 (once per call): ``M^A_j``, ``U = M^A S``, ``D⁻¹ = (SᵀM^A S +
     armature)⁻¹``. Joints with ``mask[i] = 1`` (prescribed motion, Alg. 4 line 5') pass ``M^A``
     unreduced. Returns 0 or the index of the first body whose D is not positive definite."""
     nb = hb[0, 0]
     for i in range(1, nb + 1):
         spatial_inertia(hf, i, Ib, cw, MA[i])
-    D = np.empty((6, 6))
+    D = scratch[42:78].reshape((6, 6))
     for i in range(nb, 0, -1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
@@ -245,7 +239,7 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv):
                     for a in range(6):
                         s += S[0, iv + c, a] * U[iv + d, a]
                     D[c, d] = s
-            if not spd_inverse(D, n, Dinv[i]):
+            if not spd_inverse(D, n, Dinv[i], scratch):
                 return i
         if par > 0:
             for a in range(6):
@@ -259,24 +253,22 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B):
     """Alg. 3 lines 10–16 at order r: ``S^(r+1)`` (D1), inertia derivatives of order r+1 (D3),
     ``V_bias^(r+1)`` (D6), and the bias ``B_i ← Π_bias^(r+1) − W_grav^(r) − W_app^(r)`` (D5, D7, D9)."""
     for i in range(1, hb[0, 0] + 1):
         screw_derivative(hb, i, r + 1, C, V, S)
-        body_derivative(hf, i, r + 1, C, V, Rw, pw, cw, Jw, Ib)
+        body_derivative(hf, i, r + 1, C, V, Rw, pw, cw, Jw, Ib, fext.shape[0] > 0)
         twist_bias(hb, i, r + 1, C, S, vd, Vb[i])
         momentum_derivative(hf, i, r + 1, r, C, V, Ib, cw, B[i])
         applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, B[i])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib):
     """Alg. 1 at order 0: poses, screws, twists and inertias of every body."""
     C = binomials(1)
-    for a in range(3):
-        Rw[0, 0, a, a] = 1.0
     for i in range(1, hb[0, 0] + 1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
@@ -286,10 +278,10 @@ def order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib):
             for c in range(hb[i, HB_NV]):
                 acc += S[0, iv + c, a] * vd[0, iv + c]
             V[0, i, a] = acc
-        body_derivative(hf, i, 0, C, V, Rw, pw, cw, Jw, Ib)
+        body_derivative(hf, i, 0, C, V, Rw, pw, cw, Jw, Ib, False)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_wrench_projection(hb, i, c, r, C, S, W):
     """τ̃ of eq. 25: ``Σ_{k<r} binom(r, k) S^(r−k)ᵀ W^(k)`` for column c of joint i."""
     acc = 0.0
@@ -311,26 +303,23 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     K = R + 1
     C = binomials(K + 1)
     g = hf[0, 0:3]
-    vd = np.empty((K + 1, nv))
+    V, S, Rw, pw, cw, Jw, Ib, F, W, vd = tables(K, R, nb, nv)
     vd[0] = dvk[0]
-    V = np.zeros((K + 1, nb + 1, 6))
-    S = np.empty((K + 1, nv, 6))
-    Rw = np.zeros((K + 1, nb + 1, 3, 3))
-    pw = np.zeros((K + 1, nb + 1, 3))
-    cw = np.empty((K + 1, nb + 1, 3))
-    Jw = np.empty((K + 1, nb + 1, 3, 3))
-    Ib = np.empty((K + 1, nb + 1, 3, 3))
-    F = np.empty((R + 1, nb + 1, 3))
-    W = np.empty((R + 1, nb + 1, 6))
-    MA = np.zeros((nb + 1, 6, 6))
-    U = np.empty((nv, 6))
-    Dinv = np.zeros((nb + 1, 6, 6))
-    Vb = np.zeros((nb + 1, 6))
-    B = np.zeros((nb + 1, 6))
-    qt = np.empty(nv)
-    t6 = np.empty(6)
+    art = np.empty((nb + 1) * (36 + 36 + 12) + nv * 7 + 6 + 78)  # articulated-body tables, scratch
+    o = (nb + 1) * 36
+    MA = art[:o].reshape((nb + 1, 6, 6))
+    Dinv = art[o : 2 * o].reshape((nb + 1, 6, 6))
+    Vb = art[2 * o : 2 * o + (nb + 1) * 6].reshape((nb + 1, 6))
+    B = art[2 * o + (nb + 1) * 6 : 2 * o + (nb + 1) * 12].reshape((nb + 1, 6))
+    o = 2 * o + (nb + 1) * 12
+    U = art[o : o + nv * 6].reshape((nv, 6))
+    qt = art[o + nv * 6 : o + nv * 7]
+    t6 = art[o + nv * 7 : o + nv * 7 + 6]
+    scratch = art[o + nv * 7 + 6 :]
+    Vb[:, :] = 0.0
+    B[:, :] = 0.0
     order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib)
-    bad = articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv)  # Lemma 2: once for all orders
+    bad = articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch)  # Lemma 2: once for all orders
     if bad:
         return hv.SINGULAR * hv.STATUS_BASE + bad
     for r in range(R + 1):
