@@ -9,7 +9,7 @@ Quick start::
     tau = ld.rnea(model, data, q, v, a)
 """
 
-from . import baselines, batch, errors, robots
+from . import baselines, batch, errors, higher_order, robots
 from .constraint_rows import Constraint, constraint_jacobian
 from .contact import constrained_forward_dynamics
 from .delassus_methods import damped_delassus_inverse, delassus
@@ -86,6 +86,7 @@ __all__ = [
     "frame_jacobian_time_variation",
     "frame_placement",
     "gravity",
+    "higher_order",
     "load_urdf",
     "load_mjcf",
     "from_mujoco",

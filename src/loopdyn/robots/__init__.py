@@ -9,6 +9,7 @@ Built-in robots, one line each (spec §5): :func:`mini_cheetah`, :func:`mit_huma
 Tello's differentials, transmissions and file loaders live in :mod:`loopdyn.robots.tello_model`.
 """
 
+from .aerial import aerial_manipulator, aerial_reference, aerial_times
 from .builtin import double_pendulum, four_bar, list_robots, mini_cheetah, mit_humanoid_leg
 from .chains import revolute_chain_urdf
 from .examples import example_robot_urdf, example_robots
@@ -21,6 +22,9 @@ from .tello_model import tello
 
 __all__ = [
     "RobotInfo",
+    "aerial_manipulator",
+    "aerial_reference",
+    "aerial_times",
     "approximate",
     "build",
     "double_pendulum",

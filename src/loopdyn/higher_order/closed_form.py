@@ -1,0 +1,165 @@
+"""Closed-form equations of motion in the paper's coordinates (Prop. 1, Lemma 1; spec §3).
+
+``τ̄ = M̄ ν̇ + C ν + g`` with ``M̄ = 𝐒ᵀ G_c 𝐌 G_p 𝐒`` and the admissible Coriolis matrix
+``C = 𝐒ᵀ G_c 𝐌 G_p 𝐒̇ − 𝐒ᵀ G_c ad_𝐕ᵀ 𝐌 G_p 𝐒`` (``M̄̇ − 2C`` skew-symmetric). In the paper's
+coordinates ``ν`` a free-flyer root's velocity is its *spatial* twist ``V_1 = (ω; v)`` (world frame,
+angular first; its screw block is ``I₆`` and ``𝐒̇`` is 0 there, spec §6.1 pitfall 10); every other
+joint keeps loopdyn's coordinate. The change of coordinates is ``v = P ν`` (loopdyn / Pinocchio
+``v``), so ``M̄ = Pᵀ M P`` with ``M`` = :func:`loopdyn.crba`, ``τ̄ = Pᵀ τ`` (the base row of ``τ̄`` is the
+spatial wrench ``(n; f)`` about the world origin) and, at first order, ``ν̇ = P⁻¹ a``. Without a
+floating base ``P = 1``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ..model.joints import FREEFLYER
+from . import validation as hv
+from .arrays import HB_IV, HB_JTYPE, HB_NV, HB_PARENT
+from .dynamics import _prepare, check_finite, check_q, order_zero
+from .kinematics import binomials, body_derivative, inertia_mul_add, screw_derivative, tables
+
+
+class ClosedForm(NamedTuple):
+    """Closed-form terms at one state, in the paper's coordinates ``ν`` (``v = P ν``)."""
+
+    M: np.ndarray  #: M̄ (nv, nv), symmetric positive definite
+    C: np.ndarray  #: admissible Coriolis matrix (nv, nv)
+    g: np.ndarray  #: gravity vector (nv)
+    M_dot: np.ndarray  #: dM̄/dt (nv, nv); M_dot − 2 C is skew-symmetric
+    P: np.ndarray  #: change of coordinates v = P ν (nv, nv)
+    nu: np.ndarray  #: ν at this state (nv)
+
+
+@njit(cache=True)
+def _adt(V, w, out):
+    """out = ad_Vᵀ w = (−ω×n − v×f ; −ω×f)."""
+    w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
+    n0, n1, n2, f0, f1, f2 = w[0], w[1], w[2], w[3], w[4], w[5]
+    out[0] = -(w1 * n2 - w2 * n1) - (v1 * f2 - v2 * f1)
+    out[1] = -(w2 * n0 - w0 * n2) - (v2 * f0 - v0 * f2)
+    out[2] = -(w0 * n1 - w1 * n0) - (v0 * f1 - v1 * f0)
+    out[3] = -(w1 * f2 - w2 * f1)
+    out[4] = -(w2 * f0 - w0 * f2)
+    out[5] = -(w0 * f1 - w1 * f0)
+
+
+@njit(
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[:, ::1], float64[:, ::1], "
+    "float64[::1], float64[:, ::1], float64[:, ::1], float64[::1])",
+    cache=True,
+)
+def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
+    st = check_q(hb, q)
+    if st == 0:
+        if v.shape[0] != hb[0, 2]:
+            st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
+        else:
+            st = check_finite(v, 1)
+    if st != 0:
+        return st
+    nb, nv = hb[0, 0], hb[0, 2]
+    V, S, Rw, pw, cw, Jw, Ib, _, _, vd = tables(1, 0, nb, nv)
+    vd[0] = v
+    order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib)
+    C2 = binomials(2)
+    for i in range(1, nb + 1):
+        screw_derivative(hb, i, 1, C2, V, S)  # Ṡ = ad_V S (D1)
+        body_derivative(hf, i, 1, C2, V, Rw, pw, cw, Jw, Ib, False)  # Ṁ (D3)
+    # the paper's coordinates: a free-flyer root's columns become the unit spatial twists, Ṡ = 0
+    for a in range(nv):
+        nu[a] = v[a]
+        for b in range(nv):
+            P[a, b] = 1.0 if a == b else 0.0
+    for i in range(1, nb + 1):
+        if hb[i, HB_JTYPE] == FREEFLYER and hb[i, HB_PARENT] == 0:
+            iv = hb[i, HB_IV]
+            Sblk = np.empty((6, 6))
+            for c in range(6):
+                for a in range(6):
+                    Sblk[a, c] = S[0, iv + c, a]
+            Pinv = np.linalg.inv(Sblk)  # ν_base = S_blk v_base  ⇒  v_base = S_blk⁻¹ ν_base
+            for a in range(6):
+                nu[iv + a] = V[0, i, a]
+                for c in range(6):
+                    P[iv + a, iv + c] = Pinv[a, c]
+                    S[0, iv + c, a] = 1.0 if a == c else 0.0
+                    S[1, iv + c, a] = 0.0
+    G = np.zeros(6)
+    G[3:] = hf[0, 0:3]
+    Mb[:, :] = 0.0
+    Cb[:, :] = 0.0
+    Md[:, :] = 0.0
+    gb[:] = 0.0
+    cols = np.empty(nv, dtype=np.int64)
+    y = np.empty((nv, 6))  # M_i S_b
+    ydot = np.empty((nv, 6))  # M_i Ṡ_b
+    mdot = np.empty((nv, 6))  # Ṁ_i S_b
+    tmp = np.empty(6)
+    mg = np.empty(6)
+    for i in range(1, nb + 1):
+        n = 0  # the columns of the joints supporting body i (G_p)
+        k = i
+        while k > 0:
+            for c in range(hb[k, HB_IV], hb[k, HB_IV] + hb[k, HB_NV]):
+                cols[n] = c
+                n += 1
+            k = hb[k, HB_PARENT]
+        mg[:] = 0.0
+        inertia_mul_add(hf, i, 0, Ib, cw, G, 1.0, mg)
+        for t in range(n):
+            b = cols[t]
+            y[t, :] = 0.0
+            ydot[t, :] = 0.0
+            mdot[t, :] = 0.0
+            inertia_mul_add(hf, i, 0, Ib, cw, S[0, b], 1.0, y[t])
+            inertia_mul_add(hf, i, 0, Ib, cw, S[1, b], 1.0, ydot[t])
+            inertia_mul_add(hf, i, 1, Ib, cw, S[0, b], 1.0, mdot[t])
+        for s_ in range(n):
+            a = cols[s_]
+            ga = 0.0
+            for e in range(6):
+                ga += S[0, a, e] * mg[e]
+            gb[a] -= ga
+            for t in range(n):
+                b = cols[t]
+                _adt(V[0, i], y[t], tmp)
+                m_ab = 0.0
+                c_ab = 0.0
+                d_ab = 0.0
+                for e in range(6):
+                    m_ab += S[0, a, e] * y[t, e]
+                    c_ab += S[0, a, e] * (ydot[t, e] - tmp[e])
+                    d_ab += S[1, a, e] * y[t, e] + S[0, a, e] * (mdot[t, e] + ydot[t, e])
+                Mb[a, b] += m_ab
+                Cb[a, b] += c_ab
+                Md[a, b] += d_ab
+    return 0
+
+
+def closed_form(model, data, q, v) -> ClosedForm:
+    """``M̄``, ``C``, ``g``, ``M̄̇`` of the paper's closed-form equations of motion at ``(q, v)``
+    (loopdyn coordinates in, the paper's ``ν`` out; see the module docstring for ``v = P ν``)."""
+    hb, hf = _prepare(model, data)
+    q = hv.as_array(q, "q", 1)
+    v = hv.as_array(v, "v", 1)
+    nv = hb[0, 2]
+    out = (
+        np.empty((nv, nv)),
+        np.empty((nv, nv)),
+        np.empty(nv),
+        np.empty((nv, nv)),
+        np.empty((nv, nv)),
+        np.empty(nv),
+    )
+    st = closed_form_kernel(hb, hf, q, v, *out)
+    if st:
+        hv.raise_for_status(model, st, ("q", "v"), (f"({model.nq},)", f"({nv},)"))
+    return ClosedForm(*out)
+
+
+__all__ = ["ClosedForm", "closed_form"]

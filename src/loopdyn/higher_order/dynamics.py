@@ -1,0 +1,625 @@
+"""Higher-order inverse and forward dynamics: τ^(0…r) and v^(1…r+1) along a trajectory.
+
+Ali, Gabellieri & Franchi (2026), *Lie group formulation of recursive dynamics algorithms of higher
+order for floating-base robots*: H-GRNE-FBS (Alg. 2) and H-GABI-FBS (Alg. 3 with Lemma 2), in the
+paper's spatial (world-frame) formulation, with loopdyn's (Pinocchio's) coordinates at the API: row k
+of a derivative stack is the k-th time derivative of the velocity vector ``v`` (free-flyer velocity in
+the child frame, ``[linear; angular]``), and joint forces of a free-flyer are the child-frame wrench
+``[force; torque]``. Order 0 is exactly :func:`loopdyn.rnea` / :func:`loopdyn.aba` (armature included).
+
+Each public function makes one Numba kernel call: one pre-order and one post-order sweep for all
+orders at once (inverse dynamics), and for the forward dynamics the articulated inertias factorised
+once per call and reused at every order (Lemma 2), then per order one backward and one forward sweep.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..algorithms.validation import check_data
+from ..model.joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
+from . import validation as hv
+from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS, model_arrays
+from .kinematics import (
+    applied_wrench_sub,
+    binomials,
+    body_derivative,
+    momentum_derivative,
+    pose_and_screws,
+    screw_derivative,
+    tables,
+    twist_bias,
+)
+
+_SIG = (
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, :, ::1], "
+    "float64[:, ::1])"
+)
+_SIG_FD = (
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[:, :, ::1], float64[:, ::1])"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# validation inside the kernels
+@njit(cache=True, inline="always")
+def check_finite(x, arg):
+    flat = x.reshape(-1)
+    for k in range(flat.shape[0]):
+        if not math.isfinite(flat[k]):
+            return (hv.NOT_FINITE + arg) * hv.STATUS_BASE + min(k, hv.STATUS_BASE - 1)
+    return 0
+
+
+@njit(cache=True, inline="always")
+def check_q(hb, q):
+    if q.shape[0] != hb[0, 1]:
+        return hv.BAD_SHAPE * hv.STATUS_BASE + 0
+    st = check_finite(q, 0)
+    if st != 0:
+        return st
+    for i in range(1, hb[0, 0] + 1):
+        jt = hb[i, HB_JTYPE]
+        iq = hb[i, HB_IQ]
+        if jt == SPHERICAL or jt == FREEFLYER:
+            o = iq + 3 if jt == FREEFLYER else iq
+            n2 = q[o] ** 2 + q[o + 1] ** 2 + q[o + 2] ** 2 + q[o + 3] ** 2
+            if abs(math.sqrt(n2) - 1.0) > hv.UNIT_TOL:
+                return hv.BAD_QUAT * hv.STATUS_BASE + i
+        elif jt == REVOLUTE_UNBOUNDED:
+            if abs(math.sqrt(q[iq] ** 2 + q[iq + 1] ** 2) - 1.0) > hv.UNIT_TOL:
+                return hv.BAD_UNIT_COMPLEX * hv.STATUS_BASE + i
+    return 0
+
+
+@njit(cache=True, inline="always")
+def check_stack(x, rows, nv, arg):
+    """A (rows, nv) stack (rows < 0: any number ≥ 1) of finite numbers."""
+    if x.shape[1] != nv or x.shape[0] < 1 or (rows >= 0 and x.shape[0] != rows):
+        if x.shape[1] == nv and x.shape[0] >= 1:
+            return hv.ORDER_MISMATCH * hv.STATUS_BASE + arg
+        return hv.BAD_SHAPE * hv.STATUS_BASE + arg
+    return check_finite(x, arg)
+
+
+@njit(cache=True, inline="always")
+def check_fext(hb, fext, rows, arg):
+    if fext.shape[0] == 0:
+        return 0
+    if fext.shape[1] != hb[0, 0] + 1 or fext.shape[2] != 6:
+        return hv.BAD_SHAPE * hv.STATUS_BASE + arg
+    if fext.shape[0] != rows:
+        return hv.ORDER_MISMATCH * hv.STATUS_BASE + arg
+    return check_finite(fext, arg)
+
+
+# ---------------------------------------------------------------------------------------------
+# H-GRNE (paper Alg. 2)
+@njit(cache=True)
+def rnea_core(hb, hf, q, vd, fext, out):
+    """τ^(0…R) into ``out`` (R+1, nv) from ``vd`` = v^(0…R+1) on validated inputs."""
+    nb, nv = hb[0, 0], hb[0, 2]
+    R = vd.shape[0] - 2
+    K = R + 1
+    C = binomials(K + 1)
+    g = hf[0, 0:3]
+    V, S, Rw, pw, cw, Jw, Ib, F, W, _ = tables(K, R, nb, nv)
+    vb = np.empty(6)
+    # pre-order sweep (Alg. 1 then Alg. 2 lines 2–6, 9 without the children's sum)
+    for i in range(1, nb + 1):
+        par = hb[i, HB_PARENT]
+        iv = hb[i, HB_IV]
+        pose_and_screws(hb, hf, i, q, Rw, pw, S)
+        for k in range(K + 1):
+            if k > 0:
+                screw_derivative(hb, i, k, C, V, S)  # D1
+            twist_bias(hb, i, k, C, S, vd, vb)  # D2 = V_p^(k) + S v^(k) + D6
+            for a in range(6):
+                acc = V[k, par, a] + vb[a]
+                for c in range(hb[i, HB_NV]):
+                    acc += S[0, iv + c, a] * vd[k, iv + c]
+                V[k, i, a] = acc
+            body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, fext.shape[0] > 0)  # pose, D3
+        for r in range(R + 1):  # W_i^(r) ← Π^(r+1) − W_grav^(r) − W_app^(r)   (D4, D7, D9)
+            momentum_derivative(hf, i, r + 1, r + 1, C, V, Ib, cw, W[r, i])
+            applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, W[r, i])
+    # post-order sweep (Alg. 2 lines 7–15): children's wrenches, projections
+    for i in range(nb, 0, -1):
+        par = hb[i, HB_PARENT]
+        iv = hb[i, HB_IV]
+        for c in range(iv, iv + hb[i, HB_NV]):
+            arm = hf[i, HF_ARM + c - iv]
+            for r in range(R + 1):
+                acc = arm * vd[r + 1, c]
+                for k in range(r + 1):
+                    s = 0.0
+                    for a in range(6):
+                        s += S[r - k, c, a] * W[k, i, a]
+                    acc += C[r, k] * s
+                out[r, c] = acc
+        if par > 0:
+            for r in range(R + 1):
+                for a in range(6):
+                    W[r, par, a] += W[r, i, a]
+
+
+@njit(_SIG, cache=True)
+def rnea_kernel(hb, hf, q, dv, fext, out):
+    st = check_q(hb, q)
+    if st == 0:
+        st = check_stack(dv, -1, hb[0, 2], 1)
+    if st == 0 and dv.shape[0] < 2:
+        st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
+    if st == 0:
+        st = check_fext(hb, fext, dv.shape[0] - 1, 2)
+    if st != 0:
+        return st
+    rnea_core(hb, hf, q, dv, fext, out)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# H-GABI (paper Alg. 3, Lemma 2)
+@njit(cache=True)
+def spd_inverse(A, n, Ainv, scratch):
+    """Inverse of the SPD n×n block ``A[:n, :n]`` by Cholesky into ``Ainv``; False if not SPD.
+    ``scratch``: at least 42 floats."""
+    L = scratch[:36].reshape((6, 6))
+    y = scratch[36:42]
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 1e-14 * (1.0 + abs(A[j, j])):
+            return False
+        L[j, j] = math.sqrt(d)
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    for c in range(n):  # solve L Lᵀ x = e_c
+        for i in range(n):
+            s = 1.0 if i == c else 0.0
+            for k in range(i):
+                s -= L[i, k] * y[k]
+            y[i] = s / L[i, i]
+        for i in range(n - 1, -1, -1):
+            s = y[i]
+            for k in range(i + 1, n):
+                s -= L[k, i] * Ainv[k, c]
+            Ainv[i, c] = s / L[i, i]
+    return True
+
+
+@njit(cache=True, inline="always")
+def spatial_inertia(hf, i, Ib, cw, M):
+    """The 6×6 spatial inertia ``[[Ī, m[c]], [m[c]ᵀ, m 1]]`` of body i at order 0."""
+    m_ = hf[i, HF_MASS]
+    c = cw[0, i]
+    for a in range(3):
+        for b in range(3):
+            M[a, b] = Ib[0, i, a, b]
+            M[3 + a, 3 + b] = m_ if a == b else 0.0
+    M[0, 3], M[0, 4], M[0, 5] = 0.0, -m_ * c[2], m_ * c[1]
+    M[1, 3], M[1, 4], M[1, 5] = m_ * c[2], 0.0, -m_ * c[0]
+    M[2, 3], M[2, 4], M[2, 5] = -m_ * c[1], m_ * c[0], 0.0
+    for a in range(3):
+        for b in range(3):
+            M[3 + a, b] = M[b, 3 + a]
+
+
+@njit(cache=True)
+def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
+    """Post-order sweep of eq. 23 (once per call): ``M^A_j``, ``U = M^A S``, ``D⁻¹ = (SᵀM^A S +
+    armature)⁻¹``. Joints with ``mask[i] = 1`` (prescribed motion, Alg. 4 line 5') pass ``M^A``
+    unreduced. Returns 0 or the index of the first body whose D is not positive definite."""
+    nb = hb[0, 0]
+    for i in range(1, nb + 1):
+        spatial_inertia(hf, i, Ib, cw, MA[i])
+    D = scratch[42:78].reshape((6, 6))
+    for i in range(nb, 0, -1):
+        par = hb[i, HB_PARENT]
+        iv = hb[i, HB_IV]
+        n = hb[i, HB_NV]
+        for c in range(n):
+            for a in range(6):
+                s = 0.0
+                for b in range(6):
+                    s += MA[i, a, b] * S[0, iv + c, b]
+                U[iv + c, a] = s
+        if mask[i] == 0:
+            for c in range(n):
+                for d in range(n):
+                    s = hf[i, HF_ARM + c] if c == d else 0.0
+                    for a in range(6):
+                        s += S[0, iv + c, a] * U[iv + d, a]
+                    D[c, d] = s
+            if not spd_inverse(D, n, Dinv[i], scratch):
+                return i
+        if par > 0:
+            for a in range(6):
+                for b in range(6):
+                    s = MA[i, a, b]
+                    if mask[i] == 0:
+                        for c in range(n):
+                            for d in range(n):
+                                s -= U[iv + c, a] * Dinv[i, c, d] * U[iv + d, b]
+                    MA[par, a, b] += s
+    return 0
+
+
+@njit(cache=True, inline="always")
+def order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B):
+    """Alg. 3 lines 10–16 at order r: ``S^(r+1)`` (D1), inertia derivatives of order r+1 (D3),
+    ``V_bias^(r+1)`` (D6), and the bias ``B_i ← Π_bias^(r+1) − W_grav^(r) − W_app^(r)`` (D5, D7, D9)."""
+    for i in range(1, hb[0, 0] + 1):
+        screw_derivative(hb, i, r + 1, C, V, S)
+        body_derivative(hf, i, r + 1, C, V, Rw, pw, cw, Jw, Ib, fext.shape[0] > 0)
+        twist_bias(hb, i, r + 1, C, S, vd, Vb[i])
+        momentum_derivative(hf, i, r + 1, r, C, V, Ib, cw, B[i])
+        applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, B[i])
+
+
+@njit(cache=True, inline="always")
+def order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib):
+    """Alg. 1 at order 0: poses, screws, twists and inertias of every body."""
+    C = binomials(1)
+    for i in range(1, hb[0, 0] + 1):
+        par = hb[i, HB_PARENT]
+        iv = hb[i, HB_IV]
+        pose_and_screws(hb, hf, i, q, Rw, pw, S)
+        for a in range(6):
+            acc = V[0, par, a]
+            for c in range(hb[i, HB_NV]):
+                acc += S[0, iv + c, a] * vd[0, iv + c]
+            V[0, i, a] = acc
+        body_derivative(hf, i, 0, C, V, Rw, pw, cw, Jw, Ib, False)
+
+
+@njit(cache=True, inline="always")
+def joint_wrench_projection(hb, i, c, r, C, S, W):
+    """τ̃ of eq. 25: ``Σ_{k<r} binom(r, k) S^(r−k)ᵀ W^(k)`` for column c of joint i."""
+    acc = 0.0
+    for k in range(r):
+        s = 0.0
+        for a in range(6):
+            s += S[r - k, c, a] * W[k, i, a]
+        acc += C[r, k] * s
+    return acc
+
+
+@njit(cache=True)
+def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
+    """v^(1…R+1) into ``out`` from τ^(0…R) on validated inputs (Alg. 3); with prescribed joints
+    (``mask[i] = 1``: their rows 1… of ``dvk`` are the motion, Alg. 4) also their τ^(0…R) into
+    ``tau_out``. Row 0 of ``dvk`` is the velocity v."""
+    nb, nv = hb[0, 0], hb[0, 2]
+    R = dtau.shape[0] - 1
+    K = R + 1
+    C = binomials(K + 1)
+    g = hf[0, 0:3]
+    V, S, Rw, pw, cw, Jw, Ib, F, W, vd = tables(K, R, nb, nv)
+    vd[0] = dvk[0]
+    art = np.empty((nb + 1) * (36 + 36 + 12) + nv * 7 + 6 + 78)  # articulated-body tables, scratch
+    o = (nb + 1) * 36
+    MA = art[:o].reshape((nb + 1, 6, 6))
+    Dinv = art[o : 2 * o].reshape((nb + 1, 6, 6))
+    Vb = art[2 * o : 2 * o + (nb + 1) * 6].reshape((nb + 1, 6))
+    B = art[2 * o + (nb + 1) * 6 : 2 * o + (nb + 1) * 12].reshape((nb + 1, 6))
+    o = 2 * o + (nb + 1) * 12
+    U = art[o : o + nv * 6].reshape((nv, 6))
+    qt = art[o + nv * 6 : o + nv * 7]
+    t6 = art[o + nv * 7 : o + nv * 7 + 6]
+    scratch = art[o + nv * 7 + 6 :]
+    Vb[:, :] = 0.0
+    B[:, :] = 0.0
+    order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib)
+    bad = articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch)  # Lemma 2: once for all orders
+    if bad:
+        return hv.SINGULAR * hv.STATUS_BASE + bad
+    for r in range(R + 1):
+        for i in range(1, nb + 1):  # prescribed motion of order r + 1 (Alg. 4)
+            if mask[i] == 1:
+                for c in range(hb[i, HB_IV], hb[i, HB_IV] + hb[i, HB_NV]):
+                    vd[r + 1, c] = dvk[r + 1, c]
+        order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B)
+        # backward sweep (Alg. 3 lines 18–23; Alg. 4 line 19')
+        for i in range(nb, 0, -1):
+            par = hb[i, HB_PARENT]
+            iv = hb[i, HB_IV]
+            n = hb[i, HB_NV]
+            if mask[i] == 1:
+                for c in range(n):
+                    qt[iv + c] = vd[r + 1, iv + c]
+            else:
+                for a in range(6):  # t6 = M^A Vb + B
+                    s = B[i, a]
+                    for b in range(6):
+                        s += MA[i, a, b] * Vb[i, b]
+                    t6[a] = s
+                for c in range(n):
+                    u = dtau[r, iv + c] - joint_wrench_projection(hb, i, iv + c, r, C, S, W)
+                    for a in range(6):
+                        u -= S[0, iv + c, a] * t6[a]
+                    qt[iv + c] = u  # replaced by q̃ = D⁻¹ u below
+                for c in range(n):
+                    s = 0.0
+                    for d in range(n):
+                        s += Dinv[i, c, d] * qt[iv + d]
+                    t6[c] = s
+                for c in range(n):
+                    qt[iv + c] = t6[c]
+            if par > 0:  # B_p += B_i + M^A_i (S_i q̃_i + Vb_i)   (q̃_i = v_i^(r+1) if prescribed)
+                for a in range(6):
+                    s = B[i, a]
+                    for b in range(6):
+                        s += MA[i, a, b] * Vb[i, b]
+                    for c in range(n):
+                        s += U[iv + c, a] * qt[iv + c]
+                    B[par, a] += s
+        # forward sweep (Alg. 3 lines 25–30; Alg. 4 lines 28'–31')
+        for i in range(1, nb + 1):
+            par = hb[i, HB_PARENT]
+            iv = hb[i, HB_IV]
+            n = hb[i, HB_NV]
+            Vp = V[r + 1, par]
+            if mask[i] == 0:
+                for c in range(n):
+                    s = 0.0
+                    for a in range(6):
+                        s += U[iv + c, a] * Vp[a]
+                    t6[c] = s
+                for c in range(n):
+                    s = qt[iv + c]
+                    for d in range(n):
+                        s -= Dinv[i, c, d] * t6[d]
+                    vd[r + 1, iv + c] = s
+            for c in range(n):
+                out[r, iv + c] = vd[r + 1, iv + c]
+            for a in range(6):
+                s = Vp[a] + Vb[i, a]
+                for c in range(n):
+                    s += S[0, iv + c, a] * vd[r + 1, iv + c]
+                V[r + 1, i, a] = s
+            for a in range(6):
+                s = B[i, a]
+                for b in range(6):
+                    s += MA[i, a, b] * V[r + 1, i, b]
+                W[r, i, a] = s
+            if tau_out.shape[0] > 0:
+                for c in range(iv, iv + n):
+                    if mask[i] == 1:  # Q^(r) = Σ binom(r, k) S^(r−k)ᵀ W^(k) with the hybrid M^A (E5)
+                        acc = (
+                            joint_wrench_projection(hb, i, c, r, C, S, W)
+                            + hf[i, HF_ARM + c - iv] * vd[r + 1, c]
+                        )
+                        for a in range(6):
+                            acc += S[0, c, a] * W[r, i, a]
+                        tau_out[r, c] = acc
+                    else:
+                        tau_out[r, c] = dtau[r, c]
+    return 0
+
+
+@njit(_SIG_FD, cache=True)
+def aba_kernel(hb, hf, q, v, dtau, fext, out):
+    st = check_q(hb, q)
+    if st == 0:
+        if v.shape[0] != hb[0, 2]:
+            st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
+        else:
+            st = check_finite(v, 1)
+    if st == 0:
+        st = check_stack(dtau, -1, hb[0, 2], 2)
+    if st == 0:
+        st = check_fext(hb, fext, dtau.shape[0], 3)
+    if st != 0:
+        return st
+    nb = hb[0, 0]
+    return aba_core(
+        hb,
+        hf,
+        q,
+        np.zeros(nb + 1, dtype=np.int64),
+        v.reshape((1, v.shape[0])),
+        dtau,
+        fext,
+        out,
+        np.empty((0, hb[0, 2])),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Python wrappers
+_NO_FORCES = np.zeros((0, 0, 6))
+
+
+def _prepare(model, data):
+    check_data(model, data)
+    return model_arrays(model, data)
+
+
+def _rows(x) -> int:
+    return x.shape[0] if isinstance(x, np.ndarray) and x.ndim >= 1 else 1
+
+
+def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
+    """Time derivatives τ^(0…r) of inverse dynamics along a trajectory (H-GRNE, paper Alg. 2).
+
+    Parameters
+    ----------
+    model, data:
+        A tree :class:`~loopdyn.Model` and a Data created by it.
+    q:
+        Configuration (nq) at the instant, Pinocchio's layout.
+    dv:
+        Array ``(r + 2, nv)``: row k is the k-th time derivative of the velocity vector ``v``
+        (row 0 = v, row 1 = a, row 2 = jerk, …).
+    f_ext:
+        Optional ``(r + 1, njoints, 6)``: row k holds the k-th time derivatives of the external forces
+        ``[force; torque]`` on each body, in the body's frame (as :func:`loopdyn.rnea`; index 0 =
+        universe, ignored).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(r + 1, nv)``: row k is ``τ^(k)``; row 0 equals ``loopdyn.rnea(model, data, q, dv[0], dv[1],
+        f_ext[0])``.
+    """
+    hb, hf = _prepare(model, data)
+    fext = _NO_FORCES if f_ext is None else f_ext
+    try:
+        out = np.empty((max(dv.shape[0] - 1, 1), hb[0, 2]))
+        st = rnea_kernel(hb, hf, q, dv, fext, out)
+    except (TypeError, AttributeError, IndexError):
+        q = hv.as_array(q, "q", 1)
+        dv = hv.as_array(dv, "dv", 2)
+        fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+        out = np.empty((max(dv.shape[0] - 1, 1), hb[0, 2]))
+        st = rnea_kernel(hb, hf, q, dv, fext, out)
+    if st:
+        nv, nj = hb[0, 2], hb[0, 0] + 1
+        hv.raise_for_status(
+            model,
+            st,
+            ("q", "dv", "f_ext"),
+            (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nj}, 6)"),
+        )
+    return out
+
+
+def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
+    """Time derivatives v^(1…r+1) of forward dynamics (H-GABI, paper Alg. 3 with Lemma 2).
+
+    Parameters
+    ----------
+    model, data:
+        A tree :class:`~loopdyn.Model` and a Data created by it.
+    q, v:
+        Configuration (nq) and velocity (nv) at the instant.
+    dtau:
+        ``(r + 1, nv)``: row k is τ^(k), the k-th time derivative of the joint forces.
+    f_ext:
+        Optional ``(r + 1, njoints, 6)`` external-force derivatives, as in :func:`rnea`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(r + 1, nv)``: row k is v^(k+1) (row 0 = acceleration = ``loopdyn.aba``), so that
+        ``aba(model, data, q, dv[0], rnea(model, data, q, dv)) == dv[1:]``.
+    """
+    hb, hf = _prepare(model, data)
+    fext = _NO_FORCES if f_ext is None else f_ext
+    try:
+        out = np.empty((dtau.shape[0], hb[0, 2]))
+        st = aba_kernel(hb, hf, q, v, dtau, fext, out)
+    except (TypeError, AttributeError, IndexError):
+        q = hv.as_array(q, "q", 1)
+        v = hv.as_array(v, "v", 1)
+        dtau = hv.as_array(dtau, "dtau", 2)
+        fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+        out = np.empty((dtau.shape[0], hb[0, 2]))
+        st = aba_kernel(hb, hf, q, v, dtau, fext, out)
+    if st:
+        nv, nj = hb[0, 2], hb[0, 0] + 1
+        hv.raise_for_status(
+            model,
+            st,
+            ("q", "v", "dtau", "f_ext"),
+            (f"({model.nq},)", f"({nv},)", f"(r + 1, {nv}) with r >= 0", f"(r + 1, {nj}, 6)"),
+        )
+    return out
+
+
+_SIG_HYB = (
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], int64[::1], float64[:, ::1], float64[:, ::1], "
+    "float64[:, :, ::1], float64[:, ::1], float64[:, ::1])"
+)
+
+
+@njit(_SIG_HYB, cache=True)
+def hybrid_kernel(hb, hf, q, mask, dv, dtau, fext, out, tau_out):
+    st = check_q(hb, q)
+    if st == 0:
+        st = check_stack(dv, -1, hb[0, 2], 1)
+    if st == 0:
+        st = check_stack(dtau, dv.shape[0] - 1, hb[0, 2], 2)
+    if st == 0:
+        st = check_fext(hb, fext, dv.shape[0] - 1, 3)
+    if st == 0 and dv.shape[0] < 2:
+        st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
+    if st != 0:
+        return st
+    return aba_core(hb, hf, q, mask, dv, dtau, fext, out, tau_out)
+
+
+def _joint_mask(model, prescribed) -> np.ndarray:
+    from ..errors import InputError
+
+    mask = np.zeros(model.nbodies + 1, dtype=np.int64)
+    names = model.joint_names
+    for j in prescribed:
+        if isinstance(j, str):
+            if j not in names[1:]:
+                raise InputError(f"prescribed: no joint called {j!r} in model {model.name!r}")
+            mask[names.index(j)] = 1
+        elif isinstance(j, int | np.integer) and 1 <= int(j) <= model.nbodies:
+            mask[int(j)] = 1
+        else:
+            raise InputError(
+                f"prescribed: {j!r} is neither a joint name nor a joint index in 1…{model.nbodies}"
+            )
+    return mask
+
+
+def hybrid(model, data, q, dv, dtau, prescribed, f_ext=None) -> tuple[np.ndarray, np.ndarray]:
+    """Time derivatives of hybrid dynamics (paper Alg. 4, H-GHYB): some joints have a prescribed
+    motion, the others prescribed forces; returns the unknown halves.
+
+    Parameters
+    ----------
+    q:
+        Configuration (nq).
+    dv:
+        ``(r + 2, nv)``: row 0 is the velocity ``v`` (all joints); rows 1… are v^(1…r+1), used on the
+        joints of ``prescribed`` only (other entries ignored; must be finite).
+    dtau:
+        ``(r + 1, nv)``: τ^(0…r), used on the joints not in ``prescribed``.
+    prescribed:
+        Joint names or indices whose motion is given. A floating base is its free-flyer joint: in
+        ``prescribed`` its twist derivatives are given (the paper's "base twist" case) and the wrench
+        derivatives are returned; otherwise its wrench derivatives are given (``dtau`` rows, the
+        child-frame wrench ``[force; torque]``) and its twist derivatives returned.
+    f_ext:
+        Optional ``(r + 1, njoints, 6)`` external-force derivatives (body frames), as :func:`rnea`.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``v^(1…r+1)`` and ``τ^(0…r)``, both ``(r + 1, nv)``, for all joints (prescribed entries are
+        the inputs). ``prescribed=()`` is :func:`aba`; all joints prescribed is :func:`rnea`.
+    """
+    hb, hf = _prepare(model, data)
+    mask = _joint_mask(model, prescribed)
+    q = hv.as_array(q, "q", 1)
+    dv = hv.as_array(dv, "dv", 2)
+    dtau = hv.as_array(dtau, "dtau", 2)
+    fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+    rows = max(dv.shape[0] - 1, 1)
+    out = np.empty((rows, hb[0, 2]))
+    tau = np.empty((rows, hb[0, 2]))
+    st = hybrid_kernel(hb, hf, q, mask, dv, dtau, fext, out, tau)
+    if st:
+        nv, nj = hb[0, 2], hb[0, 0] + 1
+        hv.raise_for_status(
+            model,
+            st,
+            ("q", "dv", "dtau", "f_ext"),
+            (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nv})", f"(r + 1, {nj}, 6)"),
+        )
+    return out, tau

@@ -1,0 +1,328 @@
+"""Shared per-body building blocks of the higher-order kernels (spec §2.0, paper Alg. 1, D1–D9).
+
+Everything is *spatial* (world frame, moments about the world origin), twists ordered (ω; v) and
+wrenches (n; f), as in the paper. A joint's motion subspace is a set of columns rigidly attached to
+its child body, so every column obeys ``Ṡ = ad_{V_child} S`` (D1; for 1-DoF joints this is the paper's
+``ad_{V_j} S_j = ad_{V_p(j)} S_j``). This covers revolute, continuous, prismatic, spherical and
+free-flyer joints with Pinocchio's velocity coordinates (child-frame angular / linear velocity).
+
+Tables are indexed ``[order, body, ...]`` (body 0 = the world, at rest) or ``[order, column, 6]``.
+A body's spatial inertia is kept as (mass, world centre of mass ``c``, world rotational inertia about
+the origin ``Ī``) — ``M = [[Ī, m[c]], [m[c]ᵀ, m 1]]`` — so that ``M^(k)`` (D3) costs O(k) 3-vector and
+3×3 operations instead of O(k) 6×6 products: ``c`` is a body-fixed point and ``Ī = J + m[c][c]ᵀ``
+with ``J = R J_c Rᵀ``, ``J̇ = [ω]J − J[ω]``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
+from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_AXIS, HF_COM, HF_IC, HF_JP, HF_JR, HF_MASS
+
+
+@njit(cache=True)
+def binomials(n):
+    """Pascal's triangle ``C[a, b] = binom(a, b)`` for a, b ≤ n."""
+    C = np.zeros((n + 1, n + 1))
+    for a in range(n + 1):
+        C[a, 0] = 1.0
+        for b in range(1, a + 1):
+            C[a, b] = C[a - 1, b - 1] + C[a - 1, b]
+    return C
+
+
+@njit(cache=True, inline="always")
+def joint_local(hb, hf, i, q):
+    """Placement of body i in its parent, joint placement · joint motion(q) (Pinocchio's order), as
+    a 12-tuple: row-major rotation, translation."""
+    jt = hb[i, HB_JTYPE]
+    iq = hb[i, HB_IQ]
+    p0 = p1 = p2 = 0.0
+    if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
+        if jt == REVOLUTE:
+            c, s = math.cos(q[iq]), math.sin(q[iq])
+        else:
+            c, s = q[iq], q[iq + 1]
+        x, y, z = hf[i, HF_AXIS], hf[i, HF_AXIS + 1], hf[i, HF_AXIS + 2]
+        t = 1.0 - c
+        m = (c + t * x * x, t * x * y - s * z, t * x * z + s * y,
+             t * x * y + s * z, c + t * y * y, t * y * z - s * x,
+             t * x * z - s * y, t * y * z + s * x, c + t * z * z)  # fmt: skip
+    elif jt == PRISMATIC:
+        m = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+        p0, p1, p2 = q[iq] * hf[i, HF_AXIS], q[iq] * hf[i, HF_AXIS + 1], q[iq] * hf[i, HF_AXIS + 2]
+    else:  # SPHERICAL or FREEFLYER: unit quaternion (x, y, z, w)
+        o = iq
+        if jt == FREEFLYER:
+            p0, p1, p2 = q[iq], q[iq + 1], q[iq + 2]
+            o = iq + 3
+        x, y, z, w = q[o], q[o + 1], q[o + 2], q[o + 3]
+        m = (1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+             2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+             2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))  # fmt: skip
+    J = hf[i, HF_JR : HF_JR + 9]
+    t0 = hf[i, HF_JP] + J[0] * p0 + J[1] * p1 + J[2] * p2
+    t1 = hf[i, HF_JP + 1] + J[3] * p0 + J[4] * p1 + J[5] * p2
+    t2 = hf[i, HF_JP + 2] + J[6] * p0 + J[7] * p1 + J[8] * p2
+    return (
+        J[0] * m[0] + J[1] * m[3] + J[2] * m[6], J[0] * m[1] + J[1] * m[4] + J[2] * m[7],
+        J[0] * m[2] + J[1] * m[5] + J[2] * m[8],
+        J[3] * m[0] + J[4] * m[3] + J[5] * m[6], J[3] * m[1] + J[4] * m[4] + J[5] * m[7],
+        J[3] * m[2] + J[4] * m[5] + J[5] * m[8],
+        J[6] * m[0] + J[7] * m[3] + J[8] * m[6], J[6] * m[1] + J[7] * m[4] + J[8] * m[7],
+        J[6] * m[2] + J[7] * m[5] + J[8] * m[8],
+        t0, t1, t2,
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def pose_and_screws(hb, hf, i, q, Rw, pw, S):
+    """World pose of body i at order 0 (``C_i = C_p(i) · placement · motion``, the PoE of Alg. 1
+    lines 5–6 written with local placements) and its world joint screws ``S_i = Ad_{C_i} S_local``."""
+    par = hb[i, HB_PARENT]
+    L = joint_local(hb, hf, i, q)
+    Rp = Rw[0, par]
+    for a in range(3):
+        pw[0, i, a] = pw[0, par, a] + Rp[a, 0] * L[9] + Rp[a, 1] * L[10] + Rp[a, 2] * L[11]
+        for b in range(3):
+            Rw[0, i, a, b] = Rp[a, 0] * L[b] + Rp[a, 1] * L[3 + b] + Rp[a, 2] * L[6 + b]
+    jt = hb[i, HB_JTYPE]
+    iv = hb[i, HB_IV]
+    Ri = Rw[0, i]
+    p = pw[0, i]
+    for c in range(hb[i, HB_NV]):
+        # the local column (ω_l; v_l) is a unit axis: its world image (R ω_l ; p × R ω_l + R v_l)
+        ang = True
+        k = c
+        ax = False
+        if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
+            ax = True
+        elif jt == PRISMATIC:
+            ax = True
+            ang = False
+        elif jt == FREEFLYER:  # (linear, angular) velocity in the child frame
+            ang = c >= 3
+            k = c - 3 if c >= 3 else c
+        col = S[0, iv + c]
+        for a in range(3):
+            if ax:
+                r = Ri[a, 0] * hf[i, HF_AXIS] + Ri[a, 1] * hf[i, HF_AXIS + 1] + Ri[a, 2] * hf[i, HF_AXIS + 2]
+            else:
+                r = Ri[a, k]
+            col[a] = r if ang else 0.0
+            col[3 + a] = 0.0 if ang else r
+        if ang:
+            col[3] = p[1] * col[2] - p[2] * col[1]
+            col[4] = p[2] * col[0] - p[0] * col[2]
+            col[5] = p[0] * col[1] - p[1] * col[0]
+
+
+@njit(cache=True, inline="always")
+def screw_derivative(hb, i, k, C, V, S):
+    """D1: ``S^(k) = Σ_{m<k} binom(k−1, m) ad_{V_i^(m)} S^(k−1−m)`` for the columns of joint i."""
+    iv = hb[i, HB_IV]
+    for c in range(iv, iv + hb[i, HB_NV]):
+        x0 = x1 = x2 = y0 = y1 = y2 = 0.0
+        for m in range(k):
+            w = V[m, i]
+            s = S[k - 1 - m, c]
+            f = C[k - 1, m]
+            x0 += f * (w[1] * s[2] - w[2] * s[1])
+            x1 += f * (w[2] * s[0] - w[0] * s[2])
+            x2 += f * (w[0] * s[1] - w[1] * s[0])
+            y0 += f * (w[4] * s[2] - w[5] * s[1] + w[1] * s[5] - w[2] * s[4])
+            y1 += f * (w[5] * s[0] - w[3] * s[2] + w[2] * s[3] - w[0] * s[5])
+            y2 += f * (w[3] * s[1] - w[4] * s[0] + w[0] * s[4] - w[1] * s[3])
+        S[k, c, 0], S[k, c, 1], S[k, c, 2] = x0, x1, x2
+        S[k, c, 3], S[k, c, 4], S[k, c, 5] = y0, y1, y2
+
+
+@njit(cache=True, inline="always")
+def twist_bias(hb, i, k, C, S, vd, out):
+    """D6 generalised: ``out = Σ_{m=1}^{k} binom(k, m) S^(m) v^(k−m)`` (``V_bias,i^(k)``)."""
+    iv = hb[i, HB_IV]
+    for a in range(6):
+        out[a] = 0.0
+    for m in range(1, k + 1):
+        for c in range(hb[i, HB_NV]):
+            f = C[k, m] * vd[k - m, iv + c]
+            for a in range(6):
+                out[a] += f * S[m, iv + c, a]
+
+
+@njit(cache=True, inline="always")
+def body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, pose):
+    """Order-k derivatives of body i's pose and inertia parameters from its twists ``V^(0..k−1)``:
+    ``R^(k)`` (eq. 20 for the rotation: ``Ṙ = [ω]R``), the body origin ``p^(k)`` and centre of mass
+    ``c^(k)`` (body-fixed points: ``ṗ = v + ω×p``), ``J^(k)`` and ``Ī^(k)`` (D3 in these parameters).
+    ``R^(k)`` and ``p^(k)`` (k ≥ 1) only if ``pose`` (they serve body-frame applied forces only)."""
+    m_ = hf[i, HF_MASS]
+    if k == 0:
+        for a in range(3):
+            cw[0, i, a] = pw[0, i, a]
+            for b in range(3):
+                cw[0, i, a] += Rw[0, i, a, b] * hf[i, HF_COM + b]
+        for a in range(3):
+            for b in range(3):
+                acc = 0.0
+                for c in range(3):
+                    for d in range(3):
+                        acc += Rw[0, i, a, c] * hf[i, HF_IC + 3 * c + d] * Rw[0, i, b, d]
+                Jw[0, i, a, b] = acc
+    else:
+        for a in range(3):  # body-fixed points: x^(k) = v^(k−1) + Σ binom(k−1, m) ω^(m) × x^(k−1−m)
+            cw[k, i, a] = V[k - 1, i, 3 + a]
+            if pose:
+                pw[k, i, a] = V[k - 1, i, 3 + a]
+            for b in range(3):
+                Jw[k, i, a, b] = 0.0
+                if pose:
+                    Rw[k, i, a, b] = 0.0
+        for m in range(k):
+            f = C[k - 1, m]
+            w = V[m, i]
+            j = k - 1 - m
+            for a in range(3):
+                a1, a2 = (a + 1) % 3, (a + 2) % 3
+                cw[k, i, a] += f * (w[a1] * cw[j, i, a2] - w[a2] * cw[j, i, a1])
+                for b in range(3):  # [ω] X, column-wise cross products
+                    Jw[k, i, a, b] += f * (w[a1] * Jw[j, i, a2, b] - w[a2] * Jw[j, i, a1, b])
+                if pose:  # Ṙ = [ω] R, only for applied forces given in the body frame
+                    pw[k, i, a] += f * (w[a1] * pw[j, i, a2] - w[a2] * pw[j, i, a1])
+                    for b in range(3):
+                        Rw[k, i, a, b] += f * (w[a1] * Rw[j, i, a2, b] - w[a2] * Rw[j, i, a1, b])
+        for a in range(3):  # J^(k) = Σ ([ω]J − J[ω]) = X + Xᵀ with X = Σ [ω]J (J symmetric)
+            for b in range(a, 3):
+                s = Jw[k, i, a, b] + Jw[k, i, b, a]
+                Jw[k, i, a, b] = s
+                Jw[k, i, b, a] = s
+    # Ī^(k) = J^(k) + m Σ_l binom(k, l) [c^(l)][c^(k−l)]ᵀ, with [a][b]ᵀ = (a·b) 1 − b aᵀ
+    for a in range(3):
+        for b in range(3):
+            Ib[k, i, a, b] = Jw[k, i, a, b]
+    for l in range(k + 1):
+        f = m_ * C[k, l]
+        x = cw[l, i]
+        y = cw[k - l, i]
+        d = x[0] * y[0] + x[1] * y[1] + x[2] * y[2]
+        for a in range(3):
+            Ib[k, i, a, a] += f * d
+            for b in range(3):
+                Ib[k, i, a, b] -= f * y[a] * x[b]
+
+
+@njit(cache=True, inline="always")
+def inertia_mul_add(hf, i, j, Ib, cw, x, f, out):
+    """out += f · M_i^(j) x, with ``M = [[Ī, m[c]], [m[c]ᵀ, m 1]]`` differentiated j times."""
+    m_ = hf[i, HF_MASS]
+    c = cw[j, i]
+    I = Ib[j, i]
+    for a in range(3):
+        a1, a2 = (a + 1) % 3, (a + 2) % 3
+        top = I[a, 0] * x[0] + I[a, 1] * x[1] + I[a, 2] * x[2] + m_ * (c[a1] * x[3 + a2] - c[a2] * x[3 + a1])
+        bot = -m_ * (c[a1] * x[a2] - c[a2] * x[a1])
+        if j == 0:
+            bot += m_ * x[3 + a]
+        out[a] += f * top
+        out[3 + a] += f * bot
+
+
+@njit(cache=True, inline="always")
+def applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, out):
+    """out −= W_grav,i^(r) + W_app,i^(r) (spatial). Gravity: ``M^(r) G⁰ = (m c^(r) × g ; δ_r0 m g)``
+    (D7). Applied: ``fext[k, i] = (f; n)`` in body i's frame (Pinocchio's layout); its spatial image is
+    ``(R n + p × R f ; R f)``, differentiated by Leibniz with ``R^(m)``, ``p^(m)`` (D9)."""
+    m_ = hf[i, HF_MASS]
+    c = cw[r, i]
+    for a in range(3):
+        a1, a2 = (a + 1) % 3, (a + 2) % 3
+        out[a] -= m_ * (c[a1] * g[a2] - c[a2] * g[a1])
+        if r == 0:
+            out[3 + a] -= m_ * g[a]
+    if fext.shape[0] == 0:
+        return
+    for a in range(3):
+        F[r, i, a] = 0.0
+    n0 = n1 = n2 = 0.0
+    for m in range(r + 1):
+        f = C[r, m]
+        fe = fext[r - m, i]
+        Rm = Rw[m, i]
+        for a in range(3):
+            F[r, i, a] += f * (Rm[a, 0] * fe[0] + Rm[a, 1] * fe[1] + Rm[a, 2] * fe[2])
+        n0 += f * (Rm[0, 0] * fe[3] + Rm[0, 1] * fe[4] + Rm[0, 2] * fe[5])
+        n1 += f * (Rm[1, 0] * fe[3] + Rm[1, 1] * fe[4] + Rm[1, 2] * fe[5])
+        n2 += f * (Rm[2, 0] * fe[3] + Rm[2, 1] * fe[4] + Rm[2, 2] * fe[5])
+    for m in range(r + 1):
+        f = C[r, m]
+        p = pw[m, i]
+        Fm = F[r - m, i]
+        n0 += f * (p[1] * Fm[2] - p[2] * Fm[1])
+        n1 += f * (p[2] * Fm[0] - p[0] * Fm[2])
+        n2 += f * (p[0] * Fm[1] - p[1] * Fm[0])
+    out[0] -= n0
+    out[1] -= n1
+    out[2] -= n2
+    for a in range(3):
+        out[3 + a] -= F[r, i, a]
+
+
+@njit(cache=True)
+def tables(K, R, nb, nv):
+    """One allocation for the per-call tables of orders 0…K (views of a single buffer): V, S, Rw, pw,
+    cw, Jw, Ib (kinematics and inertia derivatives), F (applied forces), W (joint wrenches, orders
+    0…R), vd (velocity derivatives 0…K). World row 0 of V, Rw, pw is the world at rest."""
+    n1, n3, n9, n6 = (
+        (K + 1) * (nb + 1),
+        (K + 1) * (nb + 1) * 3,
+        (K + 1) * (nb + 1) * 9,
+        (K + 1) * (nb + 1) * 6,
+    )
+    sizes = (n6, (K + 1) * nv * 6, n9, n3, n3, n9, n9, (R + 1) * (nb + 1) * 3, (R + 1) * (nb + 1) * 6,
+             (K + 1) * nv)  # fmt: skip
+    total = 0
+    for z in sizes:
+        total += z
+    buf = np.empty(total)
+    o = 0
+    V = buf[o : o + sizes[0]].reshape((K + 1, nb + 1, 6))
+    o += sizes[0]
+    S = buf[o : o + sizes[1]].reshape((K + 1, nv, 6))
+    o += sizes[1]
+    Rw = buf[o : o + sizes[2]].reshape((K + 1, nb + 1, 3, 3))
+    o += sizes[2]
+    pw = buf[o : o + sizes[3]].reshape((K + 1, nb + 1, 3))
+    o += sizes[3]
+    cw = buf[o : o + sizes[4]].reshape((K + 1, nb + 1, 3))
+    o += sizes[4]
+    Jw = buf[o : o + sizes[5]].reshape((K + 1, nb + 1, 3, 3))
+    o += sizes[5]
+    Ib = buf[o : o + sizes[6]].reshape((K + 1, nb + 1, 3, 3))
+    o += sizes[6]
+    F = buf[o : o + sizes[7]].reshape((R + 1, nb + 1, 3))
+    o += sizes[7]
+    W = buf[o : o + sizes[8]].reshape((R + 1, nb + 1, 6))
+    o += sizes[8]
+    vd = buf[o : o + sizes[9]].reshape((K + 1, nv))
+    for k in range(K + 1):  # the world: identity pose, at rest at every order
+        for a in range(6):
+            V[k, 0, a] = 0.0
+        for a in range(3):
+            pw[k, 0, a] = 0.0
+            for b in range(3):
+                Rw[k, 0, a, b] = 1.0 if (a == b and k == 0) else 0.0
+    _ = n1
+    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd
+
+
+@njit(cache=True, inline="always")
+def momentum_derivative(hf, i, n, kmax, C, V, Ib, cw, out):
+    """out = Σ_{m=0}^{kmax} binom(n, m) M^(n−m) V^(m)  (D4 with kmax = n; D5 with kmax = n − 1)."""
+    for a in range(6):
+        out[a] = 0.0
+    for m in range(kmax + 1):
+        inertia_mul_add(hf, i, n - m, Ib, cw, V[m, i], C[n, m], out)
