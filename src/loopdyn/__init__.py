@@ -42,6 +42,7 @@ from .model.state import (
     to_spanning,
 )
 from .spatial import Inertia
+from .spatial_operators import MassMatrixFactor, body_compliances, mass_matrix_factor
 
 __version__ = "0.1.0"
 
@@ -74,6 +75,9 @@ __all__ = [
     "RevoluteUnbounded",
     "Spherical",
     "aba",
+    "body_compliances",
+    "mass_matrix_factor",
+    "MassMatrixFactor",
     "crba",
     "errors",
     "forward_kinematics",

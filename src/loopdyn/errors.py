@@ -57,3 +57,9 @@ class DataMismatchError(InputError):
 class RedundantConstraintsError(InputError):
     """The constraint rows are linearly dependent (the Delassus matrix is singular), so the forces
     are not unique: use the damped form (``mu > 0``) or remove the redundant rows."""
+
+
+class SingularInertiaError(InputError):
+    """The articulated inertia seen by a joint is singular along the joint's motion (``D = Sᵀ P S`` is
+    not positive definite): the subtree it moves is massless (e.g. a massless leaf body) or cannot
+    resist that motion, so the mass matrix is singular. The message names the joint."""
