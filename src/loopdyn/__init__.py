@@ -34,6 +34,7 @@ from .model.configuration import (
     random_configuration,
 )
 from .model.data import Data
+from .model.partition import PartitionMap, partition
 from .model.state import (
     ProjectionError,
     constraint_residual,
@@ -77,6 +78,8 @@ __all__ = [
     "aba",
     "body_compliances",
     "mass_matrix_factor",
+    "partition",
+    "PartitionMap",
     "MassMatrixFactor",
     "crba",
     "errors",
