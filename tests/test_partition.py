@@ -1,0 +1,186 @@
+"""loopdyn.partition: multi-DoF joints as chains of 1-DoF sub-hinges separated by massless bodies.
+
+Checked against the unpartitioned model (Jain's Lemma 2.1: the same physics at the physical bodies,
+spec §5.1 item 1) through the coordinate map, against Pinocchio for the partitioned model itself,
+and the map against finite differences and loopdyn.integrate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import trees
+from trees import assert_close
+
+import loopdyn
+from loopdyn.errors import GimbalLockError, ModelError, ShapeError, UnsupportedFeatureError
+from loopdyn.model import FreeFlyer, Revolute, Spherical
+from loopdyn.spatial import Inertia
+
+# (tree index, free-flyer rotation): trees with spherical joints, free flyers or both
+CASES = [(3, "spherical"), (4, "spherical"), (4, "euler"), (9, "spherical"), (9, "euler"),
+         (18, "spherical"), (19, "euler"), (21, "spherical")]
+
+
+def _rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+def _state(lm, mp, rng):
+    """A random state away from the gimbal singularities of the Euler sub-hinges."""
+    while True:
+        q, v, a = trees.random_state(rng, lm)
+        qp = mp.to_partitioned_q(q)
+        if all(abs(math.cos(qp[j.iq_p + (4 if j.kind == "free-flyer" else 1)])) > 0.2
+               for j in mp.joints if j.euler):
+            return q, v, a, qp
+
+
+@pytest.mark.parametrize("index,rot", CASES, ids=[f"tree{i}-{r}" for i, r in CASES])
+def test_partitioned_model_is_the_same_mechanism(index, rot):
+    lm, _ = trees.tree_case(index, with_pinocchio=False)
+    lp, mp = loopdyn.partition(lm, free_flyer_rotation=rot)
+    n_multi = sum(b.joint.code in (loopdyn.model.SPHERICAL, loopdyn.model.FREEFLYER) for b in lm.bodies)
+    assert len(mp.joints) == n_multi > 0
+    assert all(b.joint.nv == 1 or b.joint.code == loopdyn.model.SPHERICAL for b in lp.bodies)
+    assert all(lp.bodies[k - 1].inertia.mass == 0.0 for k in mp.massless_bodies)
+    assert lp.nv == lm.nv and lp.nbodies == lm.nbodies + len(mp.massless_bodies)
+    d, dp = lm.create_data(), lp.create_data()
+    rng = np.random.default_rng(index)
+    bm = mp.body_map
+    for _ in range(2):
+        q, v, a, qp = _state(lm, mp, rng)
+        vp, ap = mp.to_partitioned_v(q, v), mp.to_partitioned_a(q, v, a)
+        T = mp.velocity_map(qp)
+        assert_close(T @ vp, v, rtol=1e-12, atol=1e-12)
+        # M_p = Tᵀ M T (Eq. 2 ordering is T's), C through rnea, ABA accelerations (1e-10 relative)
+        M, Mp = loopdyn.crba(lm, d, q), loopdyn.crba(lp, dp, qp)
+        assert _rel(Mp, T.T @ M @ T) < 1e-10
+        tau = loopdyn.rnea(lm, d, q, v, a)
+        assert _rel(loopdyn.rnea(lp, dp, qp, vp, ap), mp.to_partitioned_tau(q, tau)) < 1e-10
+        assert _rel(loopdyn.aba(lp, dp, qp, vp, mp.to_partitioned_tau(q, tau)), ap) < 1e-10
+        nle, nlep = loopdyn.nonlinear_effects(lm, d, q, v), loopdyn.nonlinear_effects(lp, dp, qp, vp)
+        assert _rel(nlep, T.T @ (nle + M @ mp.from_partitioned_a(qp, vp, np.zeros(lp.nv)))) < 1e-10
+        # body placements, velocities, accelerations at the physical bodies; frames by name
+        loopdyn.forward_kinematics(lm, d, q, v, a)
+        loopdyn.forward_kinematics(lp, dp, qp, vp, ap)
+        assert_close(dp.oMi[bm], d.oMi, rtol=1e-10, atol=1e-12, what="placements")
+        assert_close(dp.v[bm], d.v, rtol=1e-10, atol=1e-10, what="velocities")
+        assert_close(dp.a[bm], d.a, rtol=1e-10, atol=1e-9, what="accelerations")
+        for f in lm.frames[1:]:
+            assert_close(loopdyn.frame_placement(lp, dp, f.name), loopdyn.frame_placement(lm, d, f.name),
+                         rtol=1e-10, atol=1e-12, what=f"frame {f.name}")
+        # compliances (Eq. 24) at physical bodies
+        Y, Yp = loopdyn.body_compliances(lm, d, q), loopdyn.body_compliances(lp, dp, qp)
+        assert _rel(Yp[bm], Y) < 1e-10
+
+
+@pytest.mark.parametrize("index,rot", [(7, "euler"), (10, "spherical"), (15, "spherical")])
+def test_partitioned_model_matches_pinocchio(index, rot):
+    """The partitioned model is an ordinary tree with massless bodies: Pinocchio agrees on it."""
+    pin = pytest.importorskip("pinocchio")
+    lm, _ = trees.tree_case(index, with_pinocchio=False)
+    lp, mp = loopdyn.partition(lm, free_flyer_rotation=rot)
+    pm = pin.Model()
+    ids = [0]
+    for b in lp.bodies:
+        j = b.joint
+        if j.code == loopdyn.model.SPHERICAL:
+            jm = pin.JointModelSpherical()
+        elif j.code == loopdyn.model.PRISMATIC:
+            jm = pin.JointModelPrismaticUnaligned(np.array(j.axis))
+        elif j.code == loopdyn.model.REVOLUTE:
+            jm = pin.JointModelRevoluteUnaligned(np.array(j.axis))
+        else:
+            raise AssertionError(f"unexpected joint {j.kind}")
+        jid = pm.addJoint(ids[b.parent], jm, pin.SE3(b.rotation, b.translation), b.joint_name)
+        inertia = pin.Inertia(b.inertia.mass, b.inertia.com, b.inertia.inertia)
+        pm.appendBodyToJoint(jid, inertia, pin.SE3.Identity())
+        ids.append(jid)
+    pd = pm.createData()
+    rng = np.random.default_rng(1)
+    q, v, a, qp = _state(lm, mp, rng)
+    vp = mp.to_partitioned_v(q, v)
+    taup = rng.normal(size=lp.nv)
+    dp = lp.create_data()
+    assert _rel(loopdyn.aba(lp, dp, qp, vp, taup), pin.aba(pm, pd, qp, vp, taup)) < 1e-9
+    Mpin = pin.crba(pm, pd, qp)
+    Mpin = np.triu(Mpin) + np.triu(Mpin, 1).T
+    assert _rel(loopdyn.crba(lp, dp, qp), Mpin) < 1e-10
+
+
+@pytest.mark.parametrize("index,rot", [(9, "spherical"), (9, "euler"), (18, "spherical")])
+def test_coordinate_maps(index, rot):
+    lm, _ = trees.tree_case(index, with_pinocchio=False)
+    lp, mp = loopdyn.partition(lm, free_flyer_rotation=rot)
+    rng = np.random.default_rng(3)
+    q, v, a, qp = _state(lm, mp, rng)
+    # q round trip (quaternions up to sign: compare the configurations' difference)
+    back = mp.from_partitioned_q(qp)
+    assert np.max(np.abs(loopdyn.difference(lm, q, back))) < 1e-12
+    vp = mp.to_partitioned_v(q, v)
+    assert_close(mp.from_partitioned_v(qp, vp), v, rtol=1e-12, atol=1e-12)
+    ap = mp.to_partitioned_a(q, v, a)
+    assert_close(mp.from_partitioned_a(qp, vp, ap), a, rtol=1e-10, atol=1e-11)
+    # the velocity map against finite differences of the configurations (loopdyn.integrate)
+    h = 1e-6
+    fd = loopdyn.difference(lm, mp.from_partitioned_q(loopdyn.integrate(lp, qp, -h * vp)),
+                            mp.from_partitioned_q(loopdyn.integrate(lp, qp, h * vp))) / (2 * h)
+    assert_close(fd, v, rtol=1e-6, atol=1e-7, what="v = T v_p against finite differences")
+    # a = T a_p + Ṫ v_p against finite differences of v(t) = T(q_p(t)) v_p(t)
+    def v_of(t):
+        return mp.from_partitioned_v(loopdyn.integrate(lp, qp, t * vp + 0.5 * t * t * ap), vp + t * ap)
+
+    fd_a = (v_of(h) - v_of(-h)) / (2 * h)
+    assert_close(fd_a, a, rtol=1e-6, atol=1e-6, what="a against finite differences")
+    # τ: same power
+    tau = rng.normal(size=lm.nv)
+    taup = mp.to_partitioned_tau(q, tau)
+    assert abs(taup @ vp - tau @ v) < 1e-10 * max(1.0, abs(tau @ v))
+    assert_close(mp.from_partitioned_tau(qp, taup), tau, rtol=1e-10, atol=1e-11)
+
+
+def test_gimbal_singularity_is_reported_by_the_maps():
+    m = loopdyn.Model("g")
+    m.add_body("b", 0, Spherical(), None, Inertia(1.0, (0.1, 0.2, 0.3), np.diag([0.1, 0.2, 0.3])),
+               joint_name="shoulder")
+    lp, mp = loopdyn.partition(m)
+    qp = np.array([0.3, math.pi / 2, 0.2])
+    q = mp.from_partitioned_q(qp)
+    with pytest.raises(GimbalLockError, match="shoulder"):
+        mp.to_partitioned_v(q, np.ones(3))
+    with pytest.raises(GimbalLockError, match="shoulder"):
+        mp.from_partitioned_tau(qp, np.ones(3))
+    assert mp.velocity_map(qp).shape == (3, 3)  # T itself exists (and is singular)
+    assert abs(np.linalg.det(mp.velocity_map(qp))) < 1e-12
+    qp[1] = math.pi / 2 - 1e-3
+    vp = mp.to_partitioned_v(mp.from_partitioned_q(qp), np.ones(3))
+    assert np.all(np.isfinite(vp))
+
+
+def test_bad_input():
+    m = loopdyn.Model("m")
+    m.add_body("a", 0, Revolute((0, 0, 1)), None, Inertia(1.0, (0.1, 0, 0), np.eye(3) * 0.1))
+    m.add_body("b", "a", Spherical(), None, Inertia(1.0, (0.1, 0, 0), np.eye(3) * 0.1), joint_name="ball")
+    with pytest.raises(ModelError, match="'a'"):
+        loopdyn.partition(m, ["a"])
+    with pytest.raises(ModelError, match="nope"):
+        loopdyn.partition(m, ["nope"])
+    with pytest.raises(ModelError):
+        loopdyn.partition(m, free_flyer_rotation="quaternion")
+    lp, mp = loopdyn.partition(m, "ball")
+    assert [b.joint_name for b in lp.bodies] == ["a", "ball__rz", "ball__ry", "ball__rx"]
+    assert lp.frame_id("ball", "joint") >= 0
+    with pytest.raises(ShapeError):
+        mp.to_partitioned_q(np.zeros(3))
+    m2 = loopdyn.Model("arm")
+    m2.add_body("base", 0, FreeFlyer(), None, Inertia(1.0), armature=0.1)
+    with pytest.raises(UnsupportedFeatureError, match="armature"):
+        loopdyn.partition(m2)
+    with pytest.raises(UnsupportedFeatureError, match="loops"):
+        loopdyn.partition(loopdyn.robots.four_bar())
+    # nothing to partition: a copy with the same dynamics
+    lp, mp = loopdyn.partition(m, [])
+    assert lp.nbodies == m.nbodies and not mp.joints
