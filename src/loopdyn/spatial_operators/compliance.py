@@ -7,10 +7,14 @@ base→tip after the ATBI sweep:
     Υ⁺(k) = φ*(℘(k),k) Υ(℘(k)) φ(℘(k),k)
     Υ(k)  = τ̄*(k) Υ⁺(k) τ̄(k) + H*(k) D⁻¹(k) H(k),      τ̄(k) = I − G(k) H(k)
 
-(the τ̄, not τ, of the printed paper: spec §1.7 [C]). The off-diagonal blocks of the full
-operational-space compliance Ω = 𝒥 𝓜⁻¹ 𝒥* (Eq. 21) are ``Υ(i) ψ(i,j)`` for i inboard of j, with the
-articulated transform ``ψ(℘(k),k) = φ(℘(k),k) τ̄(k)``; for bodies on different branches with lowest
-common ancestor a the block is ``ψ*(a,i) Υ(a) ψ(a,j)`` (the same sum of Ω = ψ* H* D⁻¹ H ψ).
+(the τ̄, not τ, of the printed paper: spec §1.7 [C]). Since τ̄ is a rank-n(k) correction of the
+identity, the second line is evaluated as ``Υ⁺ − H* Wᵀ − W H + H* (Gᵀ W + D⁻¹) H`` with
+``W = Υ⁺ G`` (O(36 n(k)) instead of two 6×6 products).
+
+The off-diagonal blocks of the full operational-space compliance Ω = 𝒥 𝓜⁻¹ 𝒥* (Eq. 21) are
+``Υ(i) ψ(i,j)`` for i inboard of j, with the articulated transform ``ψ(℘(k),k) = φ(℘(k),k) τ̄(k)``;
+for bodies on different branches with lowest common ancestor a the block is ``ψ*(a,i) Υ(a) ψ(a,j)``
+(the same sum of Ω = ψ* H* D⁻¹ H ψ).
 """
 
 from __future__ import annotations
@@ -18,18 +22,23 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .tree_arrays import articulated_sweep, as_configuration, check_q, raise_status, tree_arrays
-
-
-@njit(cache=True)
-def tau_bar(G, S, n, out):
-    """τ̄ = I − G H (6×6), H = Sᵀ."""
-    for a in range(6):
-        for b in range(6):
-            s = 1.0 if a == b else 0.0
-            for k in range(n):
-                s -= G[a, k] * S[b, k]
-            out[a, b] = s
+from .tree_arrays import (
+    M_S,
+    NV,
+    PARENT,
+    W_DINV,
+    W_G,
+    W_RP,
+    W_TB,
+    W_UPS,
+    W_X,
+    articulated_sweep,
+    as_configuration,
+    check_q,
+    motion_congruence,
+    raise_status,
+    tree_arrays,
+)
 
 
 @njit(cache=True)
@@ -62,75 +71,102 @@ def store_pinocchio(Y, out):
 
 
 @njit(cache=True)
-def compliance_kernel(par, jtype, iq, nvj, R0, p0, axis, S, inertia, iv, armature, q, nq,
-                      X, P, G, Dinv, Dchol, Ups, Psi, out, off_diagonal):
-    st = check_q(jtype, iq, q, nq)
+def compliance_kernel(ib, geo, mats, armature, q, W, Psi, out, off_diagonal):
+    st = check_q(ib, q)
     if st != 0:
         return st
-    st = articulated_sweep(par, jtype, iq, nvj, R0, p0, axis, S, inertia, iv, armature, q,
-                           X, P, G, Dinv, Dchol)
+    st = articulated_sweep(ib, geo, mats, armature, q, W)
     if st != 0:
         return st
-    nb = par.shape[0] - 1
-    tb = np.empty((nb + 1, 6, 6))
-    T = np.empty((6, 6))
+    nb = ib.shape[0] - 1
+    sc = np.empty((5, 3, 3))
     Yp = np.empty((6, 6))
-    Ups[0, :, :] = 0.0
+    Wg = np.empty((6, 6))
+    SGW = np.empty((6, 6))
+    GW = np.empty((6, 6))
     # base → tip (Eq. 22)
     for i in range(1, nb + 1):
-        n = nvj[i]
-        tau_bar(G[i], S[i], n, tb[i])
-        Xi = X[i]
-        # Υ⁺ = X Υ(℘) Xᵀ
-        matmul6(Xi, Ups[par[i]], T)
-        for a in range(6):
-            for b in range(6):
+        n = ib[i, NV]
+        par = ib[i, PARENT]
+        S = mats[i, M_S]
+        G = W[i, W_G]
+        Dinv = W[i, W_DINV]
+        if par > 0:  # Υ⁺ = φ* Υ(℘) φ
+            RP = W[i, W_RP]
+            motion_congruence(RP[:3, :3], RP[3, :3], W[par, W_UPS], Yp, sc)
+        else:
+            Yp[:, :] = 0.0
+        for a in range(6):  # W = Υ⁺ G
+            for r in range(n):
                 s = 0.0
                 for k in range(6):
-                    s += T[a, k] * Xi[b, k]
-                Yp[a, b] = s
-        # Υ = τ̄ᵀ Υ⁺ τ̄ + S D⁻¹ Sᵀ
-        matmul6(Yp, tb[i], T)
-        matmul6_tn(tb[i], T, Ups[i])
-        for a in range(6):
-            for b in range(6):
+                    s += Yp[a, k] * G[k, r]
+                Wg[a, r] = s
+        for r in range(n):  # Gᵀ W + D⁻¹
+            for c in range(n):
+                s = Dinv[r, c]
+                for k in range(6):
+                    s += G[k, r] * Wg[k, c]
+                GW[r, c] = s
+        for a in range(6):  # S (Gᵀ W + D⁻¹)
+            for c in range(n):
                 s = 0.0
                 for r in range(n):
-                    for c in range(n):
-                        s += S[i, a, r] * Dinv[i, r, c] * S[i, b, c]
-                Ups[i, a, b] += s
+                    s += S[a, r] * GW[r, c]
+                SGW[a, c] = s
+        Ups = W[i, W_UPS]
+        for a in range(6):
+            for b in range(a, 6):
+                s = Yp[a, b]
+                for r in range(n):
+                    s += -S[a, r] * Wg[b, r] - Wg[a, r] * S[b, r] + SGW[a, r] * S[b, r]
+                Ups[a, b] = s
+                Ups[b, a] = s
     if not off_diagonal:
         for i in range(1, nb + 1):
-            store_pinocchio(Ups[i], out[i, 0])
+            store_pinocchio(W[i, W_UPS], out[i, 0])
         return 0
-    # ψ(a, j) for every ancestor a of j (Psi[j, a]); ψ(℘(m),j) = φ(℘(m),m) τ̄(m) ψ(m,j)
+    # τ̄(k) = I − G Hᵀ and ψ(a, j) for every ancestor a of j (Psi[j, a]):
+    # ψ(℘(m),j) = φ(℘(m),m) τ̄(m) ψ(m,j)
+    T = np.empty((6, 6))
+    for i in range(1, nb + 1):
+        tb = W[i, W_TB]
+        for a in range(6):
+            for b in range(6):
+                s = 1.0 if a == b else 0.0
+                for k in range(ib[i, NV]):
+                    s -= W[i, W_G, a, k] * mats[i, M_S, b, k]
+                tb[a, b] = s
     depth = np.zeros(nb + 1, np.int64)
     for j in range(1, nb + 1):
-        depth[j] = depth[par[j]] + 1
+        depth[j] = depth[ib[j, PARENT]] + 1
         for a in range(6):
             for b in range(6):
                 Psi[j, j, a, b] = 1.0 if a == b else 0.0
         m = j
         while m > 0:
-            matmul6(tb[m], Psi[j, m], T)
-            matmul6_tn(X[m], T, Psi[j, par[m]])
-            m = par[m]
+            matmul6(W[m, W_TB], Psi[j, m], T)
+            matmul6_tn(W[m, W_X], T, Psi[j, ib[m, PARENT]])
+            m = ib[m, PARENT]
     for i in range(1, nb + 1):
         for j in range(1, nb + 1):
             a, b = i, j
             while depth[a] > depth[b]:
-                a = par[a]
+                a = ib[a, PARENT]
             while depth[b] > depth[a]:
-                b = par[b]
+                b = ib[b, PARENT]
             while a != b:
-                a = par[a]
-                b = par[b]
+                a = ib[a, PARENT]
+                b = ib[b, PARENT]
             if a == 0:
                 continue
-            matmul6(Ups[a], Psi[j, a], T)
+            matmul6(W[a, W_UPS], Psi[j, a], T)
             matmul6_tn(Psi[i, a], T, Yp)
             store_pinocchio(Yp, out[i, j])
     return 0
+
+
+_NO_PSI = np.zeros((1, 1, 6, 6))
 
 
 def body_compliances(model, data, q, off_diagonal: bool = False) -> np.ndarray:
@@ -139,7 +175,8 @@ def body_compliances(model, data, q, off_diagonal: bool = False) -> np.ndarray:
     Jain's Eq. 22 (spatial operator algebra): after one tip→base articulated-body sweep, one
     base→tip sweep gives every body's compliance — the response (spatial acceleration of body k)
     to a unit spatial force applied at body k, at zero velocity and without gravity. ``M`` includes
-    the joints' armature.
+    the joints' armature. Massless bodies are fine (their compliance is that of their frame) as long
+    as the mass matrix is not singular.
 
     Parameters
     ----------
@@ -168,21 +205,14 @@ def body_compliances(model, data, q, off_diagonal: bool = False) -> np.ndarray:
     arr = tree_arrays(model, data, "body_compliances")
     qq = as_configuration(q, arr.nq)
     nb = arr.nb
-    X = np.empty((nb + 1, 6, 6))
-    P = np.empty((nb + 1, 6, 6))
-    G = np.zeros((nb + 1, 6, 6))
-    Dinv = np.zeros((nb + 1, 6, 6))
-    Dchol = np.zeros((nb + 1, 6, 6))
-    Ups = np.empty((nb + 1, 6, 6))
     if off_diagonal:
         out = np.zeros((nb + 1, nb + 1, 6, 6))
-        Psi = np.zeros((nb + 1, nb + 1, 6, 6))
+        psi = np.zeros((nb + 1, nb + 1, 6, 6))
+        st = compliance_kernel(arr.ib, arr.geo, arr.mats, arr.armature, qq, arr.work, psi, out, True)
     else:
         out = np.zeros((nb + 1, 6, 6))
-        Psi = np.zeros((1, 1, 6, 6))
-    st = compliance_kernel(arr.parent, arr.jtype, arr.iq, arr.nvj, arr.R0, arr.p0, arr.axis, arr.S,
-                           arr.inertia, arr.iv, arr.armature, qq, arr.nq, X, P, G, Dinv, Dchol, Ups, Psi,
-                           out if off_diagonal else out[:, None], off_diagonal)
+        st = compliance_kernel(arr.ib, arr.geo, arr.mats, arr.armature, qq, arr.work, _NO_PSI, out[:, None],
+                               False)
     if st:
         raise_status(model, st, "body_compliances")
     return out

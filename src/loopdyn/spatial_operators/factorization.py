@@ -26,8 +26,23 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import ShapeError
-from .tree_arrays import articulated_sweep, as_configuration, check_q, raise_status, tree_arrays
+from ..errors import NonFiniteError, ShapeError
+from .tree_arrays import (
+    IV,
+    M_S,
+    NV,
+    PARENT,
+    W_DCHOL,
+    W_DINV,
+    W_G,
+    W_X,
+    articulated_sweep,
+    as_configuration,
+    check_q,
+    new_work,
+    raise_status,
+    tree_arrays,
+)
 
 # operator codes of apply_kernel
 OP_L = 0  # I + HφK
@@ -41,137 +56,149 @@ OP_MINV = 7  # L⁻ᵀ D⁻¹ L⁻¹
 
 
 @njit(cache=True)
-def factor_kernel(par, jtype, iq, nvj, R0, p0, axis, S, inertia, iv, armature, q, nq, X, P, G, Dinv, Dchol):
-    st = check_q(jtype, iq, q, nq)
+def factor_kernel(ib, geo, mats, armature, q, W):
+    st = check_q(ib, q)
     if st != 0:
         return st
-    return articulated_sweep(par, jtype, iq, nvj, R0, p0, axis, S, inertia, iv, armature, q,
-                             X, P, G, Dinv, Dchol)
+    return articulated_sweep(ib, geo, mats, armature, q, W)
 
 
 @njit(cache=True)
-def sweep_up(par, iv, nvj, S, X, G, x, out, f, inverse):
+def sweep_up(ib, mats, W, x, out, f, inverse):
     """Tip→base: out = [I + HφK] x, or [I − HψK] x when ``inverse`` (x and out may alias)."""
-    nb = par.shape[0] - 1
+    nb = ib.shape[0] - 1
     f[:, :] = 0.0
     sign = -1.0 if inverse else 1.0
     for i in range(nb, 0, -1):
-        o, n = iv[i], nvj[i]
+        o, n = ib[i, IV], ib[i, NV]
+        S = mats[i, M_S]
         for r in range(n):
             s = 0.0
             for a in range(6):
-                s += S[i, a, r] * f[i, a]
+                s += S[a, r] * f[i, a]
             out[o + r] = x[o + r] + sign * s
         src = out if inverse else x  # G z (inverse) or G y (forward)
-        pi = par[i]
+        pi = ib[i, PARENT]
         if pi > 0:
+            G = W[i, W_G]
+            X = W[i, W_X]
             for a in range(6):
                 g = f[i, a]
                 for r in range(n):
-                    g += G[i, a, r] * src[o + r]
+                    g += G[a, r] * src[o + r]
                 f[i, a] = g
             for b in range(6):
                 s = 0.0
                 for a in range(6):
-                    s += X[i, a, b] * f[i, a]
+                    s += X[a, b] * f[i, a]
                 f[pi, b] += s
 
 
 @njit(cache=True)
-def sweep_down(par, iv, nvj, S, X, G, x, out, beta, inverse):
+def sweep_down(ib, mats, W, x, out, beta, alpha, inverse):
     """Base→tip: out = [I + HφK]* x, or [I − HψK]* x when ``inverse`` (x and out may alias)."""
-    nb = par.shape[0] - 1
+    nb = ib.shape[0] - 1
     beta[0, :] = 0.0
-    alpha = np.empty(6)
     sign = -1.0 if inverse else 1.0
     for i in range(1, nb + 1):
-        o, n = iv[i], nvj[i]
-        pb = beta[par[i]]
+        o, n = ib[i, IV], ib[i, NV]
+        pb = beta[ib[i, PARENT]]
+        X = W[i, W_X]
+        G = W[i, W_G]
+        S = mats[i, M_S]
         for a in range(6):
             s = 0.0
             for b in range(6):
-                s += X[i, a, b] * pb[b]
+                s += X[a, b] * pb[b]
             alpha[a] = s
         for r in range(n):
             s = 0.0
             for a in range(6):
-                s += G[i, a, r] * alpha[a]
-            xr = x[o + r]
-            out[o + r] = xr + sign * s
+                s += G[a, r] * alpha[a]
+            out[o + r] = x[o + r] + sign * s
         for a in range(6):
             s = alpha[a]
             for r in range(n):
-                s += S[i, a, r] * (out[o + r] if inverse else x[o + r])
+                s += S[a, r] * (out[o + r] if inverse else x[o + r])
             beta[i, a] = s
 
 
 @njit(cache=True)
-def block_mul(iv, nvj, B, x, out, chol):
-    """out = blockdiag(B) x, or (L Lᵀ) x with L = B when ``chol`` (x and out may alias)."""
-    t = np.empty(6)
-    for i in range(1, iv.shape[0]):
-        o, n = iv[i], nvj[i]
+def block_mul(ib, W, slot, x, out, t, chol):
+    """out = blockdiag(W[:, slot]) x, or (L Lᵀ) x with L = W[:, slot] when ``chol`` (x and out may
+    alias)."""
+    for i in range(1, ib.shape[0]):
+        o, n = ib[i, IV], ib[i, NV]
+        B = W[i, slot]
         if chol:
             for r in range(n):
                 s = 0.0
                 for k in range(r, n):
-                    s += B[i, k, r] * x[o + k]
+                    s += B[k, r] * x[o + k]
                 t[r] = s
             for r in range(n):
                 s = 0.0
                 for k in range(r + 1):
-                    s += B[i, r, k] * t[k]
+                    s += B[r, k] * t[k]
                 out[o + r] = s
         else:
             for r in range(n):
                 s = 0.0
                 for k in range(n):
-                    s += B[i, r, k] * x[o + k]
+                    s += B[r, k] * x[o + k]
                 t[r] = s
             for r in range(n):
                 out[o + r] = t[r]
 
 
 @njit(cache=True)
-def apply_kernel(op, par, iv, nvj, S, X, G, Dinv, Dchol, B, out):
-    """Apply operator ``op`` to every column of B (nv × m), writing ``out``."""
-    nb = par.shape[0] - 1
+def apply_kernel(op, ib, mats, W, B, out):
+    """Apply operator ``op`` to every column of B (nv × m), writing ``out``. Returns 0, or 1 + the flat
+    index of the first non-finite entry of B."""
+    for r in range(B.shape[0]):
+        for c in range(B.shape[1]):
+            if not np.isfinite(B[r, c]):
+                return 1 + r * B.shape[1] + c
+    nb = ib.shape[0] - 1
     f = np.empty((nb + 1, 6))
+    alpha = np.empty(6)
+    t = np.empty(6)
     x = np.empty(B.shape[0])
     y = np.empty(B.shape[0])
     for c in range(B.shape[1]):
         for r in range(B.shape[0]):
             x[r] = B[r, c]
         if op == OP_L:
-            sweep_up(par, iv, nvj, S, X, G, x, y, f, False)
+            sweep_up(ib, mats, W, x, y, f, False)
         elif op == OP_LT:
-            sweep_down(par, iv, nvj, S, X, G, x, y, f, False)
+            sweep_down(ib, mats, W, x, y, f, alpha, False)
         elif op == OP_LINV:
-            sweep_up(par, iv, nvj, S, X, G, x, y, f, True)
+            sweep_up(ib, mats, W, x, y, f, True)
         elif op == OP_LINVT:
-            sweep_down(par, iv, nvj, S, X, G, x, y, f, True)
+            sweep_down(ib, mats, W, x, y, f, alpha, True)
         elif op == OP_D:
-            block_mul(iv, nvj, Dchol, x, y, True)
+            block_mul(ib, W, W_DCHOL, x, y, t, True)
         elif op == OP_DINV:
-            block_mul(iv, nvj, Dinv, x, y, False)
+            block_mul(ib, W, W_DINV, x, y, t, False)
         elif op == OP_M:
-            sweep_down(par, iv, nvj, S, X, G, x, y, f, False)
-            block_mul(iv, nvj, Dchol, y, x, True)
-            sweep_up(par, iv, nvj, S, X, G, x, y, f, False)
+            sweep_down(ib, mats, W, x, y, f, alpha, False)
+            block_mul(ib, W, W_DCHOL, y, x, t, True)
+            sweep_up(ib, mats, W, x, y, f, False)
         else:  # OP_MINV
-            sweep_up(par, iv, nvj, S, X, G, x, y, f, True)
-            block_mul(iv, nvj, Dinv, y, x, False)
-            sweep_down(par, iv, nvj, S, X, G, x, y, f, True)
+            sweep_up(ib, mats, W, x, y, f, True)
+            block_mul(ib, W, W_DINV, y, x, t, False)
+            sweep_down(ib, mats, W, x, y, f, alpha, True)
         for r in range(B.shape[0]):
             out[r, c] = y[r]
+    return 0
 
 
 @njit(cache=True)
-def logdet_kernel(iv, nvj, Dchol):
+def logdet_kernel(ib, W):
     s = 0.0
-    for i in range(1, iv.shape[0]):
-        for r in range(nvj[i]):
-            s += 2.0 * math.log(Dchol[i, r, r])
+    for i in range(1, ib.shape[0]):
+        for r in range(ib[i, NV]):
+            s += 2.0 * math.log(W[i, W_DCHOL, r, r])
     return s
 
 
@@ -197,12 +224,11 @@ class MassMatrixFactor:
     the model is modified.
     """
 
-    __slots__ = ("nv", "_par", "_iv", "_nvj", "_S", "_X", "_G", "_Dinv", "_Dchol")
+    __slots__ = ("nv", "_ib", "_mats", "_W")
 
-    def __init__(self, arr, X, G, Dinv, Dchol):
+    def __init__(self, arr, W):
         self.nv = arr.nv
-        self._par, self._iv, self._nvj, self._S = arr.parent, arr.iv, arr.nvj, arr.S
-        self._X, self._G, self._Dinv, self._Dchol = X, G, Dinv, Dchol
+        self._ib, self._mats, self._W = arr.ib, arr.mats, W
 
     def _apply(self, op: int, b, name: str) -> np.ndarray:
         try:
@@ -212,14 +238,13 @@ class MassMatrixFactor:
         vec = B.ndim == 1
         if B.ndim not in (1, 2) or B.shape[0] != self.nv:
             raise ShapeError(f"{name} must have shape ({self.nv},) or ({self.nv}, m), got {B.shape}")
-        if not np.all(np.isfinite(B)):
-            from ..errors import NonFiniteError
-
-            raise NonFiniteError(f"{name} contains NaN or inf")
-        B2 = np.ascontiguousarray(B.reshape(self.nv, -1))
-        out = np.empty_like(B2)
-        apply_kernel(op, self._par, self._iv, self._nvj, self._S, self._X, self._G, self._Dinv, self._Dchol,
-                     B2, out)
+        B2 = B.reshape(self.nv, -1)
+        if not B2.flags.c_contiguous:
+            B2 = np.ascontiguousarray(B2)
+        out = np.empty(B2.shape)
+        st = apply_kernel(op, self._ib, self._mats, self._W, B2, out)
+        if st:
+            raise NonFiniteError(f"{name} contains NaN or inf (first at flat index {st - 1})")
         return out[:, 0] if vec else out
 
     def solve(self, b) -> np.ndarray:
@@ -232,7 +257,7 @@ class MassMatrixFactor:
 
     def logdet(self) -> float:
         """``log det M`` (M is positive definite, so this is ``slogdet(M)[1]``)."""
-        return float(logdet_kernel(self._iv, self._nvj, self._Dchol))
+        return float(logdet_kernel(self._ib, self._W))
 
     def apply_factor(self, x, transpose: bool = False) -> np.ndarray:
         """``[I + HφK] x`` (or its transpose)."""
@@ -297,14 +322,8 @@ def mass_matrix_factor(model, data, q) -> MassMatrixFactor:
     """
     arr = tree_arrays(model, data, "mass_matrix_factor")
     qq = as_configuration(q, arr.nq)
-    nb = arr.nb
-    X = np.empty((nb + 1, 6, 6))
-    P = np.empty((nb + 1, 6, 6))
-    G = np.zeros((nb + 1, 6, 6))
-    Dinv = np.zeros((nb + 1, 6, 6))
-    Dchol = np.zeros((nb + 1, 6, 6))
-    st = factor_kernel(arr.parent, arr.jtype, arr.iq, arr.nvj, arr.R0, arr.p0, arr.axis, arr.S, arr.inertia,
-                       arr.iv, arr.armature, qq, arr.nq, X, P, G, Dinv, Dchol)
+    W = new_work(arr.nb)
+    st = factor_kernel(arr.ib, arr.geo, arr.mats, arr.armature, qq, W)
     if st:
         raise_status(model, st, "mass_matrix_factor")
-    return MassMatrixFactor(arr, X, G, Dinv, Dchol)
+    return MassMatrixFactor(arr, W)

@@ -37,11 +37,28 @@ BAD_UNIT_COMPLEX = 4
 SINGULAR_D = 5
 
 
-class TreeArrays:
-    """The model's tree as flat arrays (index 0 = universe)."""
+# columns of TreeArrays.ib (row 0, the universe: IQ holds nq and IV holds nv)
+PARENT, JTYPE, IQ, IV, NV = 0, 1, 2, 3, 4
+# columns of TreeArrays.geo: joint placement rotation (row-major), translation, axis
+G_R, G_P, G_AXIS = 0, 9, 12
+# slots of TreeArrays.mats
+M_S, M_INERTIA = 0, 1
+# slots of a workspace W (nb + 1, W_SLOTS, 6, 6)
+W_X, W_P, W_G, W_DINV, W_DCHOL, W_UPS, W_TB, W_RP = 0, 1, 2, 3, 4, 5, 6, 7
+W_SLOTS = 8
 
-    __slots__ = ("parent", "jtype", "iq", "iv", "nvj", "R0", "p0", "axis", "S", "inertia", "armature",
-                 "nq", "nv", "nb", "token", "__weakref__")
+
+class TreeArrays:
+    """The model's tree as flat arrays (row 0 = universe), few of them so that kernel calls are cheap.
+
+    * ``ib`` (nb + 1, 5) int: parent, joint type, q offset, v offset, nv of each body;
+    * ``geo`` (nb + 1, 15): joint placement R (row-major) and p in the parent body, joint axis;
+    * ``mats`` (nb + 1, 2, 6, 6): the motion subspace S (first nv columns, [angular; linear]) and
+      the spatial inertia (Featherstone ordering);
+    * ``armature`` (nv,).
+    """
+
+    __slots__ = ("ib", "geo", "mats", "armature", "nq", "nv", "nb", "token", "work", "__weakref__")
 
     def __init__(self, model, token):
         nb = model.nbodies
@@ -49,17 +66,11 @@ class TreeArrays:
         self.nq = model.nq
         self.nv = model.nv
         self.token = token
-        self.parent = np.zeros(nb + 1, np.int64)
-        self.jtype = np.zeros(nb + 1, np.int64)
-        self.iq = np.zeros(nb + 1, np.int64)
-        self.iv = np.zeros(nb + 1, np.int64)
-        self.nvj = np.zeros(nb + 1, np.int64)
-        self.R0 = np.zeros((nb + 1, 3, 3))
-        self.R0[0] = np.eye(3)
-        self.p0 = np.zeros((nb + 1, 3))
-        self.axis = np.zeros((nb + 1, 3))
-        self.S = np.zeros((nb + 1, 6, 6))
-        self.inertia = np.zeros((nb + 1, 6, 6))
+        self.ib = np.zeros((nb + 1, 5), np.int64)
+        self.ib[0, IQ] = self.nq
+        self.ib[0, IV] = self.nv
+        self.geo = np.zeros((nb + 1, 15))
+        self.mats = np.zeros((nb + 1, 2, 6, 6))
         self.armature = np.zeros(max(self.nv, 0))
         for i, b in enumerate(model.bodies, start=1):
             j = b.joint
@@ -68,26 +79,29 @@ class TreeArrays:
                     f"joint {b.joint_name!r}: joint type {j.kind!r} is not supported by the spatial-operator "
                     "functions"
                 )
-            self.parent[i] = b.parent
-            self.jtype[i] = j.code
-            self.iq[i] = b.idx_q
-            self.iv[i] = b.idx_v
-            self.nvj[i] = j.nv
-            self.R0[i] = b.rotation
-            self.p0[i] = b.translation
+            self.ib[i] = (b.parent, j.code, b.idx_q, b.idx_v, j.nv)
             ax = j.axis_array()
-            self.axis[i] = ax
+            self.geo[i, G_R : G_R + 9] = np.asarray(b.rotation).reshape(-1)
+            self.geo[i, G_P : G_P + 3] = b.translation
+            self.geo[i, G_AXIS : G_AXIS + 3] = ax
+            S = self.mats[i, M_S]
             if j.code in (REVOLUTE, REVOLUTE_UNBOUNDED):
-                self.S[i, :3, 0] = ax  # [angular; linear]
+                S[:3, 0] = ax  # [angular; linear]
             elif j.code == PRISMATIC:
-                self.S[i, 3:, 0] = ax
+                S[3:, 0] = ax
             elif j.code == SPHERICAL:
-                self.S[i, :3, :3] = np.eye(3)
+                S[:3, :3] = np.eye(3)
             else:  # free flyer: v = [linear; angular] in the child frame
-                self.S[i, 3:, :3] = np.eye(3)
-                self.S[i, :3, 3:] = np.eye(3)
-            self.inertia[i] = b.inertia.matrix()  # Featherstone [angular; linear]
+                S[3:, :3] = np.eye(3)
+                S[:3, 3:] = np.eye(3)
+            self.mats[i, M_INERTIA] = b.inertia.matrix()  # Featherstone [angular; linear]
             self.armature[b.idx_v : b.idx_v + j.nv] = b.armature_vector()
+        self.work = new_work(nb)  # scratch of the functions that return no factor
+
+
+def new_work(nb: int) -> np.ndarray:
+    """A zeroed workspace for the sweeps."""
+    return np.zeros((nb + 1, W_SLOTS, 6, 6))
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -152,28 +166,30 @@ def raise_status(model, status: int, what: str) -> None:
 
 
 @njit(cache=True)
-def check_q(jtype, iq, q, nq):
+def check_q(ib, q):
     """0 or a status: size, finiteness, unit quaternions and (cos, sin) pairs."""
+    nq = ib[0, IQ]
     if q.shape[0] != nq:
         return BAD_SIZE * STATUS_BASE
     for k in range(nq):
         if not math.isfinite(q[k]):
             return NOT_FINITE * STATUS_BASE + k
-    for i in range(1, jtype.shape[0]):
-        jt = jtype[i]
+    for i in range(1, ib.shape[0]):
+        jt = ib[i, JTYPE]
+        o = ib[i, IQ]
         if jt == SPHERICAL or jt == FREEFLYER:
-            o = iq[i] + 3 if jt == FREEFLYER else iq[i]
+            o = o + 3 if jt == FREEFLYER else o
             n = math.sqrt(q[o] ** 2 + q[o + 1] ** 2 + q[o + 2] ** 2 + q[o + 3] ** 2)
             if abs(n - 1.0) > UNIT_TOL:
                 return BAD_QUAT * STATUS_BASE + i
         elif jt == REVOLUTE_UNBOUNDED:
-            if abs(math.sqrt(q[iq[i]] ** 2 + q[iq[i] + 1] ** 2) - 1.0) > UNIT_TOL:
+            if abs(math.sqrt(q[o] ** 2 + q[o + 1] ** 2) - 1.0) > UNIT_TOL:
                 return BAD_UNIT_COMPLEX * STATUS_BASE + i
     return 0
 
 
 @njit(cache=True)
-def joint_motion(jt, axis, q, o, R, p):
+def joint_motion(jt, geo, q, o, R, p):
     """The joint's own motion (R, p) of the child in the joint frame (Pinocchio's convention)."""
     p[:] = 0.0
     if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
@@ -181,7 +197,7 @@ def joint_motion(jt, axis, q, o, R, p):
             c, s = math.cos(q[o]), math.sin(q[o])
         else:
             c, s = q[o], q[o + 1]
-        x, y, z = axis[0], axis[1], axis[2]
+        x, y, z = geo[G_AXIS], geo[G_AXIS + 1], geo[G_AXIS + 2]
         t = 1.0 - c
         R[0, 0] = c + t * x * x
         R[0, 1] = t * x * y - s * z
@@ -197,7 +213,7 @@ def joint_motion(jt, axis, q, o, R, p):
         for a in range(3):
             for b in range(3):
                 R[a, b] = 1.0 if a == b else 0.0
-            p[a] = q[o] * axis[a]
+            p[a] = q[o] * geo[G_AXIS + a]
         return
     if jt == FREEFLYER:
         for a in range(3):
@@ -232,56 +248,154 @@ def motion_transform(R, p, X):
 
 
 @njit(cache=True)
-def articulated_sweep(par, jtype, iq, nvj, R0, p0, axis, S, inertia, iv, armature, q,
-                      X, P, G, Dinv, Dchol):
+def rot_congruence(R, A, ra, ca, out, transpose, t):
+    """out = R A Rᵀ (or Rᵀ A R when ``transpose``) for the 3×3 block of A at (ra, ca); t: 3×3 scratch."""
+    for a in range(3):
+        for b in range(3):
+            s = 0.0
+            for k in range(3):
+                s += (R[k, a] if transpose else R[a, k]) * A[ra + k, ca + b]
+            t[a, b] = s
+    for a in range(3):
+        for b in range(3):
+            s = 0.0
+            for k in range(3):
+                s += t[a, k] * (R[k, b] if transpose else R[b, k])
+            out[a, b] = s
+
+
+@njit(cache=True)
+def force_congruence_add(R, p, A, out, sc):
+    """out += Xᵀ A X for a symmetric 6×6 A, X = ᶜX_ₚ of the placement (R, p) (an articulated inertia
+    carried to the parent). With X = blockdiag(Rᵀ) [[1, 0], [−p×, 1]] and aᵢⱼ = R Aᵢⱼ Rᵀ:
+    Xᵀ A X = [[a₁₁ + p× a₁₂ᵀ − K p×, K], [Kᵀ, a₂₂]], K = a₁₂ + p× a₂₂. sc: (5, 3, 3) scratch."""
+    a11, a12, a22, K, t = sc[0], sc[1], sc[2], sc[3], sc[4]
+    rot_congruence(R, A, 0, 0, a11, False, t)
+    rot_congruence(R, A, 0, 3, a12, False, t)
+    rot_congruence(R, A, 3, 3, a22, False, t)
+    for b in range(3):  # K = a12 + p× a22
+        K[0, b] = a12[0, b] + p[1] * a22[2, b] - p[2] * a22[1, b]
+        K[1, b] = a12[1, b] + p[2] * a22[0, b] - p[0] * a22[2, b]
+        K[2, b] = a12[2, b] + p[0] * a22[1, b] - p[1] * a22[0, b]
+    for a in range(3):
+        for b in range(3):
+            # (p× a12ᵀ)[a, b] = (p × a12[b, :])[a]
+            if a == 0:
+                pt = p[1] * a12[b, 2] - p[2] * a12[b, 1]
+            elif a == 1:
+                pt = p[2] * a12[b, 0] - p[0] * a12[b, 2]
+            else:
+                pt = p[0] * a12[b, 1] - p[1] * a12[b, 0]
+            # (K p×)[a, b]
+            if b == 0:
+                kp = K[a, 1] * p[2] - K[a, 2] * p[1]
+            elif b == 1:
+                kp = -K[a, 0] * p[2] + K[a, 2] * p[0]
+            else:
+                kp = K[a, 0] * p[1] - K[a, 1] * p[0]
+            out[a, b] += a11[a, b] + pt - kp
+            out[a, 3 + b] += K[a, b]
+            out[3 + b, a] += K[a, b]
+            out[3 + a, 3 + b] += a22[a, b]
+
+
+@njit(cache=True)
+def motion_congruence(R, p, Y, out, sc):
+    """out = X Y Xᵀ for a symmetric 6×6 Y, X = ᶜX_ₚ of the placement (R, p) (a compliance carried to
+    the child). With Y = [[A, B], [Bᵀ, C]], T = [[1, 0], [−p×, 1]]:
+    T Y Tᵀ = [[A, Lᵀ], [L, L p× + C − p× B]], L = Bᵀ − p× A, then each block rotated by Rᵀ · R.
+    sc: (5, 3, 3) scratch."""
+    L, BR, t, u = sc[0], sc[1], sc[2], sc[3]
+    # L = Bᵀ − p× A
+    for b in range(3):
+        L[0, b] = Y[3 + 0, b] - (p[1] * Y[2, b] - p[2] * Y[1, b])
+        L[1, b] = Y[3 + 1, b] - (p[2] * Y[0, b] - p[0] * Y[2, b])
+        L[2, b] = Y[3 + 2, b] - (p[0] * Y[1, b] - p[1] * Y[0, b])
+    # BR = L p× + C − p× B
+    for a in range(3):
+        for b in range(3):
+            if b == 0:
+                lp = L[a, 1] * p[2] - L[a, 2] * p[1]
+            elif b == 1:
+                lp = -L[a, 0] * p[2] + L[a, 2] * p[0]
+            else:
+                lp = L[a, 0] * p[1] - L[a, 1] * p[0]
+            if a == 0:
+                pb = p[1] * Y[2, 3 + b] - p[2] * Y[1, 3 + b]
+            elif a == 1:
+                pb = p[2] * Y[0, 3 + b] - p[0] * Y[2, 3 + b]
+            else:
+                pb = p[0] * Y[1, 3 + b] - p[1] * Y[0, 3 + b]
+            BR[a, b] = lp + Y[3 + a, 3 + b] - pb
+    rot_congruence(R, Y, 0, 0, t, True, u)
+    for a in range(3):
+        for b in range(3):
+            out[a, b] = t[a, b]
+    rot_congruence(R, L, 0, 0, t, True, u)
+    for a in range(3):
+        for b in range(3):
+            out[3 + a, b] = t[a, b]
+            out[b, 3 + a] = t[a, b]
+    rot_congruence(R, BR, 0, 0, t, True, u)
+    for a in range(3):
+        for b in range(3):
+            out[3 + a, 3 + b] = t[a, b]
+
+
+@njit(cache=True)
+def articulated_sweep(ib, geo, mats, armature, q, W):
     """Kinematics and the tip→base ATBI sweep (spec §1.5.3 F0–F6, Featherstone RBDA Table 7.1).
 
-    Writes per body k: X[k] = φ*(℘(k),k); P[k] = P(k) the articulated inertia (Eq. 7 U2);
-    G[k][:, :n_k] = G(k) = P(k) H*(k) D⁻¹(k) (U4); Dinv[k][:n_k, :n_k] = D⁻¹(k) with
-    D(k) = H(k) P(k) H*(k) + diag(armature) (U3); Dchol[k] its Cholesky factor. Returns 0, or a
-    status naming the first body whose D is not positive definite.
+    Writes per body k: W[k, W_X] = φ*(℘(k),k); W[k, W_P] = P(k), the articulated inertia (Eq. 7 U2);
+    W[k, W_G][:, :n_k] = G(k) = P(k) H*(k) D⁻¹(k) (U4); W[k, W_DINV][:n_k, :n_k] = D⁻¹(k) with
+    D(k) = H(k) P(k) H*(k) + diag(armature) (U3); W[k, W_DCHOL] its Cholesky factor; and the
+    placement (R, p) of body k in its parent in W[k, W_RP][:3, :3] and W[k, W_RP][3, :3]. Returns 0,
+    or a status naming the first body whose D is not positive definite.
     """
-    nb = par.shape[0] - 1
+    nb = ib.shape[0] - 1
     Rj = np.empty((3, 3))
     pj = np.empty(3)
-    R = np.empty((3, 3))
-    p = np.empty(3)
     U = np.empty((6, 6))
     Pa = np.empty((6, 6))
-    T = np.empty((6, 6))
     y = np.empty(6)
+    sc = np.empty((5, 3, 3))
     for i in range(1, nb + 1):
-        joint_motion(jtype[i], axis[i], q, iq[i], Rj, pj)
+        joint_motion(ib[i, JTYPE], geo[i], q, ib[i, IQ], Rj, pj)
+        RP = W[i, W_RP]
         for a in range(3):
-            p[a] = p0[i, a]
+            pa = geo[i, G_P + a]
             for b in range(3):
-                R[a, b] = 0.0
+                s = 0.0
                 for c in range(3):
-                    R[a, b] += R0[i, a, c] * Rj[c, b]
-                p[a] += R0[i, a, b] * pj[b]
-        motion_transform(R, p, X[i])
-        P[i, :, :] = inertia[i]
+                    s += geo[i, G_R + 3 * a + c] * Rj[c, b]
+                RP[a, b] = s
+                pa += geo[i, G_R + 3 * a + b] * pj[b]
+            RP[3, a] = pa
+        motion_transform(RP[:3, :3], RP[3, :3], W[i, W_X])
+        W[i, W_P, :, :] = mats[i, M_INERTIA]
     for i in range(nb, 0, -1):
-        n = nvj[i]
-        Pi = P[i]
+        n = ib[i, NV]
+        iv = ib[i, IV]
+        Pi = W[i, W_P]
+        S = mats[i, M_S]
         # U = P S (6×n), D = Sᵀ U + armature
         for a in range(6):
             for c in range(n):
                 s = 0.0
                 for b in range(6):
-                    s += Pi[a, b] * S[i, b, c]
+                    s += Pi[a, b] * S[b, c]
                 U[a, c] = s
-        L = Dchol[i]
+        L = W[i, W_DCHOL]
         L[:, :] = 0.0
-        D = Dinv[i]  # holds D first, then D⁻¹
+        D = W[i, W_DINV]  # holds D first, then D⁻¹
         dmax = 0.0
         for r in range(n):
             for c in range(n):
                 s = 0.0
                 for b in range(6):
-                    s += S[i, b, r] * U[b, c]
+                    s += S[b, r] * U[b, c]
                 D[r, c] = s
-            D[r, r] += armature[iv[i] + r]
+            D[r, r] += armature[iv + r]
             dmax = max(dmax, abs(D[r, r]))
         # Cholesky D = L Lᵀ with a relative pivot test
         for c in range(n):
@@ -296,7 +410,7 @@ def articulated_sweep(par, jtype, iq, nvj, R0, p0, axis, S, inertia, iv, armatur
                 for k in range(c):
                     t -= L[r, k] * L[c, k]
                 L[r, c] = t / L[c, c]
-        # D⁻¹ from L: solve L Lᵀ Y = I column by column
+        # D⁻¹ from L: solve L Lᵀ Y = I column by column (into Pa, then copied)
         for c in range(n):
             for r in range(n):
                 t = 1.0 if r == c else 0.0
@@ -309,36 +423,26 @@ def articulated_sweep(par, jtype, iq, nvj, R0, p0, axis, S, inertia, iv, armatur
                     t -= L[k, r] * y[k]
                 y[r] = t / L[r, r]
             for r in range(n):
-                T[r, c] = y[r]
+                Pa[r, c] = y[r]
         for r in range(n):
             for c in range(n):
-                D[r, c] = T[r, c]
+                D[r, c] = Pa[r, c]
         # G = U D⁻¹ ; P⁺ = P − G Uᵀ ; P(℘) += Xᵀ P⁺ X  (U2/U4/U7)
+        Gi = W[i, W_G]
         for a in range(6):
             for c in range(n):
                 s = 0.0
                 for k in range(n):
                     s += U[a, k] * D[k, c]
-                G[i, a, c] = s
-        pi = par[i]
+                Gi[a, c] = s
+        pi = ib[i, PARENT]
         if pi > 0:
             for a in range(6):
                 for b in range(6):
                     s = Pi[a, b]
                     for k in range(n):
-                        s -= G[i, a, k] * U[b, k]
+                        s -= Gi[a, k] * U[b, k]
                     Pa[a, b] = s
-            Xi = X[i]
-            for a in range(6):
-                for b in range(6):
-                    s = 0.0
-                    for k in range(6):
-                        s += Pa[a, k] * Xi[k, b]
-                    T[a, b] = s
-            for a in range(6):
-                for b in range(6):
-                    s = 0.0
-                    for k in range(6):
-                        s += Xi[k, a] * T[k, b]
-                    P[pi, a, b] += s
+            RP = W[i, W_RP]
+            force_congruence_add(RP[:3, :3], RP[3, :3], Pa, W[pi, W_P], sc)
     return 0
