@@ -266,6 +266,13 @@ def test_factor_operator_input_checks():
     with pytest.raises(NonFiniteError):
         F.multiply(np.full(m.nv, np.inf))
     assert F.solve(np.zeros((m.nv, 0))).shape == (m.nv, 0)
+    with pytest.raises(ShapeError):
+        F.solve(np.array([1j, 0.0, 0.0, 0.0, 0.0]))
+    empty = loopdyn.Model("empty")
+    d0 = empty.create_data()
+    assert loopdyn.body_compliances(empty, d0, np.zeros(0)).shape == (1, 6, 6)
+    F0 = loopdyn.mass_matrix_factor(empty, d0, [])
+    assert F0.solve(np.zeros(0)).shape == (0,) and F0.logdet() == 0.0
 
 
 def test_free_flyer_root_and_model_change_invalidates_cache():

@@ -232,13 +232,15 @@ class MassMatrixFactor:
 
     def _apply(self, op: int, b, name: str) -> np.ndarray:
         try:
+            if np.iscomplexobj(b):
+                raise TypeError("complex values")
             B = np.asarray(b, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise ShapeError(f"{name} must be an array of real numbers: {exc}") from None
         vec = B.ndim == 1
         if B.ndim not in (1, 2) or B.shape[0] != self.nv:
             raise ShapeError(f"{name} must have shape ({self.nv},) or ({self.nv}, m), got {B.shape}")
-        B2 = B.reshape(self.nv, -1)
+        B2 = B.reshape(self.nv, 1) if vec else B
         if not B2.flags.c_contiguous:
             B2 = np.ascontiguousarray(B2)
         out = np.empty(B2.shape)

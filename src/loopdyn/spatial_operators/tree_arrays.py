@@ -127,6 +127,8 @@ def tree_arrays(model, data, what: str) -> TreeArrays:
 def as_configuration(q, nq: int) -> np.ndarray:
     """``q`` as a contiguous float64 vector of size ``nq`` (ShapeError / NonFiniteError otherwise)."""
     try:
+        if np.iscomplexobj(q):
+            raise TypeError("complex values")
         arr = np.ascontiguousarray(q, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ShapeError(f"q must be an array of {nq} real numbers: {exc}") from None
