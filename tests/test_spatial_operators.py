@@ -248,14 +248,83 @@ def test_massless_leaf_error_names_the_joint_and_data_stays_usable():
         loopdyn.body_compliances(m, data, loopdyn.neutral(m))
 
 
-def test_models_with_loops_are_refused_with_the_reason():
+def test_body_compliances_refuse_models_with_loops_with_the_reason():
     m = loopdyn.robots.four_bar()
     data = m.create_data()
-    q = loopdyn.neutral(m)
     with pytest.raises(UnsupportedFeatureError, match="loops"):
-        loopdyn.body_compliances(m, data, q)
-    with pytest.raises(UnsupportedFeatureError, match="loops"):
-        loopdyn.mass_matrix_factor(m, data, q)
+        loopdyn.body_compliances(m, data, loopdyn.neutral(m))
+
+
+def _block_udu(M, blocks):
+    """Reference: block UDUᵀ of M by dense elimination from the last block (NumPy), L unit upper."""
+    M = M.copy()
+    n = M.shape[0]
+    L, D = np.eye(n), np.zeros((n, n))
+    for c in range(len(blocks) - 1, -1, -1):
+        sc = blocks[c]
+        D[sc, sc] = M[sc, sc]
+        rest = np.arange(0, sc.start)
+        L[rest, sc] = M[rest, sc] @ np.linalg.inv(M[sc, sc])
+        M[np.ix_(rest, rest)] -= L[rest, sc] @ M[sc, rest]
+    return L, D
+
+
+@pytest.mark.parametrize("index", [7, 13, 19])
+def test_tree_factor_is_the_unique_block_udu_factorisation(index):
+    """The spatial-operator factors equal the block UDUᵀ of CRBA's M by dense elimination (uniqueness),
+    the fact the cluster-tree version relies on."""
+    lm, pm = trees.tree_case(index)
+    q = trees.random_configuration(np.random.default_rng(0), lm)
+    F = loopdyn.mass_matrix_factor(lm, lm.create_data(), q)
+    blocks = [slice(b.idx_v, b.idx_v + b.joint.nv) for b in lm.bodies]
+    L, D = _block_udu(_dense_mass(pm, q), blocks)
+    assert_close(F.factor_matrix(), L, rtol=1e-9, atol=1e-10 * np.abs(L).max())
+    assert_close(F.D_matrix(), D, rtol=1e-9, atol=1e-10 * np.abs(D).max())
+
+
+def _loop_models():
+    import cluster_models
+
+    return [("four_bar", loopdyn.robots.four_bar), ("mit_humanoid_leg", loopdyn.robots.mit_humanoid_leg),
+            ("mini_cheetah", loopdyn.robots.mini_cheetah),
+            ("random-clusters", lambda: cluster_models.random_cluster_model(3, 5, floating=True)),
+            ("random-clusters-b", lambda: cluster_models.random_cluster_model(8, 6))]
+
+
+@pytest.mark.parametrize("label,make", _loop_models(), ids=[c[0] for c in _loop_models()])
+def test_mass_matrix_factor_on_the_cluster_tree(label, make):
+    from loopdyn.baselines import projected_mass_matrix
+
+    m = make()
+    data = m.create_data()
+    rng = np.random.default_rng(4)
+    q = loopdyn.random_configuration(m, rng)
+    F = loopdyn.mass_matrix_factor(m, data, q)
+    M = projected_mass_matrix(m, q)  # Gᵀ H_span G on the spanning tree: not the cluster kernels
+    Minv = np.linalg.inv(M)
+    assert _rel(F.matrix(), M) < 1e-9
+    assert _rel(F.inverse(), Minv) < 1e-9
+    L, D, Linv = F.factor_matrix(), F.D_matrix(), F.factor_inverse_matrix()
+    assert _rel(L @ D @ L.T, M) < 1e-9 and _rel(Linv @ L, np.eye(m.nv)) < 1e-9
+    # block structure: one D block per cluster, L non-zero only on (ancestor cluster, cluster) blocks
+    cl = m.clusters().clusters
+    allowed = np.zeros((m.nv, m.nv), bool)
+    same = np.zeros((m.nv, m.nv), bool)
+    for c in cl:
+        sc = slice(c.iv, c.iv + c.nv)
+        same[sc, sc] = True
+        a = c.index
+        while a >= 0:
+            allowed[cl[a].iv : cl[a].iv + cl[a].nv, sc] = True
+            a = cl[a].parent
+    assert np.all(L[~allowed] == 0.0) and np.all(D[~same] == 0.0)
+    assert abs(F.logdet() - np.linalg.slogdet(M)[1]) < 1e-9 * max(1.0, abs(np.linalg.slogdet(M)[1]))
+    # solve = C-ABA at zero velocity without gravity (gravity compensated through loopdyn.gravity)
+    tau = rng.normal(size=m.nv)
+    ref = loopdyn.aba(m, data, q, np.zeros(m.nv), tau + loopdyn.gravity(m, data, q))
+    assert _rel(F.solve(tau), ref) < 1e-9
+    assert _rel(F.solve(np.c_[tau, 2 * tau])[:, 1], 2 * ref) < 1e-9
+    assert _rel(F.multiply(ref), tau) < 1e-9
 
 
 def test_factor_operator_input_checks():
