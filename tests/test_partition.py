@@ -179,11 +179,62 @@ def test_bad_input():
     m2.add_body("base", 0, FreeFlyer(), None, Inertia(1.0), armature=0.1)
     with pytest.raises(UnsupportedFeatureError, match="armature"):
         loopdyn.partition(m2)
-    with pytest.raises(UnsupportedFeatureError, match="loops"):
-        loopdyn.partition(loopdyn.robots.four_bar())
+    lp, mp = loopdyn.partition(loopdyn.robots.four_bar())  # a model with loops, nothing to partition
+    assert lp.has_constraints and not mp.joints and lp.nv == 1
     # nothing to partition: a copy with the same dynamics
     lp, mp = loopdyn.partition(m, [])
     assert lp.nbodies == m.nbodies and not mp.joints
+
+
+def _loop_models():
+    import cluster_models
+
+    return [("mini_cheetah", loopdyn.robots.mini_cheetah),
+            ("random-clusters", lambda: cluster_models.random_cluster_model(3, 5, floating=True))]
+
+
+@pytest.mark.parametrize("label,make", _loop_models(), ids=[c[0] for c in _loop_models()])
+@pytest.mark.parametrize("rot", ["spherical", "euler"])
+def test_partition_of_a_model_with_loops_keeps_the_cluster_algorithms_exact(label, make, rot):
+    """Massless bodies outside the clusters of a model with loops: C-ABA, C-RNEA, the cluster mass
+    matrix, frame Jacobians, Delassus matrices and constrained dynamics give the same physics."""
+    m = make()
+    lp, mp = loopdyn.partition(m, free_flyer_rotation=rot)
+    assert lp.has_constraints and len(mp.joints) >= 1 and len(lp.constraints) == len(m.constraints)
+    d, dp = m.create_data(), lp.create_data()
+    rng = np.random.default_rng(5)
+    checked = 0
+    for _ in range(3):
+        q = loopdyn.random_configuration(m, rng)
+        v, tau = rng.normal(size=m.nv), rng.normal(size=m.nv)
+        qp = mp.to_partitioned_q(q)
+        thetas = [qp[j.iq_p + (4 if j.kind == "free-flyer" else 1)] for j in mp.joints if j.euler]
+        if any(abs(math.cos(t)) < 0.2 for t in thetas):
+            continue
+        vp = mp.to_partitioned_v(q, v)
+        T = mp.velocity_map(qp)
+        M, Mp = loopdyn.crba(m, d, q), loopdyn.crba(lp, dp, qp)
+        assert _rel(Mp, T.T @ M @ T) < 1e-10
+        a = loopdyn.aba(m, d, q, v, tau)
+        ap = loopdyn.aba(lp, dp, qp, vp, mp.to_partitioned_tau(q, tau))
+        assert _rel(ap, mp.to_partitioned_a(q, v, a)) < 1e-10
+        assert _rel(loopdyn.rnea(lp, dp, qp, vp, ap), mp.to_partitioned_tau(q, tau)) < 1e-10
+        frame = m.bodies[-1].name
+        J, Jp = loopdyn.frame_jacobian(m, d, q, frame), loopdyn.frame_jacobian(lp, dp, qp, frame)
+        assert _rel(Jp, J @ T) < 1e-10
+        cons = [loopdyn.Constraint(frame, "6d"), loopdyn.Constraint(m.bodies[len(m.bodies) // 2].name, "3d")]
+        for method in (None, "dense"):
+            W = loopdyn.delassus(m, d, q, cons, method=method)
+            assert _rel(loopdyn.delassus(lp, dp, qp, cons, method=method), W) < 1e-9
+        ac, lam = loopdyn.constrained_forward_dynamics(m, d, q, v, tau, cons, mu=1e-8)
+        acp, lamp = loopdyn.constrained_forward_dynamics(lp, dp, qp, vp, mp.to_partitioned_tau(q, tau), cons,
+                                                         mu=1e-8)
+        assert _rel(lamp, lam) < 1e-8
+        assert _rel(acp, mp.to_partitioned_a(q, v, ac)) < 1e-8
+        F = loopdyn.mass_matrix_factor(lp, dp, qp)
+        assert _rel(F.matrix(), Mp) < 1e-10
+        checked += 1
+    assert checked >= 2
 
 
 def test_readme_section_runs():

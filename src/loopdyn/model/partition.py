@@ -37,7 +37,7 @@ re-ordering (spec §1.4 "Caveat for 6-DoF joints"). :class:`PartitionMap` conver
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -137,6 +137,13 @@ def _skew(x) -> np.ndarray:
     return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
 
+def _units(model: Model) -> list[tuple[tuple[int, ...], int, int, int, int]]:
+    """(bodies, iq, nq, iv, nv) of each block of the model's state: bodies (tree) or clusters."""
+    if model.has_constraints:
+        return [(tuple(c.bodies), c.iq, c.nq, c.iv, c.nv) for c in model.clusters().clusters]
+    return [((i,), b.idx_q, b.joint.nq, b.idx_v, b.joint.nv) for i, b in enumerate(model.bodies, start=1)]
+
+
 class PartitionMap:
     """Conversions between the coordinates of a model and of its partition (:func:`partition`).
 
@@ -162,15 +169,36 @@ class PartitionMap:
         self.body_map = body_map
         self.massless_bodies = tuple(b for j in joints for b in j.bodies[:-1])
         self.gimbal_tolerance = float(gimbal_tolerance)
-        # coordinates that are copied unchanged: (original offset, partitioned offset, size)
-        done = {j.joint_name for j in joints}
+        # state blocks copied unchanged: (original offset, partitioned offset, size). The units of the
+        # state are the bodies of a tree, the clusters (in the cluster-state layout) of a model with
+        # loops; a partitioned joint is a unit of its own in both models.
+        new_unit = {}
+        for unit in _units(partitioned):
+            for b in unit[0]:
+                new_unit[b] = unit
+        by_physical = {j.bodies[-1]: j for j in joints}
+        fixed = []
         self._q_copy, self._v_copy = [], []
-        for i, b in enumerate(original.bodies, start=1):
-            if b.joint_name in done:
+        for bodies, iq, nq, iv, nv in _units(original):
+            first = int(body_map[bodies[0]])
+            if len(bodies) == 1 and first in by_physical:
+                j = by_physical[first]
+                start = new_unit[j.bodies[0]]
+                oq, ov = start[1], start[3]
+                for b in j.bodies:  # the chain's coordinates are contiguous, inboard first
+                    u = new_unit[b]
+                    if len(u[0]) != 1 or u[1] != oq or u[3] != ov:  # pragma: no cover - layout guard
+                        raise UnsupportedFeatureError(f"partition: unexpected layout at {j.joint_name!r}")
+                    oq, ov = oq + u[2], ov + u[4]
+                fixed.append(replace(j, iq=iq, iv=iv, iq_p=start[1], iv_p=start[3]))
                 continue
-            nb = partitioned.bodies[int(body_map[i]) - 1]
-            self._q_copy.append((b.idx_q, nb.idx_q, b.joint.nq))
-            self._v_copy.append((b.idx_v, nb.idx_v, b.joint.nv))
+            nu = new_unit[first]
+            if sorted(nu[0]) != sorted(int(body_map[b]) for b in bodies):  # pragma: no cover - layout guard
+                raise UnsupportedFeatureError("partition: the clusters of the two models differ")
+            self._q_copy.append((iq, nu[1], nq))
+            self._v_copy.append((iv, nu[3], nv))
+        order = {j.joint_name: k for k, j in enumerate(joints)}
+        self.joints = tuple(sorted(fixed, key=lambda j: order[j.joint_name]))
 
     # ---- helpers ---------------------------------------------------------------------------
     @staticmethod
@@ -355,7 +383,9 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
     Parameters
     ----------
     model:
-        A kinematic tree (models with loops or couplings: UnsupportedFeatureError).
+        A model. On a model with loops or couplings the partitioned joints must be outside the
+        clusters (they always are: clusters hold 1-DoF joints only); constraints are kept, and the
+        maps work in the cluster-state layout.
     joints:
         Names of the joints to partition (each Spherical or FreeFlyer); default every Spherical and
         FreeFlyer joint.
@@ -381,11 +411,6 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
     """
     if not isinstance(model, Model):
         raise ModelError(f"partition expects a loopdyn Model, got {type(model).__name__}")
-    if model.has_constraints:
-        raise UnsupportedFeatureError(
-            f"partition: model {model.name!r} has loops or couplings; partitioning joints inside clusters "
-            "is not supported yet"
-        )
     if free_flyer_rotation not in ("spherical", "euler"):
         raise ModelError(f"free_flyer_rotation must be 'spherical' or 'euler', got {free_flyer_rotation!r}")
     if not (np.isfinite(gimbal_tolerance) and 0.0 <= gimbal_tolerance < 1.0):
@@ -406,6 +431,15 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
                     "joints can be partitioned"
                 )
             selected.add(name)
+    if model.has_constraints:
+        ct = model.clusters()
+        for name in sorted(selected):
+            c = ct.clusters[ct.body_cluster[model.joint_id(name)]]
+            if len(c.bodies) > 1 or c.constraints:  # pragma: no cover - clusters hold 1-DoF joints only
+                raise UnsupportedFeatureError(
+                    f"partition: joint {name!r} is inside a cluster (a loop or a coupling); partitioning "
+                    "joints inside clusters is not supported yet"
+                )
     for name in selected:
         if np.any(names[name].armature_vector() != 0.0):
             raise UnsupportedFeatureError(
@@ -459,4 +493,8 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
         if (f.name, f.kind) in auto:
             continue
         out.add_frame(f.name, int(body_map[f.body]), (f.rotation, f.translation), kind=f.kind)
+    if model.has_constraints:  # loops and couplings refer to bodies and joints by name: unchanged
+        out.constraints = list(model.constraints)
+        out.declared_clusters = list(model.declared_clusters)
+        out.constraint_tolerance = model.constraint_tolerance  # (also invalidates the cached layout)
     return out, PartitionMap(model, out, parts, body_map, gimbal_tolerance)
