@@ -156,6 +156,10 @@ class PartitionMap:
     * ``to_partitioned_tau`` / ``from_partitioned_tau`` — ``τ_p = Tᵀ τ`` (same power ``τᵀv``);
     * ``velocity_map(q_p)`` — the dense ``T`` (nv × nv_p).
 
+    Within a chain the partitioned velocities are in the natural inboard-first order (``tx, ty, tz``
+    then ``rz, ry, rx`` or the spherical joint's angular velocity), which is the reverse of the
+    outboard-first block order of Jain's Eq. 2 (spec §1.4).
+
     Maps that invert ``T`` raise :class:`GimbalLockError` (naming the joint) at an Euler chain's
     gimbal singularity, ``|cos θ| < gimbal_tolerance``. ``body_map[i]`` is the partitioned model's
     index of original body i; ``massless_bodies`` lists the inserted bodies.
