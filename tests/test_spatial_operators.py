@@ -359,3 +359,23 @@ def test_free_flyer_root_and_model_change_invalidates_cache():
         loopdyn.body_compliances(m, data, np.r_[q, 0.0])
     Y2 = loopdyn.body_compliances(m, m.create_data(), np.r_[q, 0.0])
     assert Y2.shape == (3, 6, 6) and _rel(Y2[1], Y1[1]) > 1e-6
+
+
+@pytest.mark.parametrize("index", trees.drawn_order_indices()[:3])
+def test_trees_not_in_depth_first_order(index):
+    """Subtrees need not be contiguous: compliances (all blocks) and the factor against loopdyn's frame
+    Jacobians and CRBA."""
+    lm, _ = trees.tree_case(index, with_pinocchio=False, depth_first_order=False)
+    data = lm.create_data()
+    q = trees.random_configuration(np.random.default_rng(index), lm)
+    M = loopdyn.crba(lm, data, q)
+    Om = loopdyn.body_compliances(lm, data, q, off_diagonal=True)
+    J = [np.zeros((6, lm.nv))] + [loopdyn.frame_jacobian(lm, data, q, lm.frame_id(n, "body"))
+                                  for n in lm.body_names[1:]]
+    Minv = np.linalg.inv(M)
+    for i in range(1, lm.njoints):
+        for j in range(1, lm.njoints):
+            ref = J[i] @ Minv @ J[j].T
+            assert_close(Om[i, j], ref, rtol=1e-9, atol=1e-10 * max(1.0, np.abs(ref).max()))
+    F = loopdyn.mass_matrix_factor(lm, data, q)
+    assert _rel(F.matrix(), M) < 1e-9 and _rel(F.inverse(), Minv) < 1e-9
