@@ -379,3 +379,14 @@ def test_trees_not_in_depth_first_order(index):
             assert_close(Om[i, j], ref, rtol=1e-9, atol=1e-10 * max(1.0, np.abs(ref).max()))
     F = loopdyn.mass_matrix_factor(lm, data, q)
     assert _rel(F.matrix(), M) < 1e-9 and _rel(F.inverse(), Minv) < 1e-9
+
+
+def test_cluster_factor_names_the_joints_of_a_singular_cluster():
+    m = loopdyn.Model("geared")
+    m.add_body("arm", 0, Revolute((0, 0, 1)), None, Inertia(1.0, (0.3, 0.0, 0.0), np.eye(3) * 0.01))
+    m.add_body("link", "arm", Revolute((0, 0, 1)), (np.eye(3), np.array([0.5, 0, 0])), Inertia.zero())
+    m.add_body("rotor", "arm", Revolute((0, 0, 1)), None, Inertia.zero())
+    m.add_coupling("gear", "link", "rotor", 3.0)
+    data = m.create_data()
+    with pytest.raises(SingularInertiaError, match="'link'"):
+        loopdyn.mass_matrix_factor(m, data, loopdyn.neutral(m))
