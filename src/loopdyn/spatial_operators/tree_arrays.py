@@ -58,7 +58,8 @@ class TreeArrays:
     * ``armature`` (nv,).
     """
 
-    __slots__ = ("ib", "geo", "mats", "armature", "nq", "nv", "nb", "token", "work", "__weakref__")
+    __slots__ = ("ib", "geo", "mats", "armature", "nq", "nv", "nb", "token", "compiled", "work",
+                 "__weakref__")
 
     def __init__(self, model, token):
         nb = model.nbodies
@@ -66,6 +67,7 @@ class TreeArrays:
         self.nq = model.nq
         self.nv = model.nv
         self.token = token
+        self.compiled = None
         self.ib = np.zeros((nb + 1, 5), np.int64)
         self.ib[0, IQ] = self.nq
         self.ib[0, IV] = self.nv
@@ -108,19 +110,27 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def tree_arrays(model, data, what: str) -> TreeArrays:
-    """The cached arrays of ``model`` after checking that ``data`` belongs to it and that it is a tree."""
+    """The cached arrays of ``model`` after checking that ``data`` belongs to it and that it is a tree.
+
+    Fast path: the model's compiled form is the one the arrays were built with (it is rebuilt after
+    any change to the model) and ``data`` carries the identity token already validated for it."""
     if model.has_constraints:
         raise UnsupportedFeatureError(
             f"{what}: model {model.name!r} has loops or couplings; the spatial-operator functions handle "
             "kinematic trees only so far (the cluster-tree version, spec §2.7, is not implemented). Use "
             "loopdyn.spanning_tree(model) for the spanning tree's quantities"
         )
+    arr = _CACHE.get(model)
+    compiled = model.compiled()
+    if arr is not None and arr.compiled is compiled and getattr(data, "source_key", None) is arr.token:
+        return arr
     check_data(model, data)
     token = data.source_key  # check_data guarantees this is the model's current identity token
-    arr = _CACHE.get(model)
-    if arr is None or arr.token is not token:
+    if arr is None or arr.compiled is not compiled:
         arr = TreeArrays(model, token)
+        arr.compiled = compiled
         _CACHE[model] = arr
+    arr.token = token
     return arr
 
 
