@@ -333,3 +333,64 @@ def test_negative_control_force_on_the_intermediate_body():
     f = np.zeros((lp.njoints, 6))
     f[mp.massless_bodies[0]] = rng.normal(size=6)
     _differs(loopdyn.aba(lp, dp, qp, vp, taup, f), a_ref, "θ̈ with b(k′) ≠ 0")
+
+
+def _crm(V):
+    """Featherstone's motion cross-product matrix V×ₘ ([angular; linear])."""
+    w, v = V[:3], V[3:]
+    out = np.zeros((6, 6))
+    out[:3, :3] = out[3:, 3:] = _skew(w)
+    out[3:, :3] = _skew(v)
+    return out
+
+
+# (tree, free-flyer rotation, joint, whether the massless sub-hinges contribute: a chain of prismatic
+# sub-hinges at the root has V × S β = 0 on every massless body)
+CORIOLIS = [(3, "spherical", 0, True), (4, "euler", 0, True), (4, "spherical", 0, False),
+            (19, "euler", 0, True)]
+
+
+@pytest.mark.parametrize("index,rot,which,control", CORIOLIS)
+def test_coriolis_consistency_eq_5c(index, rot, which, control):
+    """Eq. 5c (spec §5.1 item 2): the Coriolis term of the unpartitioned compound hinge,
+    c_u(k) = V(k) ×ₘ (H_u* β_u) + Ḣ_u* β_u with Ḣ_u* by finite differences, equals the sum of the
+    sub-hinges' own terms carried to k, Σⱼ φ*(j,k) a(j) with a(j) = V(j) ×ₘ (H*(j) β(j))."""
+    lm, _ = trees.tree_case(index, with_pinocchio=False)
+    lp, mp = loopdyn.partition(lm, free_flyer_rotation=rot)
+    pj = mp.joints[which]
+    rng = np.random.default_rng(7)
+    qp = mp.to_partitioned_q(trees.random_configuration(rng, lm))
+    vp = rng.normal(size=lp.nv)
+    dp = lp.create_data()
+    loopdyn.forward_kinematics(lp, dp, qp, vp)
+    V = dp.v[:, PIN]  # Pinocchio [linear; angular] → [angular; linear]
+    chain = list(pj.bodies)
+    k = chain[-1]
+
+    def merged(qx):
+        t = Dense(lp, lp.create_data(), qx)
+        for _ in range(len(chain) - 1):
+            t.merge(k)
+        return t
+
+    base = Dense(lp, lp.create_data(), qp)
+    un = merged(qp)
+    beta = vp[un.labels[k]]
+    h = 1e-6
+    S_plus = merged(loopdyn.integrate(lp, qp, h * vp)).S[k]
+    dS = (S_plus - merged(loopdyn.integrate(lp, qp, -h * vp)).S[k]) / (2 * h)
+    c_u = _crm(V[k]) @ un.S[k] @ beta + dS @ beta
+    total, own = np.zeros(6), None
+    for j in chain:
+        bj = lp.bodies[j - 1]
+        a_j = _crm(V[j]) @ base.S[j] @ vp[bj.idx_v : bj.idx_v + bj.joint.nv]
+        Xjk = np.eye(6)  # motion transform from body j to body k along the chain
+        m = k
+        while m != j:
+            Xjk = Xjk @ base.X[m]
+            m = base.parent[m]
+        total += Xjk @ a_j
+        own = a_j if j == k else own
+    assert_close(c_u, total, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(total).max()), what="Eq. 5c")
+    if control:
+        _differs(c_u, own, "c_u vs the outboard sub-hinge's own term alone")
