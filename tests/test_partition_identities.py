@@ -394,3 +394,74 @@ def test_coriolis_consistency_eq_5c(index, rot, which, control):
     assert_close(c_u, total, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(total).max()), what="Eq. 5c")
     if control:
         _differs(c_u, own, "c_u vs the outboard sub-hinge's own term alone")
+
+
+@pytest.mark.parametrize("index,rot", [(4, "euler"), (9, "spherical"), (18, "spherical")])
+def test_operator_forms_on_the_partitioned_model(index, rot):
+    """Spec §5.1 item 9 on a model with massless bodies, with dense system-level operators (E_φ, φ, H,
+    K = E_φ G, ψ = (I − E_φ τ̄)⁻¹): V = φ* H* β, 𝓜 = HφMφ*H*, 𝒞 = Hφ(Mφ*a + b), the innovations
+    factorisation and its inverse, and the operator form of forward dynamics
+    θ̈ = [I − HψK]* D⁻¹ [𝒯 − Hψ(K𝒯 + P a + b)] − K*ψ* a — against loopdyn's FK, CRBA, RNEA, ABA and
+    mass_matrix_factor on the partitioned model."""
+    lm, _ = trees.tree_case(index, with_pinocchio=False)
+    lp, mp = loopdyn.partition(lm, free_flyer_rotation=rot)
+    rng = np.random.default_rng(11)
+    while True:
+        q = trees.random_configuration(rng, lm)
+        qp = mp.to_partitioned_q(q)
+        thetas = [qp[j.iq_p + (4 if j.kind == "free-flyer" else 1)] for j in mp.joints if j.euler]
+        if all(abs(np.cos(t)) > 0.3 for t in thetas):
+            break
+    vp, tau = rng.normal(size=lp.nv), rng.normal(size=lp.nv)
+    dp = lp.create_data()
+    t = Dense(lp, dp, qp)
+    sw = t.sweep()
+    keys = sorted(t.parent)
+    blk = {k: slice(6 * i, 6 * i + 6) for i, k in enumerate(keys)}
+    n6, nv = 6 * len(keys), lp.nv
+    shapes = ((n6, n6), (nv, n6), (n6, n6), (n6, n6), (n6, nv), (n6, n6))
+    E, H, Mb, Pb, Gb, TBb = (np.zeros(s) for s in shapes)
+    Db = np.zeros((nv, nv))
+    for k in keys:
+        lab = t.labels[k]
+        if t.parent[k] > 0:
+            E[blk[t.parent[k]], blk[k]] = t.X[k].T  # φ(℘(k), k)
+        H[lab, blk[k]] = t.S[k].T
+        Mb[blk[k], blk[k]] = t.M[k]
+        Pb[blk[k], blk[k]] = sw["P"][k]
+        Gb[blk[k], lab] = sw["G"][k]
+        TBb[blk[k], blk[k]] = sw["tb"][k]
+        Db[np.ix_(lab, lab)] = sw["D"][k]
+    I6n, Inv = np.eye(n6), np.eye(nv)
+    phi = np.linalg.inv(I6n - E)
+    psi = np.linalg.inv(I6n - E @ TBb)
+    K = E @ Gb
+    V = phi.T @ H.T @ vp
+    loopdyn.forward_kinematics(lp, dp, qp, vp)
+    for k in keys:
+        _close(V[blk[k]], dp.v[k][PIN], f"V({k}) = φ* H* β")
+    # Coriolis a(k) (with the base acceleration −g seeded into the root's children) and gyroscopic b(k)
+    a, b = np.zeros(n6), np.zeros(n6)
+    g0 = np.r_[0.0, 0.0, 0.0, -lp.gravity]
+    for k in keys:
+        Vk = V[blk[k]]
+        lab = t.labels[k]
+        a[blk[k]] = _crm(Vk) @ t.S[k] @ vp[lab]
+        if t.parent[k] == 0:
+            a[blk[k]] += t.X[k] @ g0
+        b[blk[k]] = -_crm(Vk).T @ t.M[k] @ Vk
+    Mass = H @ phi @ Mb @ phi.T @ H.T
+    _close(Mass, loopdyn.crba(lp, dp, qp), "𝓜 = HφMφ*H*")
+    _close(H @ phi @ (Mb @ phi.T @ a + b), loopdyn.nonlinear_effects(lp, dp, qp, vp), "𝒞 = Hφ(Mφ*a + b)")
+    L = Inv + H @ phi @ K
+    _close(L @ Db @ L.T, Mass, "innovations factorisation")
+    _close(np.linalg.inv(L), Inv - H @ psi @ K, "[I + HφK]⁻¹ = I − HψK")
+    Linv = Inv - H @ psi @ K
+    _close(Linv.T @ np.linalg.inv(Db) @ Linv, np.linalg.inv(Mass), "𝓜⁻¹ factorisation")
+    F = loopdyn.mass_matrix_factor(lp, dp, qp)
+    _close(F.factor_matrix(), L, "mass_matrix_factor: I + HφK")
+    _close(F.factor_inverse_matrix(), Linv, "mass_matrix_factor: I − HψK")
+    _close(F.D_matrix(), Db, "mass_matrix_factor: D")
+    rhs = tau - H @ psi @ (K @ tau + Pb @ a + b)
+    acc = Linv.T @ np.linalg.solve(Db, rhs) - K.T @ psi.T @ a
+    _close(acc, loopdyn.aba(lp, dp, qp, vp, tau), "operator forward dynamics = ABA")
