@@ -487,9 +487,10 @@ class ClusterMassMatrixFactor(MassMatrixFactor):
     The factors are computed from the cluster mass matrix (``loopdyn.crba``) by block elimination
     along the cluster tree from the tips (branch-induced sparsity: no fill-in outside ancestor
     blocks); a unit block-triangular factorisation with this sparsity is unique, so these are Jain's
-    factors. Cost: O(Σ_c depth(c) n_c²) to factor after the O(n d) CRBA, and O(Σ_c depth(c) n_c n_a)
-    per application (d = cluster-tree depth) — not the O(n) spatial sweep of the tree version, which
-    on the cluster tree would need the cluster kernels' articulated quantities.
+    factors. Cost: the cluster CRBA, then O(Σ_c depth(c)²) block products to factor and
+    O(Σ_c depth(c)) block products per application (depth(c) = number of ancestor clusters) — not
+    the O(n) spatial sweeps of the tree version, which on the cluster tree would need the cluster
+    kernels' articulated quantities. Memory: three dense nv × nv arrays.
     """
 
     __slots__ = ("_cpar", "_civ", "_cnv", "_L", "_Dchol", "_Dinv")
