@@ -171,6 +171,22 @@ def test_massless_model_gives_the_same_physics(name):
             assert_close(Vp[ip], Vu[iu], rtol=1e-9, atol=1e-10, what="body velocity")
             assert_close(Ap[ip], Au[iu], rtol=1e-9, atol=1e-9, what="body acceleration")
             assert_close(du.oMi[iu], dp.oMi[ip], rtol=1e-9, atol=1e-12, what="placement")
+        for ref in ("local", "world", "local_world_aligned"):
+            assert_close(loopdyn.frame_velocity(P, dp, frame, ref), loopdyn.frame_velocity(U, du, frame, ref),
+                         rtol=1e-9, atol=1e-10, what=f"frame velocity {ref}")
+            assert_close(loopdyn.frame_classical_acceleration(P, dp, frame, ref),
+                         loopdyn.frame_classical_acceleration(U, du, frame, ref), rtol=1e-9, atol=1e-9,
+                         what=f"frame classical acceleration {ref}")
+        # frame Jacobian time variation: J_p a_p + J̇_p v_p = J a + J̇ v (the same frame acceleration)
+        acc_u = loopdyn.frame_jacobian(U, du, q, frame) @ a + loopdyn.frame_jacobian_time_variation(
+            U, du, q, v, frame) @ v
+        acc_p = loopdyn.frame_jacobian(P, dp, qp, frame) @ ap + loopdyn.frame_jacobian_time_variation(
+            P, dp, qp, vp, frame) @ vp
+        assert_close(acc_p, acc_u, rtol=1e-9, atol=1e-9, what="J a + J̇ v")
+        # gravity: τ_g,p = Tᵀ τ_g (no velocity terms)
+        g = loopdyn.gravity(U, du, q)
+        assert_close(loopdyn.gravity(P, dp, qp), T.T @ g, rtol=1e-9, atol=1e-10 * np.abs(g).max(),
+                     what="g(q)")
         # RNEA: the forces that produce those accelerations do the same power
         assert_close(loopdyn.rnea(P, dp, qp, vp, ap), taup, rtol=1e-9, atol=1e-9, what="rnea")
         # frame Jacobians: J_p = J T
