@@ -54,7 +54,7 @@ def models(quick: bool):
         path, floating = example_robot_urdf(name)
         if quick and name not in ("solo12", "talos_reduced"):
             continue
-        out.append((name, loopdyn.load_urdf(path, floating_base=floating)))
+        out.append((name, loopdyn.load_urdf(path, floating_base=floating, mimic="independent")))
     for n in (4, 12) if quick else (4, 12, 30):
         out.append((f"sph-chain-{n}", spherical_chain(n)))
     return out
