@@ -102,8 +102,8 @@ class TreeArrays:
 
 
 def new_work(nb: int) -> np.ndarray:
-    """A zeroed workspace for the sweeps."""
-    return np.zeros((nb + 1, W_SLOTS, 6, 6))
+    """A workspace for the sweeps (uninitialised: the kernels write every entry they read)."""
+    return np.empty((nb + 1, W_SLOTS, 6, 6))
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
