@@ -200,7 +200,7 @@ def check_q(ib, q):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_motion(jt, geo, q, o, R, p):
     """The joint's own motion (R, p) of the child in the joint frame (Pinocchio's convention)."""
     p[:] = 0.0
@@ -243,7 +243,7 @@ def joint_motion(jt, geo, q, o, R, p):
     R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def motion_transform(R, p, X):
     """X = ᶜX_ₚ, the motion transform from the parent frame to a child placed at (R, p) in it,
     Featherstone ordering: [[Rᵀ, 0], [−Rᵀ p×, Rᵀ]]."""
@@ -259,24 +259,26 @@ def motion_transform(R, p, X):
         X[3 + a, 2] = -(R[0, a] * p[1] + R[1, a] * (-p[0]))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rot_congruence(R, A, ra, ca, out, transpose, t):
     """out = R A Rᵀ (or Rᵀ A R when ``transpose``) for the 3×3 block of A at (ra, ca); t: 3×3 scratch."""
-    for a in range(3):
-        for b in range(3):
-            s = 0.0
-            for k in range(3):
-                s += (R[k, a] if transpose else R[a, k]) * A[ra + k, ca + b]
-            t[a, b] = s
-    for a in range(3):
-        for b in range(3):
-            s = 0.0
-            for k in range(3):
-                s += t[a, k] * (R[k, b] if transpose else R[b, k])
-            out[a, b] = s
+    if transpose:
+        for a in range(3):
+            for b in range(3):
+                t[a, b] = R[0, a] * A[ra, ca + b] + R[1, a] * A[ra + 1, ca + b] + R[2, a] * A[ra + 2, ca + b]
+        for a in range(3):
+            for b in range(3):
+                out[a, b] = t[a, 0] * R[0, b] + t[a, 1] * R[1, b] + t[a, 2] * R[2, b]
+    else:
+        for a in range(3):
+            for b in range(3):
+                t[a, b] = R[a, 0] * A[ra, ca + b] + R[a, 1] * A[ra + 1, ca + b] + R[a, 2] * A[ra + 2, ca + b]
+        for a in range(3):
+            for b in range(3):
+                out[a, b] = t[a, 0] * R[b, 0] + t[a, 1] * R[b, 1] + t[a, 2] * R[b, 2]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def force_congruence_add(R, p, A, out, sc):
     """out += Xᵀ A X for a symmetric 6×6 A, X = ᶜX_ₚ of the placement (R, p) (an articulated inertia
     carried to the parent). With X = blockdiag(Rᵀ) [[1, 0], [−p×, 1]] and aᵢⱼ = R Aᵢⱼ Rᵀ:
@@ -289,29 +291,26 @@ def force_congruence_add(R, p, A, out, sc):
         K[0, b] = a12[0, b] + p[1] * a22[2, b] - p[2] * a22[1, b]
         K[1, b] = a12[1, b] + p[2] * a22[0, b] - p[0] * a22[2, b]
         K[2, b] = a12[2, b] + p[0] * a22[1, b] - p[1] * a22[0, b]
-    for a in range(3):
-        for b in range(3):
-            # (p× a12ᵀ)[a, b] = (p × a12[b, :])[a]
-            if a == 0:
-                pt = p[1] * a12[b, 2] - p[2] * a12[b, 1]
-            elif a == 1:
-                pt = p[2] * a12[b, 0] - p[0] * a12[b, 2]
-            else:
-                pt = p[0] * a12[b, 1] - p[1] * a12[b, 0]
-            # (K p×)[a, b]
+    for b in range(3):
+        # column b of p× a12ᵀ is p × a12[b, :]; row a of K p× is K[a, :] × p reversed: (K p×)[a] = p-cross
+        pt0 = p[1] * a12[b, 2] - p[2] * a12[b, 1]
+        pt1 = p[2] * a12[b, 0] - p[0] * a12[b, 2]
+        pt2 = p[0] * a12[b, 1] - p[1] * a12[b, 0]
+        for a in range(3):
             if b == 0:
                 kp = K[a, 1] * p[2] - K[a, 2] * p[1]
             elif b == 1:
-                kp = -K[a, 0] * p[2] + K[a, 2] * p[0]
+                kp = K[a, 2] * p[0] - K[a, 0] * p[2]
             else:
                 kp = K[a, 0] * p[1] - K[a, 1] * p[0]
+            pt = pt0 if a == 0 else (pt1 if a == 1 else pt2)
             out[a, b] += a11[a, b] + pt - kp
             out[a, 3 + b] += K[a, b]
             out[3 + b, a] += K[a, b]
             out[3 + a, 3 + b] += a22[a, b]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def motion_congruence(R, p, Y, out, sc):
     """out = X Y Xᵀ for a symmetric 6×6 Y, X = ᶜX_ₚ of the placement (R, p) (a compliance carried to
     the child). With Y = [[A, B], [Bᵀ, C]], T = [[1, 0], [−p×, 1]]:
