@@ -409,6 +409,12 @@ class MassMatrixFactor:
         return apply_kernel(op, self._ib, self._mats, self._W, B, out)
 
     def _apply(self, op: int, b, name: str) -> np.ndarray:
+        if type(b) is np.ndarray and b.dtype == np.float64 and b.shape == (self.nv,) and b.flags.c_contiguous:
+            out = np.empty((self.nv, 1))
+            st = self._kernel(op, b.reshape(self.nv, 1), out)
+            if st:
+                raise NonFiniteError(f"{name} contains NaN or inf (first at index {st - 1})")
+            return out[:, 0]
         try:
             if np.iscomplexobj(b):
                 raise TypeError("complex values")

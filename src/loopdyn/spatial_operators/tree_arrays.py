@@ -136,6 +136,8 @@ def tree_arrays(model, data, what: str) -> TreeArrays:
 
 def as_configuration(q, nq: int) -> np.ndarray:
     """``q`` as a contiguous float64 vector of size ``nq`` (ShapeError / NonFiniteError otherwise)."""
+    if type(q) is np.ndarray and q.dtype == np.float64 and q.shape == (nq,) and q.flags.c_contiguous:
+        return q  # the common case, without copies
     try:
         if np.iscomplexobj(q):
             raise TypeError("complex values")
