@@ -170,6 +170,19 @@ def test_bad_input():
         loopdyn.partition(m, ["nope"])
     with pytest.raises(ModelError):
         loopdyn.partition(m, free_flyer_rotation="quaternion")
+    with pytest.raises(ModelError):
+        loopdyn.partition(m, 3)
+    with pytest.raises(ModelError):
+        loopdyn.partition(m, [3])
+    with pytest.raises(ModelError):
+        loopdyn.partition(m, gimbal_tolerance=2.0)
+    with pytest.raises(ModelError):
+        loopdyn.partition("not a model")
+    clash = loopdyn.Model("clash")
+    clash.add_body("b", 0, Spherical(), None, Inertia(1.0, (0.1, 0, 0), np.eye(3) * 0.1), joint_name="j")
+    clash.add_frame("b__massless1", "b")
+    with pytest.raises(ModelError, match="b__massless1"):
+        loopdyn.partition(clash)
     lp, mp = loopdyn.partition(m, "ball")
     assert [b.joint_name for b in lp.bodies] == ["a", "ball__rz", "ball__ry", "ball__rx"]
     assert lp.frame_id("ball", "joint") >= 0

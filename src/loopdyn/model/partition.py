@@ -425,9 +425,13 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
     else:
         if isinstance(joints, str):
             joints = [joints]
+        try:
+            joints = list(joints)
+        except TypeError:
+            raise ModelError(f"partition: joints must be joint names, got {joints!r}") from None
         selected = set()
         for name in joints:
-            if name not in names:
+            if not isinstance(name, str) or name not in names:
                 raise ModelError(f"partition: no joint named {name!r} in model {model.name!r}")
             if names[name].joint.code not in (SPHERICAL, FREEFLYER):
                 raise ModelError(
