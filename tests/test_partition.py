@@ -15,7 +15,7 @@ import trees
 from trees import assert_close
 
 import loopdyn
-from loopdyn.errors import GimbalLockError, ModelError, ShapeError, UnsupportedFeatureError
+from loopdyn.errors import GimbalLockError, ModelError, NonFiniteError, ShapeError, UnsupportedFeatureError
 from loopdyn.model import FreeFlyer, Revolute, Spherical
 from loopdyn.spatial import Inertia
 
@@ -188,6 +188,10 @@ def test_bad_input():
     assert lp.frame_id("ball", "joint") >= 0
     with pytest.raises(ShapeError):
         mp.to_partitioned_q(np.zeros(3))
+    with pytest.raises(NonFiniteError):
+        mp.to_partitioned_v(loopdyn.neutral(m), [0.0, np.nan, 0.0, 0.0])
+    with pytest.raises(ShapeError):
+        mp.from_partitioned_tau(np.zeros(4), "abc")
     m2 = loopdyn.Model("arm")
     m2.add_body("base", 0, FreeFlyer(), None, Inertia(1.0), armature=0.1)
     with pytest.raises(UnsupportedFeatureError, match="armature"):

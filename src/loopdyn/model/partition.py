@@ -41,7 +41,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import ConfigurationError, GimbalLockError, ModelError, ShapeError, UnsupportedFeatureError
+from ..errors import (
+    ConfigurationError,
+    GimbalLockError,
+    ModelError,
+    NonFiniteError,
+    ShapeError,
+    UnsupportedFeatureError,
+)
 from ..spatial.inertia import Inertia
 from .joints import FREEFLYER, SPHERICAL, Prismatic, Revolute, Spherical
 from .model import BODY_FRAME, JOINT_FRAME, Model
@@ -213,6 +220,8 @@ class PartitionMap:
             raise ShapeError(f"{name} must be an array of {n} real numbers: {exc}") from None
         if a.shape != (n,):
             raise ShapeError(f"{name} must be a 1-D array of size {n}, got shape {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise NonFiniteError(f"{name} contains NaN or inf")
         return a
 
     def _copy(self, src, dst, table, to_p: bool) -> None:
