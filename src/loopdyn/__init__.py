@@ -35,6 +35,7 @@ from .model.configuration import (
     random_configuration,
 )
 from .model.data import Data
+from .model.partition import PartitionMap, partition
 from .model.state import (
     ProjectionError,
     constraint_residual,
@@ -43,6 +44,7 @@ from .model.state import (
     to_spanning,
 )
 from .spatial import Inertia
+from .spatial_operators import MassMatrixFactor, body_compliances, mass_matrix_factor
 
 __version__ = "0.1.0"
 
@@ -76,6 +78,11 @@ __all__ = [
     "RevoluteUnbounded",
     "Spherical",
     "aba",
+    "body_compliances",
+    "mass_matrix_factor",
+    "partition",
+    "PartitionMap",
+    "MassMatrixFactor",
     "crba",
     "errors",
     "forward_kinematics",

@@ -86,3 +86,14 @@ class MJCFFileNotFoundError(MJCFError, FileNotFoundError):
 
 class MissingDependencyError(LoopdynError, ImportError):
     """An optional package a function needs is not installed (e.g. ``mujoco`` for MJCF)."""
+
+
+class SingularInertiaError(InputError):
+    """The articulated inertia seen by a joint is singular along the joint's motion (``D = Sᵀ P S`` is
+    not positive definite): the subtree it moves is massless (e.g. a massless leaf body) or cannot
+    resist that motion, so the mass matrix is singular. The message names the joint."""
+
+
+class GimbalLockError(ConfigurationError):
+    """A chain of Euler-angle sub-hinges (from :func:`loopdyn.partition`) is at or too near its gimbal
+    singularity ``cos θ = 0``, where angular velocities have no Euler-rate representation."""
