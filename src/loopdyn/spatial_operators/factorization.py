@@ -29,6 +29,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..dynamics import crba
 from ..errors import NonFiniteError, ShapeError, UnsupportedFeatureError
 from .tree_arrays import (
     IV,
@@ -517,8 +518,6 @@ class ClusterMassMatrixFactor(MassMatrixFactor):
 
 
 def _cluster_factor(model, data, q) -> ClusterMassMatrixFactor:
-    from ..algorithms.crba import crba
-
     ct = model.clusters()
     cl = ct.clusters
     cpar = np.array([c.parent for c in cl], dtype=np.int64)
