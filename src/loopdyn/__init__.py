@@ -23,7 +23,7 @@ from .algorithms.kinematics import (
     frame_velocity,
     update_frame_placements,
 )
-from .io import load_urdf
+from .io import load_sdf, load_urdf
 from .model import Fixed, FreeFlyer, Model, Prismatic, Revolute, RevoluteUnbounded, Spherical
 from .model.configuration import (
     difference,
@@ -84,6 +84,7 @@ __all__ = [
     "frame_jacobian_time_variation",
     "frame_placement",
     "gravity",
+    "load_sdf",
     "load_urdf",
     "minverse",
     "nonlinear_effects",

@@ -57,3 +57,15 @@ class DataMismatchError(InputError):
 class RedundantConstraintsError(InputError):
     """The constraint rows are linearly dependent (the Delassus matrix is singular), so the forces
     are not unique: use the damped form (``mu > 0``) or remove the redundant rows."""
+
+
+class SDFError(ModelError):
+    """An SDF document is malformed. ``line`` is the source line of the offending element, if known."""
+
+    def __init__(self, message: str, line: int | None = None, source: str | None = None):
+        where = source or ""
+        if line is not None:
+            where += f"{':' if where else 'line '}{line}"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.line = line
+        self.source = source
