@@ -30,7 +30,7 @@ Conventions (SDFormat 1.4 to 1.9, one ``<model>`` per file):
   a :class:`~loopdyn.model.joints.FreeFlyer` named ``root_joint_name`` on the canonical link (the
   first ``<link>``, or the model's ``canonical_link`` attribute), at identity in the world when its
   configuration is neutral. ``floating_base=False`` welds the canonical link to the world at its
-  pose (the ``<model><pose>`` composed with the link pose).
+  pose (the ``<model><pose>`` composed with the link pose), through a fixed joint ``<link>_weld``.
 
 **Bodies and frames.** Every link moved by a joint becomes a body named after the link whose frame is
 the *joint frame* (as in Pinocchio, where body frame = joint frame). The link's own frame is the
@@ -364,6 +364,8 @@ class _Reader:
                 raise self.error(f"{what}: no (or an empty) <{tag}>", el or element)
             ends.append(el.text)
         child = ends[1]
+        if ends[0] == child:
+            raise self.error(f"{what}: parent and child are the same link {child!r}", element)
         pose = self.pose(element, what, (child,))
         raw_axes = (None, None)
         if jtype in ("revolute", "continuous", "prismatic", "gearbox"):
@@ -722,7 +724,8 @@ class _Builder:
                     f"{exc} (a ball joint inside a loop can be cut instead: pass it in cut_joints)", line
                 ) from None
             except ModelError as exc:
-                raise self.fail(str(exc), None) from None
+                line = next((j.line for j in joints.values() if f"'{j.name}'" in str(exc)), None)
+                raise self.fail(str(exc), line) from None
         return m
 
     # ------------------------------------------------------------------------------------------
