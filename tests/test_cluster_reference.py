@@ -85,3 +85,13 @@ def test_other_choices_are_unchanged_and_an_impossible_one_is_refused():
     # two independent joints for a one-degree-of-freedom loop: refused, as before
     with pytest.raises(ModelError, match="independent"):
         four_bar(("crank", "rocker")).clusters()
+
+
+def test_the_toggle_is_reported_where_it_occurs():
+    """At run time, the singular configuration itself (zero) is refused with an error naming the cluster
+    and the dependent joints, while the configuration the cluster was built around works."""
+    m = four_bar()
+    data = m.create_data()
+    with pytest.raises(loopdyn.errors.ConfigurationError, match=r"singular.*\['crank', 'coupler'\]"):
+        loopdyn.aba(m, data, np.zeros(m.nq), np.ones(m.nv), np.zeros(m.nv))
+    assert np.all(np.isfinite(loopdyn.aba(m, data, loopdyn.neutral(m), np.ones(m.nv), np.zeros(m.nv))))
