@@ -606,6 +606,7 @@ class _Builder:
             X_P_J = joint.pose
             X_L_J = _compose(_inverse(X_P_L0), X_P_J)
             axis = None if joint.axis is None else -joint.axis
+        axis = None if axis is None else tuple(float(x) for x in axis)
         X_pb_J = _compose(X_pb_P, _compose(X_P_L0, X_L_J))
         what = f"joint {joint.name!r}"
         try:
