@@ -160,6 +160,8 @@ def check_joint_definitions(model, spec: SdfSpec, seed: int, n: int = 5) -> int:
             else:
                 theta = q[_coordinates(tree, name)]
                 theta = theta if j["type"] == "ball" else float(theta[0])
+                if j["type"] == "ball" and tree.bodies[tree.joint_id(name) - 1].name == j["parent"]:
+                    theta = theta * [-1, -1, -1, 1]  # reversed: the coordinate is the inverse rotation
             XP = place[j["parent"]] if j["parent"] != "world" else np.eye(4)
             actual = np.linalg.inv(XP) @ place[j["child"]]
             rel_close(actual, spec.expected_relative(name, theta), f"joint {name!r}", 1e-11)
@@ -630,3 +632,21 @@ def test_physical_inertia_option():
     loopdyn.load_sdf(doc)
     with pytest.raises(SDFError, match="link 'base'.*triangle inequality"):
         loopdyn.load_sdf(doc, inertia="physical")
+
+
+@pytest.mark.parametrize("canonical", ["base", "b"])
+def test_ball_joints_in_the_tree_follow_the_sdf_definition(canonical):
+    """A ball joint with a joint pose, traversed forwards (root "base") and backwards (root "b")."""
+    body = (
+        _LINKS.replace("<pose>0.2 0 0 0 0 0</pose>", "<pose>0.2 0.1 -0.3 0.4 -0.2 1.1</pose>")
+        + _rev("ja", "base", "a", axis="0.3 -0.5 0.8")
+        + '<joint name="jb" type="ball"><parent>a</parent><child>b</child>'
+        "<pose>0.05 -0.02 0.1 0.3 0.2 0.1</pose></joint>"
+    )
+    doc = _doc(body).replace('<model name="m">', f'<model name="m" canonical_link="{canonical}">')
+    m = loopdyn.load_sdf(doc, floating_base=True)
+    assert m.bodies[0].name == canonical
+    assert [b.joint.kind for b in m.bodies[1:]] == (
+        ["revolute", "spherical"] if canonical == "base" else ["spherical", "revolute"]
+    )
+    assert check_joint_definitions(m, SdfSpec(doc), seed=7) == 2
