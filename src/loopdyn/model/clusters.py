@@ -394,7 +394,7 @@ def _setup_constrained(model, c: Cluster) -> None:
     # (a crank and a rod collinear at zero): build around the nearest configuration where it is regular
     flags = [model.bodies[b - 1].independent for b in c.bodies]
     dep = [k for k, f in enumerate(flags) if not f]
-    if not all(flags) and len(dep) == rank and _kd_conditioning(best, dep) <= 1e-3:
+    if not all(flags) and len(dep) == rank and _kd_singular(best, dep):
         regular = [cd for cd in good if _kd_conditioning(cd, dep) > 1e-3]
         if regular:
             best = min(regular, key=lambda cd: float(np.linalg.norm(cd[2])))
@@ -410,6 +410,13 @@ def _kd_conditioning(candidate, dep: list[int]) -> float:
     _, _, _, K, rows = candidate
     s = np.linalg.svd(K[rows][:, dep], compute_uv=False)
     return float(s[-1] / max(s[0], 1e-300)) if s.size else 1.0
+
+
+def _kd_singular(candidate, dep: list[int]) -> bool:
+    """K_d singular at a candidate configuration (the test :func:`_choose_partition` refuses on)."""
+    _, _, _, K, rows = candidate
+    s = np.linalg.svd(K[rows][:, dep], compute_uv=False)
+    return bool(s.size and s[-1] < RANK_TOL * max(1.0, s[0]))
 
 
 def _independent_rows(K: np.ndarray) -> list[int]:
