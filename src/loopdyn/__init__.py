@@ -14,7 +14,7 @@ from .constraint_rows import Constraint, constraint_jacobian
 from .contact import constrained_forward_dynamics
 from .delassus_methods import damped_delassus_inverse, delassus
 from .dynamics import aba, crba, gravity, minverse, nonlinear_effects, rnea
-from .io import from_mujoco, load_mjcf, load_urdf, to_mujoco
+from .io import from_mujoco, load_mjcf, load_sdf, load_urdf, to_mujoco
 from .kinematics import (
     forward_kinematics,
     frame_acceleration,
@@ -94,6 +94,7 @@ __all__ = [
     "frame_placement",
     "gravity",
     "higher_order",
+    "load_sdf",
     "load_urdf",
     "load_mjcf",
     "from_mujoco",

@@ -78,6 +78,8 @@ def _info(args) -> int:
         try:
             if io.mjcf.is_mjcf(path):  # an MJCF (MuJoCo) file: .mjcf, or .xml with a <mujoco> root
                 model = io.load_mjcf(path, floating_base=True if floating else None)
+            elif str(path).lower().endswith(".sdf"):
+                model = io.load_sdf(path, floating_base=True if floating else None)
             else:
                 model = io.load_urdf(path, floating_base=floating)
         except (OSError, ValueError, NotImplementedError, ImportError) as exc:

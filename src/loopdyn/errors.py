@@ -97,3 +97,15 @@ class SingularInertiaError(InputError):
 class GimbalLockError(ConfigurationError):
     """A chain of Euler-angle sub-hinges (from :func:`loopdyn.partition`) is at or too near its gimbal
     singularity ``cos θ = 0``, where angular velocities have no Euler-rate representation."""
+
+
+class SDFError(ModelError):
+    """An SDF document is malformed. ``line`` is the source line of the offending element, if known."""
+
+    def __init__(self, message: str, line: int | None = None, source: str | None = None):
+        where = source or ""
+        if line is not None:
+            where += f"{':' if where else 'line '}{line}"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.line = line
+        self.source = source

@@ -55,7 +55,8 @@ clusters, and ``<inertial><origin rpy>`` is honoured.
 The reader is strict where urdfdom is strict (missing attributes, malformed numbers, ``<limit>``
 without ``effort``/``velocity``, revolute/prismatic joints without ``<limit>``) and a little stricter
 where Pinocchio silently builds a meaningless model (zero-length axis, empty names, inverted limits,
-negative masses, inertia tensors that are not positive semi-definite). Every problem is reported as
+negative masses, inertia tensors that are not positive semi-definite; with ``inertia="physical"``,
+rotational inertias whose principal moments violate the triangle inequality). Every problem is reported as
 a :class:`~loopdyn.errors.URDFError` naming the element and its line in the source.
 """
 
@@ -78,6 +79,7 @@ from ..spatial.inertia import Inertia
 __all__ = ["load_urdf"]
 
 MIMIC_MODES = ("error", "independent")
+INERTIA_MODES = ("physical", "accept")
 LOOP_MODES = ("exact", "point")
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 # URDF+ <loop type> → loopdyn loop kind (loops="exact"); "planar" is known but not supported
@@ -456,6 +458,22 @@ class _Reader:
         return out
 
 
+def check_physical_inertia(inertia: Inertia, what: str, rtol: float = 1e-6) -> None:
+    """Raise :class:`~loopdyn.errors.ModelError` if the rotational inertia about the centre of mass
+    cannot belong to a rigid body: its principal moments ``I1 <= I2 <= I3`` must satisfy the triangle
+    inequality ``I1 + I2 >= I3`` (``I3 - I1 - I2 = 2 Σ m_k z_k² >= 0`` along the third principal
+    axis). The check is rotation-invariant; ``rtol`` (relative to ``I3``) absorbs the rounding of
+    the printed tensor entries."""
+    moments = np.linalg.eigvalsh(inertia.inertia)
+    excess = moments[2] - moments[0] - moments[1]
+    if excess > rtol * max(moments[2], 0.0):
+        raise ModelError(
+            f"{what}: rotational inertia violates the triangle inequality: principal moments "
+            f"{moments[0]:.6g}, {moments[1]:.6g}, {moments[2]:.6g} about the centre of mass, "
+            f"{moments[0]:.6g} + {moments[1]:.6g} < {moments[2]:.6g}; no rigid body has such an inertia"
+        )
+
+
 def _where(source: str | None, line: int | None) -> str:
     """The ``source:line: `` prefix of error messages (as :class:`URDFError` writes it)."""
     if line is None:
@@ -567,6 +585,7 @@ def load_urdf(
     loops: str = "exact",
     root_joint_name: str = "root_joint",
     gravity=(0.0, 0.0, -9.81),
+    inertia: str = "accept",
 ) -> Model:
     """Build a :class:`~loopdyn.model.model.Model` from a URDF document.
 
@@ -594,6 +613,14 @@ def load_urdf(
         Name of the free-flyer joint added when ``floating_base`` is true.
     gravity:
         Gravity vector of the model, in the world frame.
+    inertia:
+        ``"physical"``: a link whose principal moments of inertia about its centre of mass violate
+        the triangle inequality (``I1 + I2 >= I3`` for every ordering, which every rigid body
+        satisfies) is refused with a :class:`~loopdyn.errors.URDFError` naming the link and its line.
+        ``"accept"`` (default): such inertias are loaded as written, as Pinocchio does; they only
+        need to be positive semi-definite. Many shipped files have such links (example-robot-data's
+        hyq, go1, anymal, icub; GRBDA's mini_cheetah, jvrc1 and double_pendulum), which is why the
+        check is opt-in. See :func:`check_physical_inertia`.
 
     Returns
     -------
@@ -619,6 +646,8 @@ def load_urdf(
         raise InputError(f"load_urdf: mimic must be one of {MIMIC_MODES}, got {mimic!r}")
     if loops not in LOOP_MODES:
         raise InputError(f"load_urdf: loops must be one of {LOOP_MODES}, got {loops!r}")
+    if inertia not in INERTIA_MODES:
+        raise InputError(f"load_urdf: inertia must be one of {INERTIA_MODES}, got {inertia!r}")
     robot, src = _read_source(source)
     reader = _Reader(src)
     if robot.tag != "robot":
@@ -657,6 +686,16 @@ def load_urdf(
             constraints[con.name] = con
     if not links:
         raise reader.error(f"robot {robot_name!r} has no <link>", robot)
+    if inertia == "physical":
+        for link in links.values():
+            try:
+                check_physical_inertia(link.inertia, f"link {link.name!r}")
+            except ModelError as exc:
+                raise URDFError(
+                    f"{exc}; pass inertia='accept' to load it as written (as Pinocchio does)",
+                    line=link.line,
+                    source=src,
+                ) from None
 
     root, order = _tree_order(links, joints, reader, robot)
     for joint in order:

@@ -389,11 +389,33 @@ def _setup_constrained(model, c: Cluster) -> None:
     cands = [cd for cd in cands if cd[0] == rank]
     good = [cd for cd in cands if cd[1] > 1e-3] or sorted(cands, key=lambda cd: -cd[1])[:1]
     best = min(good, key=lambda cd: float(np.linalg.norm(cd[2])))
+    # independent joints chosen by the user (flags) whose K_d is singular at that configuration only
+    # (a crank and a rod collinear at zero): build around the nearest configuration where it is regular
+    flags = [model.bodies[b - 1].independent for b in c.bodies]
+    dep = [k for k, f in enumerate(flags) if not f]
+    if not all(flags) and len(dep) == rank and _kd_singular(best, dep):
+        regular = [cd for cd in good if _kd_conditioning(cd, dep) > 1e-3]
+        if regular:
+            best = min(regular, key=lambda cd: float(np.linalg.norm(cd[2])))
     best = (None, best[2], best[3], best[4])
     _, q_ref, K, c.rows = best
     c.phi_exprs = [exprs[r] for r in c.rows]
     c.q_ref = q_ref
     _choose_partition(model, c, K[c.rows], names)
+
+
+def _kd_conditioning(candidate, dep: list[int]) -> float:
+    """σ_min / σ_max of K_d (the kept rows, the dependent columns) at a candidate configuration."""
+    _, _, _, K, rows = candidate
+    s = np.linalg.svd(K[rows][:, dep], compute_uv=False)
+    return float(s[-1] / max(s[0], 1e-300)) if s.size else 1.0
+
+
+def _kd_singular(candidate, dep: list[int]) -> bool:
+    """K_d singular at a candidate configuration (the test :func:`_choose_partition` refuses on)."""
+    _, _, _, K, rows = candidate
+    s = np.linalg.svd(K[rows][:, dep], compute_uv=False)
+    return bool(s.size and s[-1] < RANK_TOL * max(1.0, s[0]))
 
 
 def _independent_rows(K: np.ndarray) -> list[int]:
@@ -438,7 +460,8 @@ def _choose_partition(model, c: Cluster, K: np.ndarray, names) -> None:
             dep_names = [model.bodies[c.bodies[k] - 1].joint_name for k in dep]
             raise ModelError(
                 f"cluster {names}: with {dep_names} dependent, K_d is singular at the reference "
-                "configuration — choose other independent joints"
+                "configuration (and at every other assembly configuration found) — choose other "
+                "independent joints"
             )
 
 
