@@ -18,6 +18,16 @@ def _blocks(after: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
 
 
+def test_tree_and_sdf_sections_run():
+    ns: dict = {}
+    for heading in ("### Trees", "### SDF files"):
+        exec(compile("import numpy as np\nimport loopdyn as ld\n", "README", "exec"), ns)
+        for code in _blocks(heading):
+            exec(compile(code, f"README {heading}", "exec"), ns)
+    assert ns["forces"].shape == (12,) and ns["taus"].shape == (1000, 18)
+    assert ns["ddq"].shape == (ns["model"].nv,) and ns["model"].sdf_cut_joints
+
+
 def test_robot_with_loops_tutorial_runs():
     ns: dict = {}
     for heading in ("### A robot with loops", "### Contacts and the Delassus matrix"):

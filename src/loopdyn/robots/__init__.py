@@ -12,7 +12,7 @@ Tello's differentials, transmissions and file loaders live in :mod:`loopdyn.robo
 from .aerial import aerial_manipulator, aerial_reference, aerial_times
 from .builtin import double_pendulum, four_bar, list_robots, mini_cheetah, mit_humanoid_leg
 from .chains import revolute_chain_urdf
-from .examples import example_robot_urdf, example_robots
+from .examples import example_robot_file, example_robot_urdf, example_robots
 from .humanoids import jvrc1, mit_humanoid
 from .linkages import planar_leg_linkage
 from .registry import RobotInfo, approximate, build, names, unconstrained
@@ -28,6 +28,7 @@ __all__ = [
     "approximate",
     "build",
     "double_pendulum",
+    "example_robot_file",
     "example_robot_urdf",
     "example_robots",
     "four_bar",

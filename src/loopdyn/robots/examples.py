@@ -41,6 +41,18 @@ def example_robot_urdf(name: str) -> tuple[str, bool]:
     return path, floating
 
 
+def example_robot_file(relative_path: str) -> str:
+    """The path of any file that example-robot-data ships, given below its ``robots`` folder (e.g.
+    ``"cassie_description/robots/cassie.sdf"``); FileNotFoundError naming what is missing."""
+    root = _robots_dir()
+    if root is None:
+        raise FileNotFoundError("example-robot-data is not installed (pip install example-robot-data)")
+    path = os.path.join(root, relative_path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"example-robot-data has no file {relative_path!r} (below {root})")
+    return path
+
+
 def example_robots() -> list[str]:
     """Names of the example robots that are available on this machine."""
     out = []
