@@ -97,13 +97,14 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
             wc[QDDS + ib[b, L.I_IV] + j] = a[iv + j] if a.shape[0] != 0 else 0.0
         return 0
     n, m, nrow = row[L.C_N], row[L.C_M], row[L.C_NROW]
+    nt = nrow + row[L.C_NCHECK]  # program rows: the kept ones, then the assembly-branch checks
     G, gb = row[L.C_G], row[L.C_GB]
     ind, dep = row[L.C_IND], row[L.C_DEP]
     scr = row[L.C_SCR]
     ql, qdl = scr, scr + n
-    phi, K = scr + 2 * n, scr + 2 * n + nrow
-    kb = K + nrow * n
-    lu = kb + nrow
+    phi, K = scr + 2 * n, scr + 2 * n + nt
+    kb = K + nt * n
+    lu = kb + nt
     rhs = lu + nrow * nrow
     if kind == L.EXPLICIT:  # explicit: q = G y with constant G, g = 0
         for j in range(n):
@@ -118,8 +119,8 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
             wc[qdl + j] = 0.0
         p = row[L.C_PROG]
         evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
-                 wc[phi : phi + nrow], wc[K : K + nrow * n], wc[kb : kb + nrow])  # fmt: skip
-        for r in range(nrow):
+                 wc[phi : phi + nt], wc[K : K + nt * n], wc[kb : kb + nt])  # fmt: skip
+        for r in range(nt):  # the constraints, and that they hold on the assembly branch
             if not abs(wc[phi + r]) <= wc[ic[0, L.C0_PHITOL]]:
                 return CONSTRAINT_VIOLATED * STATUS_BASE + k
         # K_d X = [K_i | 0] → G_dep = −X ; the last column is filled with k below

@@ -51,8 +51,9 @@ def compiled_maps_core(ib, ic, cb, wc, code, consts, table, outputs, q, v, krow,
             g[sv] = wc[gb + j]
         if ic[c, L.C_KIND] == L.IMPLICIT:  # K(q), k(q, q̇) as the tapes left them (see cluster_coordinates)
             nrow = ic[c, L.C_NROW]
-            Ko = ic[c, L.C_SCR] + 2 * n + nrow
-            kb = Ko + nrow * n
+            nt = nrow + ic[c, L.C_NCHECK]  # the program's rows: kept ones, then branch checks
+            Ko = ic[c, L.C_SCR] + 2 * n + nt
+            kb = Ko + nt * n
             for r in range(nrow):
                 for j in range(n):
                     K[krow[c] + r, ib[cb[first + j], L.I_IV]] = wc[Ko + r * n + j]

@@ -91,3 +91,25 @@ def loop_joint_phi(model, loop, nca: int, symbols: dict) -> list:
     # prismatic: aligned frames, relative displacement only along the axis (in frame A)
     d = Ra.T * (pa - pb)
     return [(d.T * _vector(e1))[0], (d.T * _vector(e2))[0]] + rot
+
+
+def loop_joint_branch(model, loop, nca: int, symbols: dict) -> list:
+    """Rows that vanish on the loop joint's assembly branch and are far from zero off it.
+
+    The orientation rows of :func:`loop_joint_phi` vanish on a whole set of relative orientations,
+    not only at the aligned one: the skew part of ``Rr = Raᵀ Rb`` (weld, prismatic) is also zero at a
+    half-turn, and the two axis rows of a revolute loop also at anti-parallel axes — configurations
+    where the loop is open. These rows tell the two apart: ``(3 − tr Rr) / 4`` (0 aligned, 1 at a
+    half-turn) and ``(1 − a_A · a_B) / 2`` (0 aligned axes, 1 opposite). They are quadratic at the
+    solution (never kept as constraint rows), and are checked with the kept rows."""
+    if loop.kind in ("point", "spherical"):
+        return []
+    a = model.body_id(loop.predecessor)
+    b = model.body_id(loop.successor)
+    Ra, _ = frame_in_ancestor(model, a, nca, *loop.predecessor_placement, symbols)
+    Rb, _ = frame_in_ancestor(model, b, nca, *loop.successor_placement, symbols)
+    if loop.kind == "revolute":
+        axis = _vector(np.asarray(loop.axis, float))
+        return [(1 - ((Ra * axis).T * (Rb * axis))[0]) / 2]
+    Rr = Ra.T * Rb
+    return [(3 - Rr.trace()) / 4]

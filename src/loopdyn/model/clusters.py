@@ -53,6 +53,7 @@ class Cluster:
     K_const: np.ndarray | None = None  # explicit clusters: constant K (kept rows)
     G_const: np.ndarray | None = None  # explicit clusters: constant G
     phi_exprs: list | None = None  # implicit clusters: sympy φ rows (kept rows)
+    check_exprs: list = field(default_factory=list)  # implicit: rows that vanish on the assembly branch
     symbols: list | None = None  # implicit clusters: the sympy coordinate symbols
     q_ref: np.ndarray | None = None  # a configuration of the cluster that satisfies the constraints
     iq: int = 0  # offsets in the cluster state
@@ -340,15 +341,17 @@ def _setup_constrained(model, c: Cluster) -> None:
     import sympy as sp
 
     from ..constraints.definitions import ImplicitConstraint, LoopJoint
-    from ..constraints.geometry import loop_joint_phi
+    from ..constraints.geometry import loop_joint_branch, loop_joint_phi
 
     syms = list(sp.symbols(f"q0:{c.n}", real=True))
     by_body = {b: syms[local[b]] for b in c.bodies}
     exprs = []
+    checks = []  # assembly-branch rows of loop joints (zero on the branch, checked, never kept)
     for con in c.constraints:
         if isinstance(con, LoopJoint):
             _, nca = _constraint_bodies(model, con)
             exprs += loop_joint_phi(model, con, nca, by_body)
+            checks += loop_joint_branch(model, con, nca, by_body)
         elif isinstance(con, ImplicitConstraint):
             args = [by_body[model.joint_id(j)] for j in con.joints]
             try:
@@ -376,19 +379,26 @@ def _setup_constrained(model, c: Cluster) -> None:
     c.rows_total = len(exprs)
     phi_f = sp.lambdify([syms], exprs, modules="numpy")
     K_f = sp.lambdify([syms], sp.Matrix(exprs).jacobian(syms), modules="numpy")
+    branch_f = sp.lambdify([syms], checks, modules="numpy") if checks else None
     # rows and partition at a generic configuration: the rank drops at singular ones (a four-bar's
     # collinear toggle). Among several solutions keep those of maximal rank that are well conditioned,
     # and of these the one nearest zero (the mechanism's assembly branch for most models).
+    # the configuration to assemble around: the model's reference configuration, else zero
+    ref = model.reference_configuration
+    center = np.zeros(c.n) if ref is None else np.array([ref[model.bodies[b - 1].idx_q] for b in c.bodies])
     cands = []
-    for q in _consistent_configurations(c, names, phi_f, K_f):
+    for q in _consistent_configurations(c, names, phi_f, K_f, center=center):
         K = np.atleast_2d(np.array(K_f(q), dtype=float))
         rows = _independent_rows(K)
         sv = np.linalg.svd(K[rows], compute_uv=False) if rows else np.ones(1)
         cands.append((len(rows), float(sv[-1] / max(sv[0], 1e-300)), q, K, rows))
+    if branch_f is not None:  # solutions where a loop joint closes on its assembly branch only
+        on_branch = [cd for cd in cands if np.max(np.abs(np.atleast_1d(branch_f(cd[2])))) <= 1e-6]
+        cands = on_branch or cands
     rank = max(cd[0] for cd in cands)
     cands = [cd for cd in cands if cd[0] == rank]
     good = [cd for cd in cands if cd[1] > 1e-3] or sorted(cands, key=lambda cd: -cd[1])[:1]
-    best = min(good, key=lambda cd: float(np.linalg.norm(cd[2])))
+    best = min(good, key=lambda cd: float(np.linalg.norm(cd[2] - center)))
     # independent joints chosen by the user (flags) whose K_d is singular at that configuration only
     # (a crank and a rod collinear at zero): build around the nearest configuration where it is regular
     flags = [model.bodies[b - 1].independent for b in c.bodies]
@@ -396,10 +406,11 @@ def _setup_constrained(model, c: Cluster) -> None:
     if not all(flags) and len(dep) == rank and _kd_singular(best, dep):
         regular = [cd for cd in good if _kd_conditioning(cd, dep) > 1e-3]
         if regular:
-            best = min(regular, key=lambda cd: float(np.linalg.norm(cd[2])))
+            best = min(regular, key=lambda cd: float(np.linalg.norm(cd[2] - center)))
     best = (None, best[2], best[3], best[4])
     _, q_ref, K, c.rows = best
     c.phi_exprs = [exprs[r] for r in c.rows]
+    c.check_exprs = checks
     c.q_ref = q_ref
     _choose_partition(model, c, K[c.rows], names)
 
@@ -489,14 +500,19 @@ def _newton(phi_f, K_f, q: np.ndarray, iters: int = 100) -> np.ndarray | None:
     return q if np.all(np.isfinite(r)) and np.max(np.abs(r)) < 1e-11 else None
 
 
-def _consistent_configurations(c: Cluster, names, phi_f, K_f, wanted: int = 6, attempts: int = 60) -> list:
-    """Several configurations with φ = 0: Gauss–Newton from zero and from random points."""
+def _consistent_configurations(
+    c: Cluster, names, phi_f, K_f, wanted: int = 6, attempts: int = 60, center=None
+) -> list:
+    """Several configurations with φ = 0: Gauss–Newton from ``center`` (default zero), from points near
+    it and from random points."""
     rng = np.random.default_rng(0)
     found = []
+    center = np.zeros(c.n) if center is None else center
     for attempt in range(attempts):
-        # zero, then small perturbations of it (the assembly configuration), then anywhere
+        # the reference (zero by default), then small perturbations of it (the assembly configuration),
+        # then anywhere
         scale = 0.0 if attempt == 0 else (0.3 if attempt < 6 else np.pi)
-        start = rng.uniform(-scale, scale, c.n)
+        start = center + rng.uniform(-scale, scale, c.n)
         q = _newton(phi_f, K_f, start)
         if q is not None:
             found.append(q)
@@ -609,6 +625,9 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledCluste
             continue
         nrow = c.n - c.m
         row[L.C_NROW] = nrow
+        ncheck = len(c.check_exprs) if c.kind == IMPLICIT else 0
+        row[L.C_NCHECK] = ncheck
+        nt = nrow + ncheck  # rows of the constraint program: the kept ones, then the branch checks
         row[L.C_IND] = len(cb)
         cb.extend(c.independent)
         row[L.C_DEP] = len(cb)
@@ -618,13 +637,13 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledCluste
         row[L.C_G] = alloc(c.n * c.m)
         row[L.C_GB] = alloc(c.n)
         row[L.C_S] = alloc(6 * len(c.bodies) * max(c.m, 1))
-        # scratch: q, q̇ (n each), φ (nrow), K (nrow × n), k (nrow), LU of K_d (nrow²), rhs (nrow × (m + 1))
-        row[L.C_SCR] = alloc(2 * c.n + nrow + nrow * c.n + nrow + nrow * nrow + nrow * (c.m + 1))
+        # scratch: q, q̇ (n each), φ (nt), K (nt × n), k (nt), LU of K_d (nrow²), rhs (nrow × (m + 1))
+        row[L.C_SCR] = alloc(2 * c.n + nt + nt * c.n + nt + nrow * nrow + nrow * (c.m + 1))
         if c.kind == EXPLICIT:
             G_init.append((row[L.C_G], c.G_const))
         else:
             row[L.C_PROG] = len(programs)
-            programs.append(compile_constraint(c.phi_exprs, c.symbols))
+            programs.append(compile_constraint(c.phi_exprs + c.check_exprs, c.symbols))
     nqs, nvs = model.spanning_nq, model.spanning_nv
     ic[0, L.C0_NCL] = ncl
     ic[0, L.C0_NQS] = nqs

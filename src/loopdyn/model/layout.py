@@ -110,6 +110,7 @@ IC_COLUMNS = (
     ("DSCR", 1, "offset in wc of scratch for 𝖣 and its factorisation (M² + 72)"),
     ("MASK", 1, "offset in wc of the nonzero-block mask of 𝖨^A (NB × NB, 0/1) and group scratch"),
     ("ARM", 1, "offset in wc of the armature of the cluster's spanning coordinates (N)"),
+    ("NCHECK", 1, "rows of the constraint program after the NROW kept ones that only check the branch"),
 )
 IC_ROW0 = (
     ("NCL", 1, "number of clusters"),

@@ -40,16 +40,20 @@ def spanning_tree(model):
 
 
 def cluster_functions(c):
-    """φ(q) and K(q) of an implicit cluster (kept rows), lambdified once and cached on the cluster."""
+    """φ(q) and K(q) of an implicit cluster (kept rows), and its assembly-branch rows (zero on the
+    branch the loop joints close on, see :func:`loopdyn.constraints.geometry.loop_joint_branch`),
+    lambdified once and cached on the cluster."""
     fns = getattr(c, "_lambdified", None)
     if fns is None:
         import sympy as sp
 
         phi = sp.lambdify([c.symbols], c.phi_exprs, modules="numpy")
         K = sp.lambdify([c.symbols], sp.Matrix(c.phi_exprs).jacobian(c.symbols), modules="numpy")
+        checks = sp.lambdify([c.symbols], c.check_exprs, modules="numpy") if c.check_exprs else None
         fns = (
             lambda q: np.atleast_1d(np.asarray(phi(q), float)),
             lambda q: np.atleast_2d(np.asarray(K(q), float)),
+            (lambda q: np.atleast_1d(np.asarray(checks(q), float))) if checks else (lambda q: np.zeros(0)),
         )
         c._lambdified = fns
     return fns
@@ -85,8 +89,10 @@ def constraint_residual(model, q) -> np.ndarray:
 
 
 def _newton(c, qc: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, float]:
-    """Move the dependent coordinates of an implicit cluster onto φ = 0 (independent ones fixed)."""
-    phi, K = cluster_functions(c)
+    """Move the dependent coordinates of an implicit cluster onto φ = 0 (independent ones fixed).
+    A solution on another assembly branch than the loop joints' (a weld closed at a half-turn, a
+    revolute loop with opposite axes: the loop is open there) is reported as a failure (res = inf)."""
+    phi, K, branch = cluster_functions(c)
     q = qc.copy()
     res = np.inf
     for _ in range(max_iter):
@@ -95,7 +101,8 @@ def _newton(c, qc: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, f
         if not np.isfinite(res):
             break
         if res <= tol:
-            return q, res
+            off = branch(q)
+            return (q, res) if not off.size or float(np.max(np.abs(off))) <= max(tol, 1e-9) else (q, np.inf)
         Kd = K(q)[:, c.dependent]
         try:
             step = np.linalg.solve(Kd, r)
@@ -119,7 +126,8 @@ def project_configuration(model, q, tol: float = PROJECTION_TOL, max_iter: int =
             dependent = [model.bodies[c.bodies[k] - 1].joint_name for k in c.dependent]
             raise ProjectionError(
                 f"cluster {_body_names(model, c)}: could not satisfy its constraints (|φ| = {res:.3g} after "
-                f"{max_iter} Newton steps on {dependent})"
+                f"{max_iter} Newton steps on {dependent}; inf: Newton's method ended on another assembly "
+                "branch, where a loop joint is open)"
             )
         out[c.iq : c.iq + c.n] = qc
     return out
