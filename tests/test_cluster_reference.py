@@ -95,3 +95,58 @@ def test_the_toggle_is_reported_where_it_occurs():
     with pytest.raises(loopdyn.errors.ConfigurationError, match=r"singular.*\['crank', 'coupler'\]"):
         loopdyn.aba(m, data, np.zeros(m.nq), np.ones(m.nv), np.zeros(m.nv))
     assert np.all(np.isfinite(loopdyn.aba(m, data, loopdyn.neutral(m), np.ones(m.nv), np.zeros(m.nv))))
+
+
+def _assembled_near(angles):
+    """An assembly configuration near ``angles`` (crank, coupler, rocker), solved independently of
+    loopdyn: the crank angle fixed, the coupler and rocker from the two-circle intersection nearest."""
+    t1 = angles[0]
+    b = np.array([CRANK * np.cos(t1), CRANK * np.sin(t1)])
+    d = np.linalg.norm(D[:2] - b)
+    a = (COUPLER**2 - ROCKER**2 + d**2) / (2 * d)
+    h = np.sqrt(COUPLER**2 - a**2)
+    u = (D[:2] - b) / d
+    best = None
+    for sign in (1.0, -1.0):
+        c = b + a * u + sign * h * np.array([-u[1], u[0]])
+        t2 = np.arctan2(c[1] - b[1], c[0] - b[0]) - t1
+        phi = np.arctan2(-D[1], CRANK + COUPLER - D[0])
+        t3 = np.arctan2(c[1] - D[1], c[0] - D[0]) - phi
+        q = np.array([t1, (t2 + np.pi) % (2 * np.pi) - np.pi, (t3 + np.pi) % (2 * np.pi) - np.pi])
+        if best is None or np.linalg.norm(q - angles) < np.linalg.norm(best - angles):
+            best = q
+    return best
+
+
+@pytest.mark.parametrize("independent", [("rocker",), ("crank",)])
+def test_a_user_reference_configuration_is_the_assembly_built_around(independent):
+    """With ``set_reference_configuration`` the cluster's reference (its neutral state, where the choice
+    of independent joints is validated) is the assembly nearest the given configuration — here the
+    other assembly branch (coupler bent the other way) than the one nearest zero."""
+    m = four_bar(independent)
+    names = [b.name for b in m.bodies]
+    target = _assembled_near(np.array([0.9, 2.2, 1.6]))
+    c1, c2 = _planar_points(target)
+    assert np.max(np.abs(c1 - c2)) < 1e-12  # the oracle's configuration closes the loop
+    default_ref = next(c for c in m.clusters().clusters if c.kind).q_ref.copy()
+    m.set_reference_configuration(target + 0.05)  # near it, not on it
+    (cluster,) = [c for c in m.clusters().clusters if c.kind]
+    got = cluster.q_ref[[[m.bodies[b - 1].name for b in cluster.bodies].index(n) for n in names]]
+    assert np.max(np.abs(got - target)) < 0.2  # the solution nearest the given configuration
+    assert np.max(np.abs(got - default_ref[[0, 1, 2]])) > 0.5  # negative control: not the default one
+    c1, c2 = _planar_points(got)
+    assert np.max(np.abs(c1 - c2)) < 1e-12
+    data = m.create_data()
+    assert np.all(np.isfinite(loopdyn.aba(m, data, loopdyn.neutral(m), np.ones(m.nv), np.zeros(m.nv))))
+    np.testing.assert_allclose(m.reference_configuration, target + 0.05)
+    m.set_reference_configuration(None)
+    assert m.reference_configuration is None
+
+
+def test_a_bad_reference_configuration_is_refused_and_changes_nothing():
+    m = four_bar()
+    with pytest.raises(ModelError, match="spanning tree's nq"):
+        m.set_reference_configuration(np.zeros(2))
+    with pytest.raises(ModelError, match="finite"):
+        m.set_reference_configuration([0.0, np.nan, 0.0])
+    assert m.reference_configuration is None

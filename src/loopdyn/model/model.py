@@ -124,6 +124,7 @@ class Model:
         self.constraints: list = []  # loop and coupling constraints (loopdyn.constraints.definitions)
         self.declared_clusters: list[tuple[str, ...]] = []  # clusters declared with add_cluster
         self._constraint_tolerance = 1e-8
+        self._reference = None  # spanning-tree configuration the loops are assembled around (None: zero)
         self._nq = 0  # spanning-tree sizes
         self._nv = 0
         self._clusters = None
@@ -539,6 +540,38 @@ class Model:
         for b in names:
             self._moving_body(b, "add_cluster")
         self.declared_clusters.append(names)
+        self._touch()
+
+    @property
+    def reference_configuration(self) -> np.ndarray | None:
+        """The spanning-tree configuration (size ``spanning_nq``) the loops are assembled around, or
+        ``None`` (zero angles and displacements). See :meth:`set_reference_configuration`."""
+        return None if self._reference is None else self._reference.copy()
+
+    def set_reference_configuration(self, q_span) -> None:
+        """Assemble the loops around ``q_span`` (a spanning-tree configuration, e.g. the robot's
+        keyframe or initial pose; ``None``: around zero).
+
+        Each implicit cluster's reference configuration — its ``neutral`` state, and where the choice
+        of independent coordinates (URDF+ ``independent`` flags, or automatic) is validated — is the
+        solution of its constraints nearest ``q_span`` among those found from it and around it, instead
+        of the one nearest zero. Use it when the mechanism is singular at zero (a crank and a rod
+        collinear) or assembles on another branch there. A choice of independent coordinates that
+        becomes singular elsewhere is reported where that happens, by the algorithms
+        (:class:`~loopdyn.errors.ConfigurationError` naming the cluster)."""
+        if q_span is None:
+            self._reference = None
+        else:
+            try:
+                q = np.array(q_span, dtype=float).reshape(-1)
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"reference configuration must be real numbers: {exc}") from None
+            if q.shape != (self.spanning_nq,) or not np.all(np.isfinite(q)):
+                raise ModelError(
+                    f"reference configuration must be {self.spanning_nq} finite numbers (the spanning "
+                    f"tree's nq), got shape {np.shape(q_span)}"
+                )
+            self._reference = q
         self._touch()
 
     @property
