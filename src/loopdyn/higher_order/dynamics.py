@@ -444,8 +444,38 @@ def _prepare(model, data):
     return model_arrays(model, data)
 
 
-def _rows(x) -> int:
-    return x.shape[0] if isinstance(x, np.ndarray) and x.ndim >= 1 else 1
+def _cluster_call(model, data, which, args, f_ext):
+    """rnea / aba of a model with explicit constant-G clusters (:mod:`loopdyn.higher_order.clusters`)."""
+    from . import clusters as cl
+
+    check_data(model, data, clusters_supported=True)
+    hb, hf = model_arrays(model, data)
+    mi, mf = cl.cluster_maps(model, data)
+    fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+    nv, nj = model.nv, model.njoints
+    if which == "rnea":
+        q, dv = hv.as_array(args[0], "q", 1), hv.as_array(args[1], "dv", 2)
+        out = np.empty((max(dv.shape[0] - 1, 1), nv))
+        st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
+        names, shapes = (
+            ("q", "dv", "f_ext"),
+            (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nj}, 6)"),
+        )
+    else:
+        q, v, dtau = (
+            hv.as_array(x, n, d) for x, n, d in zip(args, ("q", "v", "dtau"), (1, 1, 2), strict=True)
+        )
+        out = np.empty((dtau.shape[0], nv))
+        st = cl.cluster_aba_kernel(hb, hf, mi, mf, q, v, dtau, fext, out)
+        names = ("q", "v", "dtau", "f_ext")
+        shapes = (f"({model.nq},)", f"({nv},)", f"(r + 1, {nv}) with r >= 0", f"(r + 1, {nj}, 6)")
+    if st:
+        if divmod(int(st), hv.STATUS_BASE)[0] == hv.SINGULAR:
+            raise hv.InputError(f"the mass matrix of model {model.name!r} is not positive definite")
+        if divmod(int(st), hv.STATUS_BASE)[0] in (hv.BAD_QUAT, hv.BAD_UNIT_COMPLEX):
+            hv.raise_for_status(model, st, names, shapes)
+        hv.raise_for_status(model, st, names, shapes)
+    return out
 
 
 def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
@@ -471,6 +501,8 @@ def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
         ``(r + 1, nv)``: row k is ``τ^(k)``; row 0 equals ``loopdyn.rnea(model, data, q, dv[0], dv[1],
         f_ext[0])``.
     """
+    if model.has_constraints:
+        return _cluster_call(model, data, "rnea", (q, dv), f_ext)
     hb, hf = _prepare(model, data)
     fext = _NO_FORCES if f_ext is None else f_ext
     try:
@@ -513,6 +545,8 @@ def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
         ``(r + 1, nv)``: row k is v^(k+1) (row 0 = acceleration = ``loopdyn.aba``), so that
         ``aba(model, data, q, dv[0], rnea(model, data, q, dv)) == dv[1:]``.
     """
+    if model.has_constraints:
+        return _cluster_call(model, data, "aba", (q, v, dtau), f_ext)
     hb, hf = _prepare(model, data)
     fext = _NO_FORCES if f_ext is None else f_ext
     try:
