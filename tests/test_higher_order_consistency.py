@@ -166,3 +166,21 @@ def test_model_with_loops_is_refused_with_a_clear_error():
     q = ld.neutral(model)
     with pytest.raises(errors.UnsupportedFeatureError):
         ho.rnea(model, data, q, np.zeros((2, model.nv)))
+
+
+def test_model_change_invalidates_the_cached_arrays():
+    import copy
+
+    lm = copy.deepcopy(trees.tree_case(7, with_pinocchio=False)[0])
+    data = lm.create_data()
+    rng = np.random.default_rng(1)
+    q = trees.random_configuration(rng, lm)
+    dv, _ = stacks(rng, lm, 3)
+    ho.rnea(lm, data, q, dv)  # cached
+    lm.gravity = (0.0, 0.0, -1.0)
+    with pytest.raises(errors.DataMismatchError):
+        ho.rnea(lm, data, q, dv)
+    with pytest.raises(errors.DataMismatchError):
+        ho.aba(lm, data, q, dv[0], dv[1:])
+    data2 = lm.create_data()
+    np.testing.assert_allclose(ho.rnea(lm, data2, q, dv)[0], ld.rnea(lm, data2, q, dv[0], dv[1]), atol=1e-12)

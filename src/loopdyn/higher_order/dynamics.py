@@ -15,6 +15,7 @@ once per call and reused at every order (Lemma 2), then per order one backward a
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 from numba import njit
@@ -439,9 +440,27 @@ def aba_kernel(hb, hf, q, v, dtau, fext, out):
 _NO_FORCES = np.zeros((0, 0, 6))
 
 
+_FAST: dict = {}  # id(model) → (weakref, model.compiled(), data.source_key, hb, hf): checks already passed
+
+
 def _prepare(model, data):
+    """``(hb, hf)`` of a tree model after checking ``data`` against it; a repeated call with the same
+    model state and a Data of that state skips the checks (``model.compiled()`` is a new object after
+    any change of the model, and a Data's ``source_key`` identifies the model state it came from)."""
+    e = _FAST.get(id(model))
+    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
+        return e[3], e[4]
     check_data(model, data)
-    return model_arrays(model, data)
+    hb, hf = model_arrays(model, data)
+    key = id(model)
+    _FAST[key] = (
+        weakref.ref(model, lambda _, key=key: _FAST.pop(key, None)),
+        model.compiled(),
+        data.source_key,
+        hb,
+        hf,
+    )
+    return hb, hf
 
 
 def _cluster_call(model, data, which, args, f_ext):
@@ -501,9 +520,13 @@ def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
         ``(r + 1, nv)``: row k is ``τ^(k)``; row 0 equals ``loopdyn.rnea(model, data, q, dv[0], dv[1],
         f_ext[0])``.
     """
-    if model.has_constraints:
+    e = _FAST.get(id(model))
+    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
+        hb, hf = e[3], e[4]
+    elif model.has_constraints:
         return _cluster_call(model, data, "rnea", (q, dv), f_ext)
-    hb, hf = _prepare(model, data)
+    else:
+        hb, hf = _prepare(model, data)
     fext = _NO_FORCES if f_ext is None else f_ext
     try:
         out = np.empty((max(dv.shape[0] - 1, 1), hb[0, 2]))
@@ -545,9 +568,13 @@ def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
         ``(r + 1, nv)``: row k is v^(k+1) (row 0 = acceleration = ``loopdyn.aba``), so that
         ``aba(model, data, q, dv[0], rnea(model, data, q, dv)) == dv[1:]``.
     """
-    if model.has_constraints:
+    e = _FAST.get(id(model))
+    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
+        hb, hf = e[3], e[4]
+    elif model.has_constraints:
         return _cluster_call(model, data, "aba", (q, v, dtau), f_ext)
-    hb, hf = _prepare(model, data)
+    else:
+        hb, hf = _prepare(model, data)
     fext = _NO_FORCES if f_ext is None else f_ext
     try:
         out = np.empty((dtau.shape[0], hb[0, 2]))
