@@ -152,6 +152,14 @@ def test_bad_input_raises_specific_errors_and_data_stays_usable(floating):
         ho.rnea(lm, data, q, np.ones((3, nv), dtype=bool))
     with pytest.raises(errors.DataMismatchError):
         ho.rnea(lm, trees.tree_case(0, with_pinocchio=False)[0].create_data(), q, dv)
+    with pytest.raises(errors.InputError, match="no joint called"):
+        ho.hybrid(lm, data, q, dv, good, ["nope"])
+    with pytest.raises(errors.InputError, match="joint index"):
+        ho.hybrid(lm, data, q, dv, good, [0])
+    with pytest.raises(errors.ShapeError, match="dtau"):
+        ho.hybrid(lm, data, q, dv, good[:1], [])
+    with pytest.raises(errors.ShapeError, match="v"):
+        ho.closed_form(lm, data, q, dv[0, :-1])
     # lists and non-contiguous arrays are accepted through the slow path
     np.testing.assert_array_equal(ho.rnea(lm, data, list(q), dv.tolist(), fe), good)
     np.testing.assert_array_equal(ho.rnea(lm, data, q, np.asfortranarray(dv), fe), good)
