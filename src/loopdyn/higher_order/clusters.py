@@ -25,6 +25,7 @@ from ..errors import UnsupportedFeatureError
 from ..model.clusters import EXPLICIT
 from . import validation as hv
 from .dynamics import check_fext, check_finite, check_q, check_stack, rnea_core
+from .lazy import lazy_kernel
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -109,10 +110,9 @@ def _spanning_q(hb, mi, mf, q):
     return qs
 
 
-@njit(
+@lazy_kernel(
     "int64(int64[:, ::1], float64[:, ::1], int64[::1], float64[::1], float64[::1], float64[:, ::1], "
     "float64[:, :, ::1], float64[:, ::1])",
-    cache=True,
 )
 def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
     nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = _offsets(mi)
@@ -142,10 +142,9 @@ def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
     return 0
 
 
-@njit(
+@lazy_kernel(
     "int64(int64[:, ::1], float64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1], "
     "float64[:, ::1], float64[:, :, ::1], float64[:, ::1])",
-    cache=True,
 )
 def cluster_aba_kernel(hb, hf, mi, mf, q, v, dtau, fext, out):
     nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = _offsets(mi)

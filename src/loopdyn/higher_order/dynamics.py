@@ -34,6 +34,7 @@ from .kinematics import (
     tables,
     twist_bias,
 )
+from .lazy import lazy_kernel
 
 _SIG = (
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, :, ::1], "
@@ -148,7 +149,7 @@ def rnea_core(hb, hf, q, vd, fext, out):
                     W[r, par, a] += W[r, i, a]
 
 
-@njit(_SIG, cache=True)
+@lazy_kernel(_SIG)
 def rnea_kernel(hb, hf, q, dv, fext, out):
     st = check_q(hb, q)
     if st == 0:
@@ -407,7 +408,7 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     return 0
 
 
-@njit(_SIG_FD, cache=True)
+@lazy_kernel(_SIG_FD)
 def aba_kernel(hb, hf, q, v, dtau, fext, out):
     st = check_q(hb, q)
     if st == 0:
@@ -603,7 +604,7 @@ _SIG_HYB = (
 )
 
 
-@njit(_SIG_HYB, cache=True)
+@lazy_kernel(_SIG_HYB)
 def hybrid_kernel(hb, hf, q, mask, dv, dtau, fext, out, tau_out):
     st = check_q(hb, q)
     if st == 0:
