@@ -342,6 +342,10 @@ def test_errata_E2_E3_negative_controls_on_the_aerial_manipulator():
         resid = Vdd_printed - Vdd_true
         np.testing.assert_allclose(resid, _hat_ad(Vs[0, 1]) @ Vs[1, 1], atol=1e-10 * np.abs(Vs[2]).max())
         assert np.abs(resid).max() > 1e-3
+    # D12 against AD: the base's body-frame twist derivatives (Pinocchio's v rows) to spatial ones
+    np.testing.assert_allclose(
+        ho.body_to_spatial_twist((R[1], p[1]), dv[:, :6]), Vs[:, 1], atol=1e-10 * np.abs(Vs[:, 1]).max()
+    )
     # E3: the first-order base row. The true τ̄̇ base entry is d/dt of the spatial base wrench W⁰; the
     # printed closed form (𝐒ᵀ ad_𝐕ᵀ for 𝐒̇ᵀ) gives Ad_C⁻ᵀ Ẇ^b = Ẇ⁰ + ad_{V_1}ᵀ W⁰ instead.
     q = traj.q(t0)

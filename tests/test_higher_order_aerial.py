@@ -122,3 +122,35 @@ def test_fig3_round_trip_along_the_trajectory():
         back = ho.aba(model, data, q, dv[0], tau)
         # relative to the joint-force scale (|τ| ≈ 40 N): the FD divides by inertias of 1e-3 kg m²
         np.testing.assert_allclose(back, dv[1:], rtol=0, atol=1e-10 * np.abs(tau).max())
+
+
+def test_bench_section_smoke(tmp_path, monkeypatch, capsys):
+    from loopdyn.bench import higher_order as bench
+    from loopdyn.bench.paper import TINY_ENV
+
+    monkeypatch.setenv(TINY_ENV, "1")
+    res = bench.run(quick=True, out=tmp_path)
+    out = capsys.readouterr().out
+    assert "Fig. 3" in out and "Fig. 4" in out and "paper ID" in out
+    assert len(res["round_trip"]["max_abs_error"]) == 6
+    assert max(res["round_trip"]["max_abs_error"]) < 1e-8
+    assert len(res["per_call"]["rnea_us"]) == 6 and all(t > 0 for t in res["per_call"]["aba_us"])
+    assert (tmp_path / "higher_order.json").exists()
+    assert bench.branches(3).nbodies == 16
+
+
+def test_readme_higher_order_section_runs():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index("### Higher-order time derivatives")
+    blocks = re.findall(r"```python\n(.*?)```", text[start : text.index("\n## ", start)], flags=re.S)
+    assert blocks
+    ns = {"ld": ld}
+    for code in blocks:
+        exec(compile(code, "README higher-order", "exec"), ns)
+    assert ns["dtau"].shape == (6, 12)
+    np.testing.assert_allclose(ns["back"], ns["dv"][1:], atol=1e-10 * np.abs(ns["dtau"]).max())
+    np.testing.assert_allclose(ns["tau_out"], ns["dtau"], atol=1e-10 * np.abs(ns["dtau"]).max())
+    np.testing.assert_allclose(ns["v_out"], ns["dv"][1:], atol=1e-9)

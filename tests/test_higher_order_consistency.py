@@ -152,6 +152,14 @@ def test_bad_input_raises_specific_errors_and_data_stays_usable(floating):
         ho.rnea(lm, data, q, np.ones((3, nv), dtype=bool))
     with pytest.raises(errors.DataMismatchError):
         ho.rnea(lm, trees.tree_case(0, with_pinocchio=False)[0].create_data(), q, dv)
+    with pytest.raises(errors.InputError, match="no joint called"):
+        ho.hybrid(lm, data, q, dv, good, ["nope"])
+    with pytest.raises(errors.InputError, match="joint index"):
+        ho.hybrid(lm, data, q, dv, good, [0])
+    with pytest.raises(errors.ShapeError, match="dtau"):
+        ho.hybrid(lm, data, q, dv, good[:1], [])
+    with pytest.raises(errors.ShapeError, match="v"):
+        ho.closed_form(lm, data, q, dv[0, :-1])
     # lists and non-contiguous arrays are accepted through the slow path
     np.testing.assert_array_equal(ho.rnea(lm, data, list(q), dv.tolist(), fe), good)
     np.testing.assert_array_equal(ho.rnea(lm, data, q, np.asfortranarray(dv), fe), good)
@@ -166,3 +174,21 @@ def test_model_with_loops_is_refused_with_a_clear_error():
     q = ld.neutral(model)
     with pytest.raises(errors.UnsupportedFeatureError):
         ho.rnea(model, data, q, np.zeros((2, model.nv)))
+
+
+def test_model_change_invalidates_the_cached_arrays():
+    import copy
+
+    lm = copy.deepcopy(trees.tree_case(7, with_pinocchio=False)[0])
+    data = lm.create_data()
+    rng = np.random.default_rng(1)
+    q = trees.random_configuration(rng, lm)
+    dv, _ = stacks(rng, lm, 3)
+    ho.rnea(lm, data, q, dv)  # cached
+    lm.gravity = (0.0, 0.0, -1.0)
+    with pytest.raises(errors.DataMismatchError):
+        ho.rnea(lm, data, q, dv)
+    with pytest.raises(errors.DataMismatchError):
+        ho.aba(lm, data, q, dv[0], dv[1:])
+    data2 = lm.create_data()
+    np.testing.assert_allclose(ho.rnea(lm, data2, q, dv)[0], ld.rnea(lm, data2, q, dv[0], dv[1]), atol=1e-12)

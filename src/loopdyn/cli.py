@@ -43,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
         from .bench.paper import run_paper
 
         run_paper(quick=args.quick, out_dir=args.out, batch_states=args.batch_states)
+        from pathlib import Path
+
+        from .bench.higher_order import run as run_higher_order
+
+        print()
+        run_higher_order(quick=args.quick, out=Path(args.out) if args.out else None)
         return 0
     if args.command == "info":
         return _info(args)

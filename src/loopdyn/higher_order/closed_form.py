@@ -22,6 +22,7 @@ from . import validation as hv
 from .arrays import HB_IV, HB_JTYPE, HB_NV, HB_PARENT
 from .dynamics import _prepare, check_finite, check_q, order_zero
 from .kinematics import binomials, body_derivative, inertia_mul_add, screw_derivative, tables
+from .lazy import lazy_kernel
 
 
 class ClosedForm(NamedTuple):
@@ -48,10 +49,9 @@ def _adt(V, w, out):
     out[5] = -(w0 * f1 - w1 * f0)
 
 
-@njit(
+@lazy_kernel(
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[:, ::1], float64[:, ::1], "
     "float64[::1], float64[:, ::1], float64[:, ::1], float64[::1])",
-    cache=True,
 )
 def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
     st = check_q(hb, q)

@@ -15,6 +15,7 @@ once per call and reused at every order (Lemma 2), then per order one backward a
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 from numba import njit
@@ -33,6 +34,7 @@ from .kinematics import (
     tables,
     twist_bias,
 )
+from .lazy import lazy_kernel
 
 _SIG = (
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, :, ::1], "
@@ -147,7 +149,7 @@ def rnea_core(hb, hf, q, vd, fext, out):
                     W[r, par, a] += W[r, i, a]
 
 
-@njit(_SIG, cache=True)
+@lazy_kernel(_SIG)
 def rnea_kernel(hb, hf, q, dv, fext, out):
     st = check_q(hb, q)
     if st == 0:
@@ -406,7 +408,7 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     return 0
 
 
-@njit(_SIG_FD, cache=True)
+@lazy_kernel(_SIG_FD)
 def aba_kernel(hb, hf, q, v, dtau, fext, out):
     st = check_q(hb, q)
     if st == 0:
@@ -439,13 +441,61 @@ def aba_kernel(hb, hf, q, v, dtau, fext, out):
 _NO_FORCES = np.zeros((0, 0, 6))
 
 
+_FAST: dict = {}  # id(model) → (weakref, model.compiled(), data.source_key, hb, hf): checks already passed
+
+
 def _prepare(model, data):
+    """``(hb, hf)`` of a tree model after checking ``data`` against it; a repeated call with the same
+    model state and a Data of that state skips the checks (``model.compiled()`` is a new object after
+    any change of the model, and a Data's ``source_key`` identifies the model state it came from)."""
+    e = _FAST.get(id(model))
+    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
+        return e[3], e[4]
     check_data(model, data)
-    return model_arrays(model, data)
+    hb, hf = model_arrays(model, data)
+    key = id(model)
+    _FAST[key] = (
+        weakref.ref(model, lambda _, key=key: _FAST.pop(key, None)),
+        model.compiled(),
+        data.source_key,
+        hb,
+        hf,
+    )
+    return hb, hf
 
 
-def _rows(x) -> int:
-    return x.shape[0] if isinstance(x, np.ndarray) and x.ndim >= 1 else 1
+def _cluster_call(model, data, which, args, f_ext):
+    """rnea / aba of a model with explicit constant-G clusters (:mod:`loopdyn.higher_order.clusters`)."""
+    from . import clusters as cl
+
+    check_data(model, data, clusters_supported=True)
+    hb, hf = model_arrays(model, data)
+    mi, mf = cl.cluster_maps(model, data)
+    fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+    nv, nj = model.nv, model.njoints
+    if which == "rnea":
+        q, dv = hv.as_array(args[0], "q", 1), hv.as_array(args[1], "dv", 2)
+        out = np.empty((max(dv.shape[0] - 1, 1), nv))
+        st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
+        names, shapes = (
+            ("q", "dv", "f_ext"),
+            (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nj}, 6)"),
+        )
+    else:
+        q, v, dtau = (
+            hv.as_array(x, n, d) for x, n, d in zip(args, ("q", "v", "dtau"), (1, 1, 2), strict=True)
+        )
+        out = np.empty((dtau.shape[0], nv))
+        st = cl.cluster_aba_kernel(hb, hf, mi, mf, q, v, dtau, fext, out)
+        names = ("q", "v", "dtau", "f_ext")
+        shapes = (f"({model.nq},)", f"({nv},)", f"(r + 1, {nv}) with r >= 0", f"(r + 1, {nj}, 6)")
+    if st:
+        if divmod(int(st), hv.STATUS_BASE)[0] == hv.SINGULAR:
+            raise hv.InputError(f"the mass matrix of model {model.name!r} is not positive definite")
+        if divmod(int(st), hv.STATUS_BASE)[0] in (hv.BAD_QUAT, hv.BAD_UNIT_COMPLEX):
+            hv.raise_for_status(model, st, names, shapes)
+        hv.raise_for_status(model, st, names, shapes)
+    return out
 
 
 def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
@@ -471,7 +521,13 @@ def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
         ``(r + 1, nv)``: row k is ``τ^(k)``; row 0 equals ``loopdyn.rnea(model, data, q, dv[0], dv[1],
         f_ext[0])``.
     """
-    hb, hf = _prepare(model, data)
+    e = _FAST.get(id(model))
+    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
+        hb, hf = e[3], e[4]
+    elif model.has_constraints:
+        return _cluster_call(model, data, "rnea", (q, dv), f_ext)
+    else:
+        hb, hf = _prepare(model, data)
     fext = _NO_FORCES if f_ext is None else f_ext
     try:
         out = np.empty((max(dv.shape[0] - 1, 1), hb[0, 2]))
@@ -513,7 +569,13 @@ def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
         ``(r + 1, nv)``: row k is v^(k+1) (row 0 = acceleration = ``loopdyn.aba``), so that
         ``aba(model, data, q, dv[0], rnea(model, data, q, dv)) == dv[1:]``.
     """
-    hb, hf = _prepare(model, data)
+    e = _FAST.get(id(model))
+    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
+        hb, hf = e[3], e[4]
+    elif model.has_constraints:
+        return _cluster_call(model, data, "aba", (q, v, dtau), f_ext)
+    else:
+        hb, hf = _prepare(model, data)
     fext = _NO_FORCES if f_ext is None else f_ext
     try:
         out = np.empty((dtau.shape[0], hb[0, 2]))
@@ -542,7 +604,7 @@ _SIG_HYB = (
 )
 
 
-@njit(_SIG_HYB, cache=True)
+@lazy_kernel(_SIG_HYB)
 def hybrid_kernel(hb, hf, q, mask, dv, dtau, fext, out, tau_out):
     st = check_q(hb, q)
     if st == 0:

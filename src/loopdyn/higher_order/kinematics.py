@@ -166,13 +166,25 @@ def body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, pose):
             cw[0, i, a] = pw[0, i, a]
             for b in range(3):
                 cw[0, i, a] += Rw[0, i, a, b] * hf[i, HF_COM + b]
+        T = Jw[0, i]  # J = (R J_c) Rᵀ, row by row
         for a in range(3):
+            t0 = (
+                Rw[0, i, a, 0] * hf[i, HF_IC]
+                + Rw[0, i, a, 1] * hf[i, HF_IC + 3]
+                + Rw[0, i, a, 2] * hf[i, HF_IC + 6]
+            )
+            t1 = (
+                Rw[0, i, a, 0] * hf[i, HF_IC + 1]
+                + Rw[0, i, a, 1] * hf[i, HF_IC + 4]
+                + Rw[0, i, a, 2] * hf[i, HF_IC + 7]
+            )
+            t2 = (
+                Rw[0, i, a, 0] * hf[i, HF_IC + 2]
+                + Rw[0, i, a, 1] * hf[i, HF_IC + 5]
+                + Rw[0, i, a, 2] * hf[i, HF_IC + 8]
+            )
             for b in range(3):
-                acc = 0.0
-                for c in range(3):
-                    for d in range(3):
-                        acc += Rw[0, i, a, c] * hf[i, HF_IC + 3 * c + d] * Rw[0, i, b, d]
-                Jw[0, i, a, b] = acc
+                T[a, b] = t0 * Rw[0, i, b, 0] + t1 * Rw[0, i, b, 1] + t2 * Rw[0, i, b, 2]
     else:
         for a in range(3):  # body-fixed points: x^(k) = v^(k−1) + Σ binom(k−1, m) ω^(m) × x^(k−1−m)
             cw[k, i, a] = V[k - 1, i, 3 + a]
@@ -184,17 +196,27 @@ def body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, pose):
                     Rw[k, i, a, b] = 0.0
         for m in range(k):
             f = C[k - 1, m]
-            w = V[m, i]
+            w0, w1, w2 = f * V[m, i, 0], f * V[m, i, 1], f * V[m, i, 2]
             j = k - 1 - m
-            for a in range(3):
-                a1, a2 = (a + 1) % 3, (a + 2) % 3
-                cw[k, i, a] += f * (w[a1] * cw[j, i, a2] - w[a2] * cw[j, i, a1])
-                for b in range(3):  # [ω] X, column-wise cross products
-                    Jw[k, i, a, b] += f * (w[a1] * Jw[j, i, a2, b] - w[a2] * Jw[j, i, a1, b])
-                if pose:  # Ṙ = [ω] R, only for applied forces given in the body frame
-                    pw[k, i, a] += f * (w[a1] * pw[j, i, a2] - w[a2] * pw[j, i, a1])
-                    for b in range(3):
-                        Rw[k, i, a, b] += f * (w[a1] * Rw[j, i, a2, b] - w[a2] * Rw[j, i, a1, b])
+            x0, x1, x2 = cw[j, i, 0], cw[j, i, 1], cw[j, i, 2]
+            cw[k, i, 0] += w1 * x2 - w2 * x1
+            cw[k, i, 1] += w2 * x0 - w0 * x2
+            cw[k, i, 2] += w0 * x1 - w1 * x0
+            for b in range(3):  # [ω] X, column by column
+                x0, x1, x2 = Jw[j, i, 0, b], Jw[j, i, 1, b], Jw[j, i, 2, b]
+                Jw[k, i, 0, b] += w1 * x2 - w2 * x1
+                Jw[k, i, 1, b] += w2 * x0 - w0 * x2
+                Jw[k, i, 2, b] += w0 * x1 - w1 * x0
+            if pose:  # Ṙ = [ω] R, ṗ = v + ω × p: only for applied forces given in the body frame
+                x0, x1, x2 = pw[j, i, 0], pw[j, i, 1], pw[j, i, 2]
+                pw[k, i, 0] += w1 * x2 - w2 * x1
+                pw[k, i, 1] += w2 * x0 - w0 * x2
+                pw[k, i, 2] += w0 * x1 - w1 * x0
+                for b in range(3):
+                    x0, x1, x2 = Rw[j, i, 0, b], Rw[j, i, 1, b], Rw[j, i, 2, b]
+                    Rw[k, i, 0, b] += w1 * x2 - w2 * x1
+                    Rw[k, i, 1, b] += w2 * x0 - w0 * x2
+                    Rw[k, i, 2, b] += w0 * x1 - w1 * x0
         for a in range(3):  # J^(k) = Σ ([ω]J − J[ω]) = X + Xᵀ with X = Σ [ω]J (J symmetric)
             for b in range(a, 3):
                 s = Jw[k, i, a, b] + Jw[k, i, b, a]
@@ -219,16 +241,19 @@ def body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, pose):
 def inertia_mul_add(hf, i, j, Ib, cw, x, f, out):
     """out += f · M_i^(j) x, with ``M = [[Ī, m[c]], [m[c]ᵀ, m 1]]`` differentiated j times."""
     m_ = hf[i, HF_MASS]
-    c = cw[j, i]
-    I = Ib[j, i]
-    for a in range(3):
-        a1, a2 = (a + 1) % 3, (a + 2) % 3
-        top = I[a, 0] * x[0] + I[a, 1] * x[1] + I[a, 2] * x[2] + m_ * (c[a1] * x[3 + a2] - c[a2] * x[3 + a1])
-        bot = -m_ * (c[a1] * x[a2] - c[a2] * x[a1])
-        if j == 0:
-            bot += m_ * x[3 + a]
-        out[a] += f * top
-        out[3 + a] += f * bot
+    c0, c1, c2 = m_ * cw[j, i, 0], m_ * cw[j, i, 1], m_ * cw[j, i, 2]
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    out[0] += f * (Ib[j, i, 0, 0] * x0 + Ib[j, i, 0, 1] * x1 + Ib[j, i, 0, 2] * x2 + c1 * x5 - c2 * x4)
+    out[1] += f * (Ib[j, i, 1, 0] * x0 + Ib[j, i, 1, 1] * x1 + Ib[j, i, 1, 2] * x2 + c2 * x3 - c0 * x5)
+    out[2] += f * (Ib[j, i, 2, 0] * x0 + Ib[j, i, 2, 1] * x1 + Ib[j, i, 2, 2] * x2 + c0 * x4 - c1 * x3)
+    b0, b1, b2 = c2 * x1 - c1 * x2, c0 * x2 - c2 * x0, c1 * x0 - c0 * x1  # −m c × ω
+    if j == 0:
+        b0 += m_ * x3
+        b1 += m_ * x4
+        b2 += m_ * x5
+    out[3] += f * b0
+    out[4] += f * b1
+    out[5] += f * b2
 
 
 @njit(cache=True, inline="always")

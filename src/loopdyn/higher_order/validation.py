@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigurationError, InputError, NonFiniteError, ShapeError
+from ..errors import ConfigurationError, InputError, NonFiniteError, ShapeError  # noqa: F401 (re-exported)
 
 STATUS_BASE = 1_000_000
 BAD_SHAPE = 1  # index = argument position
@@ -62,6 +62,8 @@ def as_array(x, name: str, ndim: int) -> np.ndarray:
         arr = np.ascontiguousarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InputError(f"{name} must be an array of real numbers: {exc}") from None
+    if not arr.flags.writeable:  # e.g. a read-only view of a JAX array: the kernels take mutable arrays
+        arr = arr.copy()
     if arr.ndim != ndim:
         raise ShapeError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
     return arr

@@ -1,0 +1,219 @@
+"""Higher-order dynamics of models with explicit clusters of constant G (geared rotors, belt
+transmissions): the spanning-tree derivatives are ``G`` times the independent ones at every order
+(``q_span = G y``, ``v_span^(k) = G ẏ^(k)``, G constant), and ``τ^(k) = Gᵀ τ_span^(k)``.
+
+* Inverse dynamics: the spanning tree's H-GRNE (one sweep pair for all orders) between the two sparse
+  maps, in one kernel.
+* Forward dynamics: the leading coefficient ``H = Gᵀ (M_span + armature) G`` is the same at every
+  order (the joint-space form of Lemma 2); it is assembled once per call from ``n`` spanning-tree
+  evaluations, factorised once (Cholesky), and reused at every order; order r then needs the
+  spanning bias of order r (the H-GRNE with ``v^(r+1) = 0``). This is O(N·n + N·r³), not the O(N r²)
+  of a cluster articulated-body recursion.
+
+Implicit clusters (loops: four-bars, differentials) raise :class:`~loopdyn.errors.UnsupportedFeatureError`
+naming the cluster.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+from numba import njit
+
+from ..errors import UnsupportedFeatureError
+from ..model.clusters import EXPLICIT
+from . import validation as hv
+from .dynamics import check_fext, check_finite, check_q, check_stack, rnea_core
+from .lazy import lazy_kernel
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cluster_maps(model, data):
+    """``(mi, mf)``: the sparse maps q → q_span and v → v_span of an explicit-cluster model, CSR
+    packed: ``mi = [nq, nv, nq_span, nv_span, qptr…, qidx…, vptr…, vidx…]``, ``mf = [qval…, vval…]``."""
+    entry = _CACHE.get(model)
+    if entry is not None and entry[0] is data.source_key:
+        return entry[1], entry[2]
+    qrows = [[] for _ in range(model.spanning_nq)]
+    vrows = [[] for _ in range(model.spanning_nv)]
+    for c in model.clusters().clusters:
+        if c.kind == 0:  # a tree joint: copied
+            b = model.bodies[c.bodies[0] - 1]
+            for k in range(c.nq):
+                qrows[b.idx_q + k].append((c.iq + k, 1.0))
+            for k in range(c.nv):
+                vrows[b.idx_v + k].append((c.iv + k, 1.0))
+        elif c.kind == EXPLICIT and c.G_const is not None:
+            for loc, bi in enumerate(c.bodies):  # revolute / prismatic joints only (1 coordinate)
+                b = model.bodies[bi - 1]
+                for j in range(c.m):
+                    g = float(c.G_const[loc, j])
+                    if g != 0.0:
+                        qrows[b.idx_q].append((c.iq + j, g))
+                        vrows[b.idx_v].append((c.iv + j, g))
+        else:
+            names = [model.bodies[bi - 1].name for bi in c.bodies]
+            cons = [getattr(k, "name", "?") for k in c.constraints]
+            raise UnsupportedFeatureError(
+                f"cluster {names} (constraints {cons}) is implicit (a kinematic loop): loopdyn.higher_order "
+                "handles explicit clusters with a constant G only"
+            )
+    mi = [model.nq, model.nv, model.spanning_nq, model.spanning_nv]
+    mf = []
+    for rows in (qrows, vrows):
+        ptr = [0]
+        for row in rows:
+            ptr.append(ptr[-1] + len(row))
+        mi += ptr + [i for row in rows for i, _ in row]
+        mf += [g for row in rows for _, g in row]
+    mi, mf = np.array(mi, dtype=np.int64), np.array(mf, dtype=np.float64)
+    _CACHE[model] = (data.source_key, mi, mf)
+    return mi, mf
+
+
+@njit(cache=True, inline="always")
+def _offsets(mi):
+    nq, nv, nqs, nvs = mi[0], mi[1], mi[2], mi[3]
+    qp = 4
+    qi = qp + nqs + 1
+    vp = qi + mi[qp + nqs]
+    vi = vp + nvs + 1
+    return nq, nv, nqs, nvs, qp, qi, vp, vi, mi[qp + nqs]
+
+
+@njit(cache=True)
+def _apply(mi, mf, ptr0, idx0, val0, n_out, x, out):
+    """out = A x for the CSR map starting at ``ptr0`` / ``idx0`` in mi and ``val0`` in mf."""
+    for r in range(n_out):
+        s = 0.0
+        for e in range(mi[ptr0 + r], mi[ptr0 + r + 1]):
+            s += mf[val0 + e] * x[mi[idx0 + e]]
+        out[r] = s
+
+
+@njit(cache=True)
+def _apply_t(mi, mf, ptr0, idx0, val0, n_rows, y, out):
+    """out = Aᵀ y."""
+    out[:] = 0.0
+    for r in range(n_rows):
+        for e in range(mi[ptr0 + r], mi[ptr0 + r + 1]):
+            out[mi[idx0 + e]] += mf[val0 + e] * y[r]
+
+
+@njit(cache=True)
+def _spanning_q(hb, mi, mf, q):
+    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = _offsets(mi)
+    qs = np.empty(nqs)
+    _apply(mi, mf, qp, qi, 0, nqs, q, qs)
+    return qs
+
+
+@lazy_kernel(
+    "int64(int64[:, ::1], float64[:, ::1], int64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[:, :, ::1], float64[:, ::1])",
+)
+def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
+    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = _offsets(mi)
+    if q.shape[0] != nq:
+        return hv.BAD_SHAPE * hv.STATUS_BASE + 0
+    st = check_finite(q, 0)
+    if st == 0:
+        st = check_stack(dv, -1, nv, 1)
+    if st == 0 and dv.shape[0] < 2:
+        st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
+    if st == 0:
+        st = check_fext(hb, fext, dv.shape[0] - 1, 2)
+    if st != 0:
+        return st
+    qs = _spanning_q(hb, mi, mf, q)
+    st = check_q(hb, qs)
+    if st != 0:
+        return st
+    rows = dv.shape[0]
+    dvs = np.empty((rows, nvs))
+    for k in range(rows):
+        _apply(mi, mf, vp, vi, nqe, nvs, dv[k], dvs[k])
+    outs = np.empty((rows - 1, nvs))
+    rnea_core(hb, hf, qs, dvs, fext, outs)
+    for k in range(rows - 1):
+        _apply_t(mi, mf, vp, vi, nqe, nvs, outs[k], out[k])
+    return 0
+
+
+@lazy_kernel(
+    "int64(int64[:, ::1], float64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1], "
+    "float64[:, ::1], float64[:, :, ::1], float64[:, ::1])",
+)
+def cluster_aba_kernel(hb, hf, mi, mf, q, v, dtau, fext, out):
+    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = _offsets(mi)
+    if q.shape[0] != nq:
+        return hv.BAD_SHAPE * hv.STATUS_BASE + 0
+    st = check_finite(q, 0)
+    if st == 0:
+        if v.shape[0] != nv:
+            st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
+        else:
+            st = check_finite(v, 1)
+    if st == 0:
+        st = check_stack(dtau, -1, nv, 2)
+    if st == 0:
+        st = check_fext(hb, fext, dtau.shape[0], 3)
+    if st != 0:
+        return st
+    qs = _spanning_q(hb, mi, mf, q)
+    st = check_q(hb, qs)
+    if st != 0:
+        return st
+    R = dtau.shape[0] - 1
+    dvs = np.zeros((R + 2, nvs))
+    _apply(mi, mf, vp, vi, nqe, nvs, v, dvs[0])
+    # leading coefficient H = Gᵀ (M_span + armature) G, the same at every order: assembled once
+    no_f = np.zeros((0, 0, 6))
+    base = np.empty((1, nvs))
+    col = np.empty((1, nvs))
+    rnea_core(hb, hf, qs, dvs[:2], no_f, base)
+    H = np.empty((nv, nv))
+    e = np.zeros(nv)
+    g = np.empty(nv)
+    for j in range(nv):
+        e[:] = 0.0
+        e[j] = 1.0
+        _apply(mi, mf, vp, vi, nqe, nvs, e, dvs[1])
+        rnea_core(hb, hf, qs, dvs[:2], no_f, col)
+        for a in range(nvs):
+            col[0, a] -= base[0, a]
+        _apply_t(mi, mf, vp, vi, nqe, nvs, col[0], g)
+        H[:, j] = g
+    dvs[1, :] = 0.0
+    L = np.zeros((nv, nv))  # Cholesky, once
+    for j in range(nv):
+        d = H[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 1e-14 * (1.0 + abs(H[j, j])):
+            return hv.SINGULAR * hv.STATUS_BASE + 1
+        L[j, j] = np.sqrt(d)
+        for i in range(j + 1, nv):
+            s = H[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    bias = np.empty((R + 1, nvs))
+    for r in range(R + 1):  # order r: the spanning bias with v^(r+1) = 0, then H x = τ^(r) − Gᵀ b
+        fr = fext[: r + 1] if fext.shape[0] > 0 else fext
+        rnea_core(hb, hf, qs, dvs[: r + 2], fr, bias[: r + 1])
+        _apply_t(mi, mf, vp, vi, nqe, nvs, bias[r], g)
+        for i in range(nv):
+            s = dtau[r, i] - g[i]
+            for k in range(i):
+                s -= L[i, k] * e[k]
+            e[i] = s / L[i, i]
+        for i in range(nv - 1, -1, -1):
+            s = e[i]
+            for k in range(i + 1, nv):
+                s -= L[k, i] * out[r, k]
+            out[r, i] = s / L[i, i]
+        _apply(mi, mf, vp, vi, nqe, nvs, out[r], dvs[r + 1])
+    return 0
