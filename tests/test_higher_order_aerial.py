@@ -145,7 +145,8 @@ def test_readme_higher_order_section_runs():
 
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     start = text.index("### Higher-order time derivatives")
-    blocks = re.findall(r"```python\n(.*?)```", text[start : text.index("\n## ", start)], flags=re.S)
+    end = re.search(r"\n##+ ", text[start + 4 :]).start() + start + 4  # the next heading
+    blocks = re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
     assert blocks
     ns = {"ld": ld}
     for code in blocks:

@@ -583,7 +583,7 @@ def test_readme_mjcf_section_runs():
     pytest.importorskip("dm_control")
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     start = text.index("### MuJoCo (MJCF) files")
-    section = text[start : text.index("\n## ", start)]
+    section = text[start : re.search(r"\n##+ ", text[start + 4 :]).start() + start + 4]  # to the next heading
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert blocks
     ns: dict = {"ld": ld, "np": np}

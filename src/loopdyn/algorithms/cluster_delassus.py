@@ -1,7 +1,7 @@
 """The Delassus matrix ``Λ⁻¹ = J H⁻¹ Jᵀ`` of a model with loops, in independent coordinates.
 
 ``H = Gᵀ H_span G`` is the mass matrix of the independent coordinates and ``J = J_span G`` the rows
-of the link constraints (:class:`~loopdyn.algorithms.delassus.Constraint`) in those coordinates.
+of the link constraints (:class:`~loopdyn.Constraint`) in those coordinates.
 The link constraints are end-effector constraints (contacts, welds) on any body of the model,
 rotors and the bodies inside a loop included; the loop constraints themselves are already
 eliminated by the clusters.

@@ -9,8 +9,8 @@
 Coordinates are loopdyn's (Pinocchio's), so order 0 is :func:`loopdyn.rnea` / :func:`loopdyn.aba`.
 """
 
+from .api import aba, hybrid, rnea
 from .closed_form import ClosedForm, closed_form
-from .dynamics import aba, hybrid, rnea
 from .frames import (
     body_to_spatial_twist,
     body_to_spatial_wrench,

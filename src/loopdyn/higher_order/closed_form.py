@@ -17,12 +17,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..algorithms.common import kernel
 from ..model.joints import FREEFLYER
 from . import validation as hv
+from .api import prepare_tree
 from .arrays import HB_IV, HB_JTYPE, HB_NV, HB_PARENT
-from .dynamics import _prepare, check_finite, check_q, order_zero
+from .dynamics import check_finite, check_q, order_zero
 from .kinematics import binomials, body_derivative, inertia_mul_add, screw_derivative, tables
-from .lazy import lazy_kernel
 
 
 class ClosedForm(NamedTuple):
@@ -49,7 +50,7 @@ def _adt(V, w, out):
     out[5] = -(w0 * f1 - w1 * f0)
 
 
-@lazy_kernel(
+@kernel(
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[:, ::1], float64[:, ::1], "
     "float64[::1], float64[:, ::1], float64[:, ::1], float64[::1])",
 )
@@ -144,7 +145,7 @@ def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
 def closed_form(model, data, q, v) -> ClosedForm:
     """``M̄``, ``C``, ``g``, ``M̄̇`` of the paper's closed-form equations of motion at ``(q, v)``
     (loopdyn coordinates in, the paper's ``ν`` out; see the module docstring for ``v = P ν``)."""
-    hb, hf = _prepare(model, data)
+    hb, hf = prepare_tree(model, data)
     q = hv.as_array(q, "q", 1)
     v = hv.as_array(v, "v", 1)
     nv = hb[0, 2]

@@ -21,11 +21,11 @@ import weakref
 import numpy as np
 from numba import njit
 
+from ..algorithms.common import kernel
 from ..errors import UnsupportedFeatureError
 from ..model.clusters import EXPLICIT
 from . import validation as hv
 from .dynamics import check_fext, check_finite, check_q, check_stack, rnea_core
-from .lazy import lazy_kernel
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -110,7 +110,7 @@ def _spanning_q(hb, mi, mf, q):
     return qs
 
 
-@lazy_kernel(
+@kernel(
     "int64(int64[:, ::1], float64[:, ::1], int64[::1], float64[::1], float64[::1], float64[:, ::1], "
     "float64[:, :, ::1], float64[:, ::1])",
 )
@@ -142,7 +142,7 @@ def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
     return 0
 
 
-@lazy_kernel(
+@kernel(
     "int64(int64[:, ::1], float64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1], "
     "float64[:, ::1], float64[:, :, ::1], float64[:, ::1])",
 )

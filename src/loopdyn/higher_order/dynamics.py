@@ -15,15 +15,14 @@ once per call and reused at every order (Lemma 2), then per order one backward a
 from __future__ import annotations
 
 import math
-import weakref
 
 import numpy as np
 from numba import njit
 
-from ..algorithms.validation import check_data
+from ..algorithms.common import kernel
 from ..model.joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from . import validation as hv
-from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS, model_arrays
+from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS
 from .kinematics import (
     applied_wrench_sub,
     binomials,
@@ -34,7 +33,6 @@ from .kinematics import (
     tables,
     twist_bias,
 )
-from .lazy import lazy_kernel
 
 _SIG = (
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, :, ::1], "
@@ -149,7 +147,7 @@ def rnea_core(hb, hf, q, vd, fext, out):
                     W[r, par, a] += W[r, i, a]
 
 
-@lazy_kernel(_SIG)
+@kernel(_SIG)
 def rnea_kernel(hb, hf, q, dv, fext, out):
     st = check_q(hb, q)
     if st == 0:
@@ -408,7 +406,7 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     return 0
 
 
-@lazy_kernel(_SIG_FD)
+@kernel(_SIG_FD)
 def aba_kernel(hb, hf, q, v, dtau, fext, out):
     st = check_q(hb, q)
     if st == 0:
@@ -436,175 +434,13 @@ def aba_kernel(hb, hf, q, v, dtau, fext, out):
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# Python wrappers
-_NO_FORCES = np.zeros((0, 0, 6))
-
-
-_FAST: dict = {}  # id(model) → (weakref, model.compiled(), data.source_key, hb, hf): checks already passed
-
-
-def _prepare(model, data):
-    """``(hb, hf)`` of a tree model after checking ``data`` against it; a repeated call with the same
-    model state and a Data of that state skips the checks (``model.compiled()`` is a new object after
-    any change of the model, and a Data's ``source_key`` identifies the model state it came from)."""
-    e = _FAST.get(id(model))
-    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        return e[3], e[4]
-    check_data(model, data)
-    hb, hf = model_arrays(model, data)
-    key = id(model)
-    _FAST[key] = (
-        weakref.ref(model, lambda _, key=key: _FAST.pop(key, None)),
-        model.compiled(),
-        data.source_key,
-        hb,
-        hf,
-    )
-    return hb, hf
-
-
-def _cluster_call(model, data, which, args, f_ext):
-    """rnea / aba of a model with explicit constant-G clusters (:mod:`loopdyn.higher_order.clusters`)."""
-    from . import clusters as cl
-
-    check_data(model, data, clusters_supported=True)
-    hb, hf = model_arrays(model, data)
-    mi, mf = cl.cluster_maps(model, data)
-    fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
-    nv, nj = model.nv, model.njoints
-    if which == "rnea":
-        q, dv = hv.as_array(args[0], "q", 1), hv.as_array(args[1], "dv", 2)
-        out = np.empty((max(dv.shape[0] - 1, 1), nv))
-        st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
-        names, shapes = (
-            ("q", "dv", "f_ext"),
-            (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nj}, 6)"),
-        )
-    else:
-        q, v, dtau = (
-            hv.as_array(x, n, d) for x, n, d in zip(args, ("q", "v", "dtau"), (1, 1, 2), strict=True)
-        )
-        out = np.empty((dtau.shape[0], nv))
-        st = cl.cluster_aba_kernel(hb, hf, mi, mf, q, v, dtau, fext, out)
-        names = ("q", "v", "dtau", "f_ext")
-        shapes = (f"({model.nq},)", f"({nv},)", f"(r + 1, {nv}) with r >= 0", f"(r + 1, {nj}, 6)")
-    if st:
-        if divmod(int(st), hv.STATUS_BASE)[0] == hv.SINGULAR:
-            raise hv.InputError(f"the mass matrix of model {model.name!r} is not positive definite")
-        if divmod(int(st), hv.STATUS_BASE)[0] in (hv.BAD_QUAT, hv.BAD_UNIT_COMPLEX):
-            hv.raise_for_status(model, st, names, shapes)
-        hv.raise_for_status(model, st, names, shapes)
-    return out
-
-
-def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
-    """Time derivatives τ^(0…r) of inverse dynamics along a trajectory (H-GRNE, paper Alg. 2).
-
-    Parameters
-    ----------
-    model, data:
-        A tree :class:`~loopdyn.Model` and a Data created by it.
-    q:
-        Configuration (nq) at the instant, Pinocchio's layout.
-    dv:
-        Array ``(r + 2, nv)``: row k is the k-th time derivative of the velocity vector ``v``
-        (row 0 = v, row 1 = a, row 2 = jerk, …).
-    f_ext:
-        Optional ``(r + 1, njoints, 6)``: row k holds the k-th time derivatives of the external forces
-        ``[force; torque]`` on each body, in the body's frame (as :func:`loopdyn.rnea`; index 0 =
-        universe, ignored).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(r + 1, nv)``: row k is ``τ^(k)``; row 0 equals ``loopdyn.rnea(model, data, q, dv[0], dv[1],
-        f_ext[0])``.
-    """
-    e = _FAST.get(id(model))
-    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        hb, hf = e[3], e[4]
-    elif model.has_constraints:
-        return _cluster_call(model, data, "rnea", (q, dv), f_ext)
-    else:
-        hb, hf = _prepare(model, data)
-    fext = _NO_FORCES if f_ext is None else f_ext
-    try:
-        out = np.empty((max(dv.shape[0] - 1, 1), hb[0, 2]))
-        st = rnea_kernel(hb, hf, q, dv, fext, out)
-    except (TypeError, AttributeError, IndexError):
-        q = hv.as_array(q, "q", 1)
-        dv = hv.as_array(dv, "dv", 2)
-        fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
-        out = np.empty((max(dv.shape[0] - 1, 1), hb[0, 2]))
-        st = rnea_kernel(hb, hf, q, dv, fext, out)
-    if st:
-        nv, nj = hb[0, 2], hb[0, 0] + 1
-        hv.raise_for_status(
-            model,
-            st,
-            ("q", "dv", "f_ext"),
-            (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nj}, 6)"),
-        )
-    return out
-
-
-def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
-    """Time derivatives v^(1…r+1) of forward dynamics (H-GABI, paper Alg. 3 with Lemma 2).
-
-    Parameters
-    ----------
-    model, data:
-        A tree :class:`~loopdyn.Model` and a Data created by it.
-    q, v:
-        Configuration (nq) and velocity (nv) at the instant.
-    dtau:
-        ``(r + 1, nv)``: row k is τ^(k), the k-th time derivative of the joint forces.
-    f_ext:
-        Optional ``(r + 1, njoints, 6)`` external-force derivatives, as in :func:`rnea`.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(r + 1, nv)``: row k is v^(k+1) (row 0 = acceleration = ``loopdyn.aba``), so that
-        ``aba(model, data, q, dv[0], rnea(model, data, q, dv)) == dv[1:]``.
-    """
-    e = _FAST.get(id(model))
-    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        hb, hf = e[3], e[4]
-    elif model.has_constraints:
-        return _cluster_call(model, data, "aba", (q, v, dtau), f_ext)
-    else:
-        hb, hf = _prepare(model, data)
-    fext = _NO_FORCES if f_ext is None else f_ext
-    try:
-        out = np.empty((dtau.shape[0], hb[0, 2]))
-        st = aba_kernel(hb, hf, q, v, dtau, fext, out)
-    except (TypeError, AttributeError, IndexError):
-        q = hv.as_array(q, "q", 1)
-        v = hv.as_array(v, "v", 1)
-        dtau = hv.as_array(dtau, "dtau", 2)
-        fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
-        out = np.empty((dtau.shape[0], hb[0, 2]))
-        st = aba_kernel(hb, hf, q, v, dtau, fext, out)
-    if st:
-        nv, nj = hb[0, 2], hb[0, 0] + 1
-        hv.raise_for_status(
-            model,
-            st,
-            ("q", "v", "dtau", "f_ext"),
-            (f"({model.nq},)", f"({nv},)", f"(r + 1, {nv}) with r >= 0", f"(r + 1, {nj}, 6)"),
-        )
-    return out
-
-
 _SIG_HYB = (
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], int64[::1], float64[:, ::1], float64[:, ::1], "
     "float64[:, :, ::1], float64[:, ::1], float64[:, ::1])"
 )
 
 
-@lazy_kernel(_SIG_HYB)
+@kernel(_SIG_HYB)
 def hybrid_kernel(hb, hf, q, mask, dv, dtau, fext, out, tau_out):
     st = check_q(hb, q)
     if st == 0:
@@ -618,70 +454,3 @@ def hybrid_kernel(hb, hf, q, mask, dv, dtau, fext, out, tau_out):
     if st != 0:
         return st
     return aba_core(hb, hf, q, mask, dv, dtau, fext, out, tau_out)
-
-
-def _joint_mask(model, prescribed) -> np.ndarray:
-    from ..errors import InputError
-
-    mask = np.zeros(model.nbodies + 1, dtype=np.int64)
-    names = model.joint_names
-    for j in prescribed:
-        if isinstance(j, str):
-            if j not in names[1:]:
-                raise InputError(f"prescribed: no joint called {j!r} in model {model.name!r}")
-            mask[names.index(j)] = 1
-        elif isinstance(j, int | np.integer) and 1 <= int(j) <= model.nbodies:
-            mask[int(j)] = 1
-        else:
-            raise InputError(
-                f"prescribed: {j!r} is neither a joint name nor a joint index in 1…{model.nbodies}"
-            )
-    return mask
-
-
-def hybrid(model, data, q, dv, dtau, prescribed, f_ext=None) -> tuple[np.ndarray, np.ndarray]:
-    """Time derivatives of hybrid dynamics (paper Alg. 4, H-GHYB): some joints have a prescribed
-    motion, the others prescribed forces; returns the unknown halves.
-
-    Parameters
-    ----------
-    q:
-        Configuration (nq).
-    dv:
-        ``(r + 2, nv)``: row 0 is the velocity ``v`` (all joints); rows 1… are v^(1…r+1), used on the
-        joints of ``prescribed`` only (other entries ignored; must be finite).
-    dtau:
-        ``(r + 1, nv)``: τ^(0…r), used on the joints not in ``prescribed``.
-    prescribed:
-        Joint names or indices whose motion is given. A floating base is its free-flyer joint: in
-        ``prescribed`` its twist derivatives are given (the paper's "base twist" case) and the wrench
-        derivatives are returned; otherwise its wrench derivatives are given (``dtau`` rows, the
-        child-frame wrench ``[force; torque]``) and its twist derivatives returned.
-    f_ext:
-        Optional ``(r + 1, njoints, 6)`` external-force derivatives (body frames), as :func:`rnea`.
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray)
-        ``v^(1…r+1)`` and ``τ^(0…r)``, both ``(r + 1, nv)``, for all joints (prescribed entries are
-        the inputs). ``prescribed=()`` is :func:`aba`; all joints prescribed is :func:`rnea`.
-    """
-    hb, hf = _prepare(model, data)
-    mask = _joint_mask(model, prescribed)
-    q = hv.as_array(q, "q", 1)
-    dv = hv.as_array(dv, "dv", 2)
-    dtau = hv.as_array(dtau, "dtau", 2)
-    fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
-    rows = max(dv.shape[0] - 1, 1)
-    out = np.empty((rows, hb[0, 2]))
-    tau = np.empty((rows, hb[0, 2]))
-    st = hybrid_kernel(hb, hf, q, mask, dv, dtau, fext, out, tau)
-    if st:
-        nv, nj = hb[0, 2], hb[0, 0] + 1
-        hv.raise_for_status(
-            model,
-            st,
-            ("q", "dv", "dtau", "f_ext"),
-            (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nv})", f"(r + 1, {nj}, 6)"),
-        )
-    return out, tau
