@@ -20,6 +20,7 @@ BAD_UNIT_COMPLEX = 22  # (cos, sin) pair of a RevoluteUnbounded joint not unit; 
 SINGULAR = 23  # articulated inertia not positive definite at body `index`
 CONSTRAINT_VIOLATED = 24  # the positions of cluster `index` are off its constraints
 SINGULAR_CLUSTER = 25  # K_d of cluster `index` is singular
+ORDER_MISMATCH = 26  # higher-order stacks: argument `index` has another number of orders than the first
 
 UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
 
@@ -27,14 +28,21 @@ UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
 STATE_NAMES = ("q", "v", "a", "f_ext")
 
 
-def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None) -> None:
+def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shapes=None) -> None:
     """Raise the exception that a kernel's non-zero ``status`` stands for.
 
     ``arg_names`` names the kernel's user arguments by position (as the kernel numbers them in its
-    BAD_SHAPE / NOT_FINITE statuses); ``sizes`` gives their expected sizes for the message (default:
-    q → nq, the others → nv).
+    BAD_SHAPE / NOT_FINITE statuses); ``sizes`` gives the expected sizes of vectors for the message
+    (default: q → nq, the others → nv), ``shapes`` the expected shapes of arrays, as text.
     """
     kind, index = divmod(int(status), STATUS_BASE)
+    if kind == BAD_SHAPE and shapes is not None:
+        raise ShapeError(f"{arg_names[index]} must have shape {shapes[index]}")
+    if kind == ORDER_MISMATCH:
+        expected = f" (expected shape {shapes[index]})" if shapes is not None else ""
+        raise ShapeError(
+            f"{arg_names[index]}: its number of derivative orders does not match the other stacks'{expected}"
+        )
     if kind == BAD_SHAPE:
         name = arg_names[index]
         if name == "f_ext":
