@@ -398,6 +398,7 @@ TABLE = {
     "four_bar": (3, 1, 1, 3),
     "planar_leg_linkage": (4, 2, 2, 4),
     "double_pendulum": (2, 2, 2, 2),
+    "aerial_manipulator": (7, 7, 12, 13),  # the higher-order paper's robot: N = 7, 12 DoF (spec §4)
 }
 
 

@@ -89,6 +89,11 @@ _REGISTRY: dict[str, _Entry] = {
     "double_pendulum": _Entry(
         ".builtin", "double_pendulum", "planar two-link pendulum on a fixed base, no constraint"
     ),
+    "aerial_manipulator": _Entry(
+        ".aerial",
+        "aerial_manipulator",
+        "tilted hexarotor with two 3-R arms (Ali et al. 2026, Table 3): free flyer, 6 revolute joints",
+    ),
 }
 
 
