@@ -92,3 +92,30 @@ def test_declared_layout_is_contiguous_and_complete():
     text = L.describe()
     assert "W_IA" in text and "articulated-body inertia" in text
     assert not hasattr(L, "W_PA")  # the unused articulated-bias column is gone (W_F holds it)
+
+
+def test_threads_with_their_own_data_give_the_serial_results(tree):
+    """The kernels release the GIL: user threads run them at the same time, each on its own Data."""
+    import threading
+
+    rng = np.random.default_rng(5)
+    states = [trees.random_state(rng, tree) for _ in range(2)]
+    serial = [loopdyn.aba(tree, tree.create_data(), q, v, a) for q, v, a in states]
+    out = [None, None]
+
+    def work(k):
+        data = tree.create_data()
+        q, v, a = states[k]
+        for _ in range(200):
+            out[k] = loopdyn.aba(tree, data, q, v, a)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(2):
+        assert np.array_equal(out[k], serial[k])
+    from loopdyn.algorithms import aba as aba_kernels
+
+    assert aba_kernels.aba_kernel.targetoptions.get("nogil") is True

@@ -196,7 +196,8 @@ def kernel(signature: str, parallel: bool = False):
     The stub replaces itself in its module's namespace by the compiled dispatcher, so the Python
     wrappers (which look the kernel up as a module global) pay no indirection after the first call.
     Because the signature is explicit, arguments of any other type raise ``TypeError`` instead of
-    silently compiling a new specialisation; the wrappers catch it and validate slowly.
+    silently compiling a new specialisation; the wrappers catch it and validate slowly. Kernels
+    release the GIL (``nogil=True``): user threads, each with its own Data, run them in parallel.
     """
     import sys
 
@@ -229,7 +230,7 @@ def compiled(stub):
     current = getattr(stub.module, stub.__name__)
     if current is not stub:
         return current
-    dispatcher = njit(stub.signature, cache=True, parallel=stub.parallel)(stub.py_func)
+    dispatcher = njit(stub.signature, cache=True, parallel=stub.parallel, nogil=True)(stub.py_func)
     setattr(stub.module, stub.__name__, dispatcher)
     return dispatcher
 
