@@ -25,7 +25,15 @@ from ..algorithms.common import kernel
 from ..errors import UnsupportedFeatureError
 from ..model.clusters import EXPLICIT
 from . import validation as hv
-from .dynamics import check_fext, check_finite, check_q, check_stack, rnea_core
+from .dynamics import (
+    check_fext,
+    check_finite,
+    check_q,
+    check_stack,
+    cholesky_lower,
+    cholesky_solve,
+    rnea_core,
+)
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -188,32 +196,15 @@ def cluster_aba_kernel(hb, hf, mi, mf, q, v, dtau, fext, out):
         H[:, j] = g
     dvs[1, :] = 0.0
     L = np.zeros((nv, nv))  # Cholesky, once
-    for j in range(nv):
-        d = H[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > 1e-14 * (1.0 + abs(H[j, j])):
-            return hv.SINGULAR * hv.STATUS_BASE + 1
-        L[j, j] = np.sqrt(d)
-        for i in range(j + 1, nv):
-            s = H[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
+    if not cholesky_lower(H, nv, L):
+        return hv.SINGULAR * hv.STATUS_BASE + 1
     bias = np.empty((R + 1, nvs))
     for r in range(R + 1):  # order r: the spanning bias with v^(r+1) = 0, then H x = τ^(r) − Gᵀ b
         fr = fext[: r + 1] if fext.shape[0] > 0 else fext
         rnea_core(hb, hf, qs, dvs[: r + 2], fr, bias[: r + 1])
         _apply_t(mi, mf, vp, vi, nqe, nvs, bias[r], g)
         for i in range(nv):
-            s = dtau[r, i] - g[i]
-            for k in range(i):
-                s -= L[i, k] * e[k]
-            e[i] = s / L[i, i]
-        for i in range(nv - 1, -1, -1):
-            s = e[i]
-            for k in range(i + 1, nv):
-                s -= L[k, i] * out[r, k]
-            out[r, i] = s / L[i, i]
+            g[i] = dtau[r, i] - g[i]
+        cholesky_solve(L, nv, g, e, out[r])
         _apply(mi, mf, vp, vi, nqe, nvs, out[r], dvs[r + 1])
     return 0

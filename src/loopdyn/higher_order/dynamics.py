@@ -164,12 +164,10 @@ def rnea_kernel(hb, hf, q, dv, fext, out):
 
 # ---------------------------------------------------------------------------------------------
 # H-GABI (paper Alg. 3, Lemma 2)
-@njit(cache=True)
-def spd_inverse(A, n, Ainv, scratch):
-    """Inverse of the SPD n×n block ``A[:n, :n]`` by Cholesky into ``Ainv``; False if not SPD.
-    ``scratch``: at least 42 floats."""
-    L = scratch[:36].reshape((6, 6))
-    y = scratch[36:42]
+@njit(cache=True, inline="always")
+def cholesky_lower(A, n, L):
+    """``L[:n, :n]`` lower triangular with ``A[:n, :n] = L Lᵀ``; False if a pivot is not above
+    ``1e-14 (1 + |A_jj|)`` (A not positive definite)."""
     for j in range(n):
         d = A[j, j]
         for k in range(j):
@@ -182,17 +180,37 @@ def spd_inverse(A, n, Ainv, scratch):
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / L[j, j]
-    for c in range(n):  # solve L Lᵀ x = e_c
+    return True
+
+
+@njit(cache=True, inline="always")
+def cholesky_solve(L, n, b, y, x):
+    """``x = (L Lᵀ)⁻¹ b`` by forward then backward substitution (``y``: n floats of scratch; ``x`` may be
+    ``b``: b is read only by the forward pass)."""
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * y[k]
+        y[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = y[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def spd_inverse(A, n, Ainv, scratch):
+    """Inverse of the SPD n×n block ``A[:n, :n]`` by Cholesky into ``Ainv``; False if not SPD.
+    ``scratch``: at least 42 floats."""
+    L = scratch[:36].reshape((6, 6))
+    y = scratch[36:42]
+    if not cholesky_lower(A, n, L):
+        return False
+    for c in range(n):  # column c of A⁻¹: solve L Lᵀ x = e_c in place
         for i in range(n):
-            s = 1.0 if i == c else 0.0
-            for k in range(i):
-                s -= L[i, k] * y[k]
-            y[i] = s / L[i, i]
-        for i in range(n - 1, -1, -1):
-            s = y[i]
-            for k in range(i + 1, n):
-                s -= L[k, i] * Ainv[k, c]
-            Ainv[i, c] = s / L[i, i]
+            Ainv[i, c] = 1.0 if i == c else 0.0
+        cholesky_solve(L, n, Ainv[:, c], y, Ainv[:, c])
     return True
 
 

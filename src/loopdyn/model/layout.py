@@ -150,8 +150,6 @@ NW = _define("W_", WS_COLUMNS)
 _define("W0_", WS_ROW0)
 NC = _define("C_", IC_COLUMNS)
 _define("C0_", IC_ROW0)
-if max(NI, NC) > 64:  # pragma: no cover - a guard for whoever adds columns
-    raise ValueError("layout: integer tables wider than 64 columns")
 
 
 def describe() -> str:
