@@ -10,6 +10,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
+from .borrow import borrowed
 from .common import (
     external_force,
     gravity_seed,
@@ -149,6 +150,7 @@ def aba_core(ib, ws, q, v, tau, fext, ddq):
     "float64[::1])"
 )
 def aba_kernel(ib, ws, q, v, tau, fext, ddq):
+    ib, ws, q, v, tau, fext, ddq = borrowed((ib, ws, q, v, tau, fext, ddq))
     st = validate_qva(ib, q, v, tau, fext)
     if st != 0:
         return st

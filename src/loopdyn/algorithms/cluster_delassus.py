@@ -31,6 +31,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
+from .borrow import borrowed
 from .cluster_dynamics import c_aba_backward, placement_in_output, s_col
 from .cluster_kinematics import c_fk_core, validate_cluster_state
 from .common import kernel
@@ -258,6 +259,9 @@ _SIG = (
 
 @kernel(_SIG)
 def c_efpa_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
+    )
     zero = np.zeros(spanning_nv(ic))
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:
@@ -267,6 +271,9 @@ def c_efpa_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, cr
 
 @kernel(_SIG)
 def c_jacobian_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, J):
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, J = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, J)
+    )
     zero = np.zeros(spanning_nv(ic))
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:

@@ -20,6 +20,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
+from .borrow import borrowed
 from .cluster_kinematics import (
     c_fk_core,
     cluster_coordinates,
@@ -402,6 +403,9 @@ _SIG_STATE = (
 
 @kernel(_SIG_STATE)
 def c_rnea_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau):
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau)
+    )
     st = validate_cluster_state(ib, ic, cb, q, v, a, fext, True)
     if st != 0:
         return st
@@ -410,6 +414,9 @@ def c_rnea_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fex
 
 @kernel(_SIG_STATE)
 def c_aba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy):
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
+    )
     st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:
         return st
@@ -421,6 +428,9 @@ def c_aba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fe
     "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[:, ::1])"
 )
 def c_crba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, H = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, H)
+    )
     zero = np.zeros(H.shape[0])
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:

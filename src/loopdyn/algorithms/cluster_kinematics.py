@@ -24,6 +24,7 @@ from numba import njit
 from ..constraints.tape import evaluate
 from ..model import layout as L
 from ..spatial import ops
+from .borrow import borrowed
 from .common import (
     check_forces,
     check_unit,
@@ -80,22 +81,55 @@ def lu_solve_inplace(A, a0, n, B, b0, nrhs):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a):
-    """Spanning q, q̇, q̈ of cluster k into the spanning buffers, and G, g into wc. Returns a status."""
+    """Spanning q, q̇, q̈ of cluster k into the spanning buffers (and, for an implicit cluster, G, g
+    into wc). Returns a status. A tree joint copies its coordinates; an explicit cluster multiplies
+    by its constant G (g = 0); an implicit one runs its constraint program
+    (:func:`implicit_coordinates`)."""
+    kind = ic[k, L.C_KIND]
+    first = ic[k, L.C_FIRST]
+    QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
+    iq, iv = ic[k, L.C_IQ], ic[k, L.C_IV]
+    has_a = a.shape[0] != 0
+    if kind == L.SINGLE_BODY:
+        b = cb[first]
+        bq, bv = ib[b, L.I_IQ], ib[b, L.I_IV]
+        for j in range(ib[b, L.I_NQ]):
+            wc[QS + bq + j] = q[iq + j]
+        for j in range(ib[b, L.I_NV]):
+            wc[QDS + bv + j] = v[iv + j]
+            wc[QDDS + bv + j] = a[iv + j] if has_a else 0.0
+        return 0
+    if kind == L.IMPLICIT:
+        return implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
+    # explicit: q = G y, q̇ = G ẏ, q̈ = G ÿ with a constant G (1-DoF joints: q index = body's)
+    n, m, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_G]
+    for j in range(n):
+        b = cb[first + j]
+        x = 0.0
+        xd = 0.0
+        xdd = 0.0
+        for l in range(m):
+            g = wc[G + j * m + l]
+            x += g * q[iq + l]
+            xd += g * v[iv + l]
+            if has_a:
+                xdd += g * a[iv + l]
+        wc[QS + ib[b, L.I_IQ]] = x
+        wc[QDS + ib[b, L.I_IV]] = xd
+        wc[QDDS + ib[b, L.I_IV]] = xdd
+    return 0
+
+
+@njit(cache=True)
+def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a):
+    """Implicit cluster k: check φ(q) = 0 on the assembly branch, then ``G = P[1; −K_d⁻¹K_i]`` and
+    ``g = P[0; K_d⁻¹k]`` from the constraint program (eq. 3, §1.2), and the spanning q, q̇, q̈."""
     row = ic[k]
-    kind = row[L.C_KIND]
     first = row[L.C_FIRST]
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
     iq, iv = row[L.C_IQ], row[L.C_IV]
-    if kind == L.SINGLE_BODY:
-        b = cb[first]
-        for j in range(ib[b, L.I_NQ]):
-            wc[QS + ib[b, L.I_IQ] + j] = q[iq + j]
-        for j in range(ib[b, L.I_NV]):
-            wc[QDS + ib[b, L.I_IV] + j] = v[iv + j]
-            wc[QDDS + ib[b, L.I_IV] + j] = a[iv + j] if a.shape[0] != 0 else 0.0
-        return 0
     n, m, nrow = row[L.C_N], row[L.C_M], row[L.C_NROW]
     nt = nrow + row[L.C_NCHECK]  # program rows: the kept ones, then the assembly-branch checks
     G, gb = row[L.C_G], row[L.C_GB]
@@ -106,59 +140,49 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
     kb = K + nt * n
     lu = kb + nt
     rhs = lu + nrow * nrow
-    if kind == L.EXPLICIT:  # explicit: q = G y with constant G, g = 0
-        for j in range(n):
-            acc = 0.0
-            for l in range(m):
-                acc += wc[G + j * m + l] * q[iq + l]
-            wc[ql + j] = acc
-            wc[gb + j] = 0.0
-    else:  # implicit: spanning positions stored; check φ, then G from K(q)
-        for j in range(n):
-            wc[ql + j] = q[iq + j]
-            wc[qdl + j] = 0.0
-        p = row[L.C_PROG]
-        evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
-                 wc[phi : phi + nt], wc[K : K + nt * n], wc[kb : kb + nt])  # fmt: skip
-        for r in range(nt):  # the constraints, and that they hold on the assembly branch
-            if not abs(wc[phi + r]) <= wc[ic[0, L.C0_PHITOL]]:
-                return CONSTRAINT_VIOLATED * STATUS_BASE + k
-        # K_d X = [K_i | 0] → G_dep = −X ; the last column is filled with k below
-        for r in range(nrow):
-            for c in range(nrow):
-                wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
-            for l in range(m):
-                wc[rhs + r * (m + 1) + l] = wc[K + r * n + cb[ind + l]]
-            wc[rhs + r * (m + 1) + m] = 0.0
-        if not lu_solve_inplace(wc, lu, nrow, wc, rhs, m + 1):
-            return SINGULAR_CLUSTER * STATUS_BASE + k
-        for j in range(n * m):
-            wc[G + j] = 0.0
+    for j in range(n):  # spanning positions stored; check φ, then G from K(q)
+        wc[ql + j] = q[iq + j]
+        wc[qdl + j] = 0.0
+    p = row[L.C_PROG]
+    evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
+             wc[phi : phi + nt], wc[K : K + nt * n], wc[kb : kb + nt])  # fmt: skip
+    for r in range(nt):  # the constraints, and that they hold on the assembly branch
+        if not abs(wc[phi + r]) <= wc[ic[0, L.C0_PHITOL]]:
+            return CONSTRAINT_VIOLATED * STATUS_BASE + k
+    # K_d X = [K_i | 0] → G_dep = −X ; the last column is filled with k below
+    for r in range(nrow):
+        for c in range(nrow):
+            wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
         for l in range(m):
-            wc[G + cb[ind + l] * m + l] = 1.0
-        for r in range(nrow):
-            for l in range(m):
-                wc[G + cb[dep + r] * m + l] = -wc[rhs + r * (m + 1) + l]
-    # q̇ = G ẏ
-    for j in range(n):
+            wc[rhs + r * (m + 1) + l] = wc[K + r * n + cb[ind + l]]
+        wc[rhs + r * (m + 1) + m] = 0.0
+    if not lu_solve_inplace(wc, lu, nrow, wc, rhs, m + 1):
+        return SINGULAR_CLUSTER * STATUS_BASE + k
+    for j in range(n * m):
+        wc[G + j] = 0.0
+    for l in range(m):
+        wc[G + cb[ind + l] * m + l] = 1.0
+    for r in range(nrow):
+        for l in range(m):
+            wc[G + cb[dep + r] * m + l] = -wc[rhs + r * (m + 1) + l]
+    for j in range(n):  # q̇ = G ẏ
         acc = 0.0
         for l in range(m):
             acc += wc[G + j * m + l] * v[iv + l]
         wc[qdl + j] = acc
-    if kind == L.IMPLICIT:  # k(q, q̇) → g = P[0; K_d⁻¹ k] (K_d re-factorised: the LU above was done in place)
-        p = row[L.C_PROG]
-        evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
-                 wc[phi : phi + nrow], wc[K : K + nrow * n], wc[kb : kb + nrow])  # fmt: skip
-        for r in range(nrow):
-            for c in range(nrow):
-                wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
-            wc[rhs + r] = wc[kb + r]
-        if not lu_solve_inplace(wc, lu, nrow, wc, rhs, 1):
-            return SINGULAR_CLUSTER * STATUS_BASE + k
-        for j in range(n):
-            wc[gb + j] = 0.0
-        for r in range(nrow):
-            wc[gb + cb[dep + r]] = wc[rhs + r]
+    # k(q, q̇) → g = P[0; K_d⁻¹ k] (K_d re-factorised: the LU above was done in place)
+    evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
+             wc[phi : phi + nrow], wc[K : K + nrow * n], wc[kb : kb + nrow])  # fmt: skip
+    for r in range(nrow):
+        for c in range(nrow):
+            wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
+        wc[rhs + r] = wc[kb + r]
+    if not lu_solve_inplace(wc, lu, nrow, wc, rhs, 1):
+        return SINGULAR_CLUSTER * STATUS_BASE + k
+    for j in range(n):
+        wc[gb + j] = 0.0
+    for r in range(nrow):
+        wc[gb + cb[dep + r]] = wc[rhs + r]
     for j in range(n):  # scatter into the spanning buffers (1-DoF joints: q index = body's)
         b = cb[first + j]
         wc[QS + ib[b, L.I_IQ]] = wc[ql + j]
@@ -271,6 +295,9 @@ def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gr
 )
 def c_fk_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a):
     """Validated cluster forward kinematics (a may be empty: no accelerations)."""
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a)
+    )
     st = validate_cluster_state(ib, ic, cb, q, v, a, np.zeros((0, 6)), False)
     if st != 0:
         return st

@@ -40,6 +40,7 @@ import numpy as np
 from numba import njit
 
 from ..model import layout as L
+from .borrow import borrowed
 from .cluster_delassus import dinv_mul, force_to_parent_cluster, spanning_nv, st_mul_cluster
 from .cluster_dynamics import c_aba_backward
 from .cluster_kinematics import c_fk_core, validate_cluster_state
@@ -438,6 +439,9 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
 )
 def c_pv_osimr_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
                       cemp, asm, buf, out):  # fmt: skip
+    (ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order, cemp, asm, buf,
+     out) = borrowed((ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
+                      cemp, asm, buf, out))  # fmt: skip
     zero = np.zeros(spanning_nv(ic))
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:

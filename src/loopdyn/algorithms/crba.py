@@ -8,6 +8,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
+from .borrow import borrowed
 from .common import check_configuration, jcalc, kernel, s_column
 from .status import SINGULAR, STATUS_BASE
 
@@ -171,6 +172,7 @@ def minverse_from_ltl(M, lam, Minv):
 
 @kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1])")
 def crba_kernel(ib, ws, q, M):
+    ib, ws, q, M = borrowed((ib, ws, q, M))
     st = check_configuration(ib, q)
     if st != 0:
         return st
@@ -180,6 +182,7 @@ def crba_kernel(ib, ws, q, M):
 
 @kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1])")
 def minverse_kernel(ib, ws, q, Minv):
+    ib, ws, q, Minv = borrowed((ib, ws, q, Minv))
     st = check_configuration(ib, q)
     if st != 0:
         return st

@@ -25,6 +25,7 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
+from .borrow import borrowed
 from .common import check_configuration, jcalc, kernel, s_column
 from .status import SINGULAR, STATUS_BASE
 
@@ -183,6 +184,7 @@ def efpa_core(ib, ws, q, cbody, crow, K, added, out):
     "float64[:, ::1])"
 )
 def efpa_kernel(ib, ws, q, cbody, crow, K, added, out):
+    ib, ws, q, cbody, crow, K, added, out = borrowed((ib, ws, q, cbody, crow, K, added, out))
     st = check_configuration(ib, q)
     if st != 0:
         return st

@@ -15,6 +15,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
+from .borrow import borrowed
 from .common import check_configuration, check_vector, jcalc, kernel, s_column, s_mul, velocity_pass
 
 # reference frames of Jacobians (kernel codes)
@@ -48,6 +49,7 @@ def velocities_core(ib, ws, v):
 @kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1])")
 def fk_kernel(ib, ws, q, v, a):
     """Placements; velocities if v is non-empty; accelerations (no gravity) if a is non-empty too."""
+    ib, ws, q, v, a = borrowed((ib, ws, q, v, a))
     st = check_configuration(ib, q)
     nv = ib[0, L.I0_NV]
     if st == 0 and v.shape[0] != 0:
@@ -96,6 +98,7 @@ def write_column(out, col, m, ref, Rf, pf):
 def jacobian_kernel(ib, ws, q, v, body, fp, ref, J, dJ):
     """Frame Jacobian J (6 × nv) of the frame attached to ``body`` at ``fp`` = (R (9), p (3)); if v is
     non-empty, also its time derivative dJ."""
+    ib, ws, q, v, body, fp, ref, J, dJ = borrowed((ib, ws, q, v, body, fp, ref, J, dJ))
     st = check_configuration(ib, q)
     if st == 0 and v.shape[0] != 0:
         st = check_vector(v, ib[0, L.I0_NV], 1)

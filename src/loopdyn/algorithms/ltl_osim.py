@@ -13,6 +13,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
+from .borrow import borrowed
 from .common import check_configuration, kernel, s_column
 from .crba import crba_core, dof_parents, ltl_in_place
 from .status import SINGULAR, STATUS_BASE
@@ -96,6 +97,7 @@ def ltl_delassus_core(ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out):
     "float64[:, ::1], int64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1])"
 )
 def ltl_kernel(ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out):
+    ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out = borrowed((ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out))
     st = check_configuration(ib, q)
     if st != 0:
         return st

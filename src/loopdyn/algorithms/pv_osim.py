@@ -45,6 +45,7 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
+from .borrow import borrowed
 from .common import check_configuration, jcalc, kernel, s_column
 from .efpa import add_row_inertia
 from .status import SINGULAR, STATUS_BASE
@@ -517,6 +518,7 @@ def pv_osim_core(ib, ws, q, K, bk, sc, added, out):
     "float64[:, ::1])"
 )
 def pv_osim_kernel(ib, ws, q, K, bk, sc, added, out):
+    ib, ws, q, K, bk, sc, added, out = borrowed((ib, ws, q, K, bk, sc, added, out))
     st = check_configuration(ib, q)
     if st != 0:
         return st
@@ -770,6 +772,7 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
     "float64[:, ::1])"
 )
 def pv_osimr_kernel(ib, ws, q, K, bk, sc, added, out):
+    ib, ws, q, K, bk, sc, added, out = borrowed((ib, ws, q, K, bk, sc, added, out))
     st = check_configuration(ib, q)
     if st != 0:
         return st

@@ -10,6 +10,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
+from .borrow import borrowed
 from .common import (
     check_configuration,
     check_forces,
@@ -75,6 +76,7 @@ def validate_qva(ib, q, v, a, fext):
     "float64[::1], boolean)"
 )
 def rnea_kernel(ib, ws, q, v, a, fext, tau, with_gravity):
+    ib, ws, q, v, a, fext, tau, with_gravity = borrowed((ib, ws, q, v, a, fext, tau, with_gravity))
     st = validate_qva(ib, q, v, a, fext)
     if st != 0:
         return st

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..algorithms.borrow import borrowed
 from ..algorithms.call import as_float_vector
 from ..algorithms.cluster_kinematics import cluster_coordinates, validate_cluster_state
 from ..algorithms.common import kernel
@@ -67,6 +68,9 @@ def compiled_maps_core(ib, ic, cb, wc, code, consts, table, outputs, q, v, krow,
     "float64[:, ::1], float64[::1])"
 )
 def compiled_maps_kernel(ib, ic, cb, wc, code, consts, table, outputs, q, v, krow, G, g, K, k):
+    ib, ic, cb, wc, code, consts, table, outputs, q, v, krow, G, g, K, k = borrowed(
+        (ib, ic, cb, wc, code, consts, table, outputs, q, v, krow, G, g, K, k)
+    )
     st = validate_cluster_state(ib, ic, cb, q, v, np.zeros(0), np.zeros((0, 6)), False)
     if st != 0:
         return st

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..algorithms.borrow import borrowed
 from ..algorithms.common import kernel
 from ..model.joints import FREEFLYER
 from . import validation as hv
@@ -55,6 +56,7 @@ def _adt(V, w, out):
     "float64[::1], float64[:, ::1], float64[:, ::1], float64[::1])",
 )
 def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
+    hb, hf, q, v, Mb, Cb, gb, Md, P, nu = borrowed((hb, hf, q, v, Mb, Cb, gb, Md, P, nu))
     st = check_q(hb, q)
     if st == 0:
         if v.shape[0] != hb[0, 2]:

@@ -21,6 +21,7 @@ import weakref
 import numpy as np
 from numba import njit
 
+from ..algorithms.borrow import borrowed
 from ..algorithms.common import kernel
 from ..errors import UnsupportedFeatureError
 from ..model.clusters import EXPLICIT
@@ -123,6 +124,7 @@ def _spanning_q(hb, mi, mf, q):
     "float64[:, :, ::1], float64[:, ::1])",
 )
 def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
+    hb, hf, mi, mf, q, dv, fext, out = borrowed((hb, hf, mi, mf, q, dv, fext, out))
     nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = _offsets(mi)
     if q.shape[0] != nq:
         return hv.BAD_SHAPE * hv.STATUS_BASE + 0
@@ -155,6 +157,7 @@ def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
     "float64[:, ::1], float64[:, :, ::1], float64[:, ::1])",
 )
 def cluster_aba_kernel(hb, hf, mi, mf, q, v, dtau, fext, out):
+    hb, hf, mi, mf, q, v, dtau, fext, out = borrowed((hb, hf, mi, mf, q, v, dtau, fext, out))
     nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = _offsets(mi)
     if q.shape[0] != nq:
         return hv.BAD_SHAPE * hv.STATUS_BASE + 0

@@ -19,6 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..algorithms.borrow import borrowed
 from ..algorithms.common import kernel
 from ..model.joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from . import validation as hv
@@ -149,6 +150,7 @@ def rnea_core(hb, hf, q, vd, fext, out):
 
 @kernel(_SIG)
 def rnea_kernel(hb, hf, q, dv, fext, out):
+    hb, hf, q, dv, fext, out = borrowed((hb, hf, q, dv, fext, out))
     st = check_q(hb, q)
     if st == 0:
         st = check_stack(dv, -1, hb[0, 2], 1)
@@ -426,6 +428,7 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
 
 @kernel(_SIG_FD)
 def aba_kernel(hb, hf, q, v, dtau, fext, out):
+    hb, hf, q, v, dtau, fext, out = borrowed((hb, hf, q, v, dtau, fext, out))
     st = check_q(hb, q)
     if st == 0:
         if v.shape[0] != hb[0, 2]:
@@ -460,6 +463,7 @@ _SIG_HYB = (
 
 @kernel(_SIG_HYB)
 def hybrid_kernel(hb, hf, q, mask, dv, dtau, fext, out, tau_out):
+    hb, hf, q, mask, dv, dtau, fext, out, tau_out = borrowed((hb, hf, q, mask, dv, dtau, fext, out, tau_out))
     st = check_q(hb, q)
     if st == 0:
         st = check_stack(dv, -1, hb[0, 2], 1)
