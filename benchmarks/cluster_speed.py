@@ -95,7 +95,9 @@ def measure(names, repeats: int, target: float):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer repeats")
-    p.add_argument("--robots", default=",".join(ROBOTS), help="comma-separated subset of " + ", ".join(ROBOTS))
+    p.add_argument(
+        "--robots", default=",".join(ROBOTS), help="comma-separated subset of " + ", ".join(ROBOTS)
+    )
     args = p.parse_args(argv)
     names = [s.strip() for s in args.robots.split(",") if s.strip()]
     repeats, target = (7, 1e-3) if args.quick else (21, 2e-3)

@@ -26,8 +26,7 @@ from .cluster_kinematics import (
     cluster_coordinates,
     validate_cluster_state,
 )
-from .common import external_force, gravity_seed, kernel
-from .crba import crba_core
+from .common import external_force, gravity_seed, jcalc, kernel, s_column
 from .rnea import rnea_core
 from .status import SINGULAR, STATUS_BASE
 
@@ -331,22 +330,72 @@ def c_aba_forward(ib, ws, ic, cb, wc, ddy):
 
 
 # ---------------------------------------------------------------------------------------------
-# mass matrix H = Gᵀ H_span G (block-sparse projection of the spanning CRBA)
+# mass matrix H = Gᵀ H_span G: the spanning tree's CRBA (composite inertias, F = Ic S carried to the
+# ancestors) with every entry H_span[r, s] projected on the independent coordinates as it is made,
+# through the sparse rows of G (layout.C0_GMAP): no nvs × nvs matrix, no dense projection
+@njit(cache=True, inline="always")
+def project_entry(ic, cb, wc, H, r, s, h):
+    """Add H_span[r, s] = h (and, for r ≠ s, H_span[s, r]) to H = Gᵀ H_span G, lower triangle only
+    (exactly symmetric once mirrored): H[a, b] += G[r, a] h G[s, b] for a ≥ b, the transposed
+    term for b ≥ a."""
+    GM = ic[0, L.C0_GMAP]
+    for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
+        x = wc[cb[e + 1]] * h
+        a = cb[e]
+        for f in range(GM + cb[GM + s], GM + cb[GM + s + 1], 2):
+            y = x * wc[cb[f + 1]]
+            b = cb[f]
+            if a >= b:
+                H[a, b] += y
+            if r != s and b >= a:
+                H[b, a] += y
+
+
 @njit(cache=True)
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     nv_zero = np.zeros(H.shape[0])
-    for k in range(1, ic[0, L.C0_NCL] + 1):
-        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, nv_zero, np.zeros(0))
+    no_a = np.zeros(0)
+    for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q (and G for implicit clusters)
+        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, nv_zero, no_a)
         if st != 0:
             return st
-    nvs, nqs = ic[0, L.C0_NVS], ic[0, L.C0_NQS]
-    HS, QS = ic[0, L.C0_HS], ic[0, L.C0_QS]
-    Hs = wc[HS : HS + nvs * nvs].reshape((nvs, nvs))
-    crba_core(ib, ws, wc[QS : QS + nqs], Hs)
-    ncl = ic[0, L.C0_NCL]
-    for k in range(1, ncl + 1):
-        for l in range(1, k + 1):
-            proj_block(ib, ic, cb, wc, Hs, H, k, l)
+    QS = ic[0, L.C0_QS]
+    qs = wc[QS : QS + ic[0, L.C0_NQS]]
+    nb = ib[0, L.I0_NBODIES]
+    T = L.W_TMP  # F = Ic S, one 6-column per DoF of the body, in row 0's scratch
+    H[:, :] = 0.0  # entries of clusters on different branches stay zero
+    for i in range(1, nb + 1):
+        jcalc(ib, ws, i, qs)
+        ops.store10(ws, i, L.W_IC, ops.load10(ws, i, L.W_INER))
+    for i in range(nb, 0, -1):
+        par = ib[i, L.I_PARENT]
+        Ic = ops.load10(ws, i, L.W_IC)
+        if par > 0:  # Ic_λ += ᶦX_λᵀ Ic_i ᶦX_λ
+            R, p = ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)
+            Icp = ops.add10(ops.load10(ws, par, L.W_IC), ops.inertia_to_parent(R, p, Ic))
+            ops.store10(ws, par, L.W_IC, Icp)
+        nvi, ivi = ib[i, L.I_NV], ib[i, L.I_IV]
+        for k in range(nvi):  # F = Ic S ; H_span[ii] = Sᵀ F (+ armature)
+            ops.store6(ws, 0, T + 6 * k, ops.inertia_mul(Ic, s_column(ib, ws, i, k)))
+        for k in range(nvi):
+            sk = s_column(ib, ws, i, k)
+            for l in range(k + 1):
+                h = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l))
+                project_entry(ic, cb, wc, H, ivi + k, ivi + l, h + (ws[i, L.W_ARM + k] if k == l else 0.0))
+        j = i
+        while ib[j, L.I_PARENT] > 0:  # F = ʲX_λᵀ F, H_span[i, λ..] = Fᵀ S_λ
+            R, p = ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P)
+            for l in range(nvi):
+                ops.store6(ws, 0, T + 6 * l, ops.force_to_parent(R, p, ops.load6(ws, 0, T + 6 * l)))
+            j = ib[j, L.I_PARENT]
+            ivj = ib[j, L.I_IV]
+            for k in range(ib[j, L.I_NV]):
+                sk = s_column(ib, ws, j, k)
+                for l in range(nvi):
+                    project_entry(ic, cb, wc, H, ivi + l, ivj + k, ops.dot6(sk, ops.load6(ws, 0, T + 6 * l)))
+    for a in range(H.shape[0]):  # the upper triangle from the lower
+        for b in range(a):
+            H[b, a] = H[a, b]
     return 0
 
 
@@ -368,28 +417,6 @@ def _armature(ic, wc, k, j):
 def _g(ic, wc, k, j, l):
     """G_k[j, l] (the identity for a tree joint, from the cluster's table)."""
     return wc[ic[k, L.C_G] + j * ic[k, L.C_M] + l]
-
-
-@njit(cache=True)
-def proj_block(ib, ic, cb, wc, Hs, H, k, l):
-    """H[k-block, l-block] = G_kᵀ Hs[k coords, l coords] G_l (and its transpose)."""
-    nk, nl = ic[k, L.C_N], ic[l, L.C_N]
-    mk, ml = ic[k, L.C_M], ic[l, L.C_M]
-    ivk, ivl = ic[k, L.C_IV], ic[l, L.C_IV]
-    for a in range(mk):
-        for b in range(ml):
-            acc = 0.0
-            for j in range(nk):
-                gka = _g(ic, wc, k, j, a)
-                if gka == 0.0:
-                    continue
-                r = _coord(ib, ic, cb, k, j)
-                for jj in range(nl):
-                    glb = _g(ic, wc, l, jj, b)
-                    if glb != 0.0:
-                        acc += gka * Hs[r, _coord(ib, ic, cb, l, jj)] * glb
-            H[ivk + a, ivl + b] = acc
-            H[ivl + b, ivk + a] = acc
 
 
 # ---------------------------------------------------------------------------------------------

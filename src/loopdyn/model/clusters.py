@@ -562,6 +562,31 @@ def _joint_subspace(model, b: int) -> np.ndarray:
     return S
 
 
+def _g_rows(tree: ClusterTree, ic: np.ndarray, ib: np.ndarray, wc: np.ndarray, nvs: int) -> list[int]:
+    """The sparse rows of the whole model's G (spanning velocity r → independent velocities): NVS + 1
+    pointers relative to the start, then (independent index, wc offset of the G entry) per non-zero;
+    an implicit cluster's entries are all kept (its G changes with q). See ``layout.C0_GMAP``."""
+    from . import layout as L
+
+    rows: list[list[tuple[int, int]]] = [[] for _ in range(nvs)]
+    for c in tree.clusters:
+        k = c.index + 1
+        G, m = int(ic[k, L.C_G]), int(ic[k, L.C_M])
+        if c.kind == SINGLE_BODY:
+            b = c.bodies[0]
+            for j in range(c.nv):
+                rows[int(ib[b, L.I_IV]) + j].append((c.iv + j, G + j * m + j))
+            continue
+        for j, b in enumerate(c.bodies):  # 1-DoF joints: body j's coordinate is the cluster's j-th
+            for l in range(m):
+                if c.kind == IMPLICIT or wc[G + j * m + l] != 0.0:
+                    rows[int(ib[b, L.I_IV])].append((c.iv + l, G + j * m + l))
+    ptr = [nvs + 1]
+    for r in rows:
+        ptr.append(ptr[-1] + 2 * len(r))
+    return ptr + [x for r in rows for e in r for x in e]
+
+
 def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledClusters:
     """Fill the cluster columns of ``ib`` and build the cluster arrays."""
     from ..constraints.tape import compile_constraint, pack_programs
@@ -653,12 +678,13 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledCluste
     ic[0, L.C0_QDDS] = alloc(nvs)
     packed = pack_programs(programs)
     ic[0, L.C0_REGS] = alloc(max(int(packed.max_reg), 1))
-    ic[0, L.C0_HS] = alloc(nvs * nvs)  # spanning mass matrix (cluster CRBA)
     ic[0, L.C0_TAUS] = alloc(nvs)  # spanning joint forces
     ic[0, L.C0_PHITOL] = alloc(1)
     wc = np.zeros(wc_size)
     for off, G in G_init + const_init + arm_init:
         wc[off : off + G.size] = G.reshape(-1)
+    ic[0, L.C0_GMAP] = len(cb)
+    cb.extend(_g_rows(tree, ic, ib, wc, nvs))
     wc[ic[0, L.C0_PHITOL]] = model.constraint_tolerance
     return CompiledClusters(
         ic, np.array(cb, dtype=np.int64), wc, packed.code, packed.consts, packed.table, packed.outputs

@@ -120,9 +120,11 @@ IC_ROW0 = (
     ("REGS", 1, "offset in wc of the tape registers"),
     ("NQS", 1, "spanning nq"),
     ("NVS", 1, "spanning nv"),
-    ("HS", 1, "offset in wc of the spanning-tree mass matrix (nvs × nvs)"),
     ("TAUS", 1, "offset in wc of spanning joint forces (nvs)"),
     ("PHITOL", 1, "offset in wc of the largest |φ| accepted for implicit clusters' positions"),
+    ("GMAP", 1, "offset in cb of the rows of G by spanning velocity index r: NVS + 1 pointers (relative to "
+     "GMAP), then per entry the independent index and the wc offset of G[r, ·] (zeros of a constant G "
+     "left out)"),
 )
 
 
