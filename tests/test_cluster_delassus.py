@@ -308,7 +308,11 @@ def test_constrained_forward_dynamics_with_loops_solves_the_kkt_system(seed, blo
         sol = np.linalg.solve(kkt, np.concatenate([tau - C, desired - gamma]))
         assert rel_err(ddy, sol[: model.nv]) < 1e-9
         assert rel_err(lam, sol[model.nv :]) < 1e-9
-        assert rel_err(constraint_acceleration(model, d, q, v, ddy, cons), desired) < 1e-9
+        # J ÿ + γ = k: the terms J ÿ can be 10⁴ × k here (ÿ up to 2·10⁴), so the residual is measured
+        # relative to the size of the terms that cancel, not to k alone
+        scale = max(1.0, float(np.max(np.abs(J) @ np.abs(ddy))))
+        resid = np.abs(constraint_acceleration(model, d, q, v, ddy, cons) - desired).max()
+        assert resid / scale < 1e-12
 
 
 @pytest.mark.parametrize("seed,blocks,floating", [(2, 4, True), (3, 5, False)])

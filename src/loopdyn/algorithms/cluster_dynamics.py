@@ -76,13 +76,13 @@ def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext,
     QS, QDS, QDDS, TAUS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS], ic[0, L.C0_TAUS]
     rnea_core(ib, ws, wc[QS : QS + nqs], wc[QDS : QDS + nvs], wc[QDDS : QDDS + nvs], fext,
               wc[TAUS : TAUS + nvs], True)  # fmt: skip
-    for k in range(1, ic[0, L.C0_NCL] + 1):  # τ_k = G_kᵀ τ_𝒥k (eqs. 29, 31)
-        m, iv = ic[k, L.C_M], ic[k, L.C_IV]
-        for l in range(m):
-            acc = 0.0
-            for j in range(ic[k, L.C_N]):
-                acc += _g(ic, wc, k, j, l) * wc[TAUS + _coord(ib, ic, cb, k, j)]
-            tau[iv + l] = acc
+    for x in range(tau.shape[0]):  # τ_k = G_kᵀ τ_𝒥k (eqs. 29, 31), through the sparse rows of G
+        tau[x] = 0.0
+    GM = ic[0, L.C0_GMAP]
+    for r in range(nvs):
+        tr = wc[TAUS + r]
+        for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
+            tau[cb[e]] += wc[cb[e + 1]] * tr
     return 0
 
 

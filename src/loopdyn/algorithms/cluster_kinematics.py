@@ -197,82 +197,65 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
 
 @njit(cache=True)
 def cluster_bodies(ib, ws, ic, cb, wc, k):
-    """Placements, velocities, accelerations, 𝖲 and 𝖼 of the bodies of cluster k (coordinates done)."""
-    row = ic[k]
-    first, nb = row[L.C_FIRST], row[L.C_NB]
+    """Placements, velocities, accelerations, 𝖲 and 𝖼 of the bodies of cluster k (coordinates done),
+    in body frames, by the spanning tree's recursion through each body's parent (its in-cluster
+    parent, or its output body Λ(i)): with q̇ = G ẏ and q̈ = G ÿ + g,
+
+    * ``v_i = ᶦX_λ v_λ + s_i q̇_i`` and ``a_i = ᶦX_λ a_λ + s_i q̈_i + v_i × s_i q̇_i`` (the tree's);
+    * 𝖲 block i = ``ᶦX_cp 𝖲_cp + s_i G_i`` and ``𝖼_i = ᶦX_cp 𝖼_cp + s_i g_i + v_i × s_i q̇_i``, where cp
+      is the in-cluster parent (none: the first terms vanish), so that
+      ``a_i = ᶦX_Λ a_Λ + 𝖲_i ÿ + 𝖼_i`` (eqs. 24–26);
+    * the placement in Λ(i)'s frame (ᶦX_Λ, for the passes to the parent cluster): the joint's when
+      cp is none, else composed through cp.
+    """
+    first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
     qs = wc[QS : QS + ic[0, L.C0_NQS]]
-    if row[L.C_KIND] == L.SINGLE_BODY:
+    qds = wc[QDS : QDS + ic[0, L.C0_NVS]]
+    qdds = wc[QDDS : QDDS + ic[0, L.C0_NVS]]
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:
         i = cb[first]
         R, p = jcalc(ib, ws, i, qs)
-        vi = velocity_pass(ib, ws, i, wc[QDS : QDS + ic[0, L.C0_NVS]], R, p)
-        ai = ops.add6(ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A)),
-                      s_mul(ib, ws, i, wc[QDDS : QDDS + ic[0, L.C0_NVS]]))  # fmt: skip
+        velocity_pass(ib, ws, i, qds, R, p)
+        ai = ops.add6(
+            ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A)), s_mul(ib, ws, i, qdds)
+        )
         ops.store6(ws, i, L.W_A, ops.add6(ai, ops.load6(ws, i, L.W_C)))
-        return vi
-    m = row[L.C_M]
-    G, gb, S = row[L.C_G], row[L.C_GB], row[L.C_S]
-    zero6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        return
+    m, G, gb, S = ic[k, L.C_M], ic[k, L.C_G], ic[k, L.C_GB], ic[k, L.C_S]
     for j in range(nb):
         i = cb[first + j]
         R, p = jcalc(ib, ws, i, qs)
+        velocity_pass(ib, ws, i, qds, R, p)  # v_i, and W_C = v_i × s_i q̇_i
+        s = s_column(ib, ws, i, 0)
+        iv = ib[i, L.I_IV]
+        c_tree = ops.load6(ws, i, L.W_C)
+        a_i = ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A))
+        ops.store6(ws, i, L.W_A, ops.add6(ops.add6(a_i, ops.scale6(s, qdds[iv])), c_tree))
+        c_i = ops.add6(ops.scale6(s, wc[gb + j]), c_tree)
         cp = ib[i, L.I_CPAR]
-        if cp != 0:  # placement in Λ's frame through the in-cluster parent
+        if cp == 0:
+            ops.store9(ws, i, L.W_XR, R)
+            ops.store3(ws, i, L.W_XP, p)
+            for l in range(m):
+                g_jl = wc[G + j * m + l]
+                for r in range(6):
+                    wc[S + (6 * j + r) * m + l] = s[r] * g_jl
+        else:  # through the in-cluster parent: ᶦX_Λ = ᶦX_cp ᶜᵖX_Λ, 𝖲_i = ᶦX_cp 𝖲_cp + s_i G_i
             XR0 = ops.load9(ws, cp, L.W_XR)
             t = ops.rot_vec(XR0, p)
-            XR = ops.rot_mul(XR0, R)
-            XP = (ws[cp, L.W_XP] + t[0], ws[cp, L.W_XP + 1] + t[1], ws[cp, L.W_XP + 2] + t[2])
-            w0 = ops.load6(ws, cp, L.W_WR)
-            dw0 = ops.load6(ws, cp, L.W_DW)
-            dwb = ops.load6(ws, cp, L.W_DW0)
-        else:
-            XR, XP = R, p
-            w0 = dw0 = dwb = zero6
-        ops.store9(ws, i, L.W_XR, XR)
-        ops.store3(ws, i, L.W_XP, XP)
-        st = ops.motion_to_parent(XR, XP, s_column(ib, ws, i, 0))
-        ops.store6(ws, i, L.W_ST, st)
-        qd = wc[QDS + ib[i, L.I_IV]]
-        w = ops.add6(w0, ops.scale6(st, qd))
-        wxs = ops.scale6(ops.cross_motion(w, st), qd)
-        ops.store6(ws, i, L.W_WR, w)
-        ops.store6(ws, i, L.W_DW, ops.add6(ops.add6(dw0, ops.scale6(st, wc[QDDS + ib[i, L.I_IV]])), wxs))
-        ops.store6(ws, i, L.W_DW0, ops.add6(ops.add6(dwb, ops.scale6(st, wc[gb + j])), wxs))
-        # 𝖲 block in Λ's frame, accumulated along the in-cluster path (transformed below)
-        for l in range(m):
-            g_jl = wc[G + j * m + l]
-            for r in range(6):
-                base = wc[S + (6 * ib[cp, L.I_SUB] + r) * m + l] if cp != 0 else 0.0
-                wc[S + (6 * j + r) * m + l] = base + st[r] * g_jl
-    for j in range(nb):
-        i = cb[first + j]
-        lam = ib[i, L.I_OUT]
-        XR = ops.load9(ws, i, L.W_XR)
-        XP = ops.load3(ws, i, L.W_XP)
-        vl = ops.load6(ws, lam, L.W_V)
-        w = ops.load6(ws, i, L.W_WR)
-        vxw = ops.cross_motion(vl, w)
-        ops.store6(ws, i, L.W_V, ops.motion_to_child(XR, XP, ops.add6(vl, w)))
-        ops.store6(
-            ws,
-            i,
-            L.W_A,
-            ops.motion_to_child(
-                XR, XP, ops.add6(ops.add6(ops.load6(ws, lam, L.W_A), ops.load6(ws, i, L.W_DW)), vxw)
-            ),
-        )
-        ops.store6(ws, i, L.W_C, ops.motion_to_child(XR, XP, ops.add6(ops.load6(ws, i, L.W_DW0), vxw)))
-    for j in range(nb - 1, -1, -1):  # 𝖲 blocks to body frames (children first: parents' sums were used)
-        i = cb[first + j]
-        XR = ops.load9(ws, i, L.W_XR)
-        XP = ops.load3(ws, i, L.W_XP)
-        for l in range(m):
-            o = S + 6 * j * m + l
-            col = (wc[o], wc[o + m], wc[o + 2 * m], wc[o + 3 * m], wc[o + 4 * m], wc[o + 5 * m])
-            col = ops.motion_to_child(XR, XP, col)
-            for r in range(6):
-                wc[S + (6 * j + r) * m + l] = col[r]
-    return zero6
+            ops.store9(ws, i, L.W_XR, ops.rot_mul(XR0, R))
+            ops.store3(
+                ws, i, L.W_XP, (ws[cp, L.W_XP] + t[0], ws[cp, L.W_XP + 1] + t[1], ws[cp, L.W_XP + 2] + t[2])
+            )
+            c_i = ops.add6(c_i, ops.motion_to_child(R, p, ops.load6(ws, cp, L.W_C)))
+            jp = ib[cp, L.I_SUB]
+            for l in range(m):
+                col = ops.motion_to_child(R, p, ops.col6w(wc, S + 6 * jp * m + l, m))
+                g_jl = wc[G + j * m + l]
+                for r in range(6):
+                    wc[S + (6 * j + r) * m + l] = col[r] + s[r] * g_jl
+        ops.store6(ws, i, L.W_C, c_i)
 
 
 @njit(cache=True)

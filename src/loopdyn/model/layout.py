@@ -68,10 +68,6 @@ WS_COLUMNS = (
     # cluster kinematics (bodies of multi-body clusters), all in the frame of the output body Λ(i)
     ("XR", 9, "rotation of the body frame in Λ(i)'s frame"),
     ("XP", 3, "origin of the body in Λ(i)'s frame"),
-    ("ST", 6, "the joint's motion subspace column expressed in Λ(i)'s frame"),
-    ("WR", 6, "velocity of the body relative to Λ(i)"),
-    ("DW", 6, "its time derivative (seen from Λ(i)) with the given accelerations"),
-    ("DW0", 6, "the same with zero independent accelerations (the bias)"),
     ("TMP", 168, "scratch: row 0 holds the kernels' global scratch"),
 )
 WS_ROW0 = (("GRAVITY", 3, "gravity vector in the world frame"),)
