@@ -35,7 +35,8 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
 from .algorithms import contact as contact_kernels
-from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, as_float_vector, run
+from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, as_float_vector
+from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 from .constraint_rows import ConstraintRows, jacobian, prepare
 from .delassus_methods import resolve_method, run_c_pv_osimr
@@ -160,19 +161,28 @@ def constrained_forward_dynamics(
     """
     if data.source_key is not model._key:
         check_data(model, data)
-    mu = _mu(mu)
+    if mu.__class__ is not float or not 0.0 <= mu < math.inf:
+        mu = _mu(mu)
     rows = prepare(model, constraints)
-    m = rows.m
     if model.has_constraints:
         return _cluster_dynamics(model, data, q, v, tau, rows, desired, mu, f_ext)
-    lam = _desired(desired, m)
+    prog = rows.compiled.get("contact") or _program(data, rows)
+    m = prog.m
+    lam = np.zeros(m) if desired is None else _desired(desired, m)
     if m == 0:
         return aba(model, data, q, v, tau, f_ext), lam
-    prog = _program(data, rows)
     ddq = np.empty(data.nv)
-    args = (data.ib, data.ws, q, v, tau, data.no_forces if f_ext is None else f_ext, mu, prog.cf, prog.ci,
-            prog.scratch(), ddq, lam)  # fmt: skip
-    run(contact_kernels.contact_kernel, model, _CONTACT_ARGS, args)
+    sc = getattr(prog.local, "sc", None)
+    if sc is None:
+        sc = prog.scratch()
+    args = (data.ib, data.ws, q, v, tau, data.no_forces if f_ext is None else f_ext, mu, prog.cf, prog.ci, sc,
+            ddq, lam)  # fmt: skip
+    try:  # the fast path of algorithms.call.run, inlined
+        st = contact_kernels.contact_kernel(*args)
+    except TypeError:
+        st = contact_kernels.contact_kernel(*_CONTACT_ARGS.coerce(model, args))
+    if st:
+        raise_for_status(model, st, _CONTACT_ARGS.names)
     return ddq, lam
 
 
