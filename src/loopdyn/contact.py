@@ -21,10 +21,12 @@ from the frame accelerations of a forward-kinematics pass with ``(q, v, a0)``, a
   position) in the frame's axes: spatial linear acceleration + ``ω × v``;
 * a custom ``K_e`` — ``K_e`` times the spatial acceleration, as for ``"6d"``.
 
-Λ⁻¹, ``J L⁻¹`` and the sparse factor ``M = LᵀL`` come from one LTL-OSIM pass
-(:func:`loopdyn.delassus_methods.run_ltl`); ``M⁻¹ Jᵀ λ`` is then
-``L⁻¹ ((J L⁻¹)ᵀ λ)``, one sparse triangular solve (O(n d)) instead of a second ABA. The m × m system
-is solved by Cholesky.
+On a tree the whole solve is one compiled call (:mod:`loopdyn.algorithms.contact`): one ABA, the
+bias from its body accelerations, Λ⁻¹ by PV-OSIMr reusing the ABA's articulated-body factors, an
+in-kernel Cholesky of ``Λ⁻¹ + μ I`` and ``M⁻¹ Jᵀ λ`` by the ABA's last two sweeps on the forces alone.
+The constraint list is compiled once (kept with its :class:`~loopdyn.constraint_rows.ConstraintRows`),
+so a call costs a cache lookup, the allocation of the results and one kernel dispatch. On a model
+with loops the cluster algorithms are chained from Python (see :func:`constrained_forward_dynamics`).
 """
 
 from __future__ import annotations
