@@ -11,7 +11,7 @@ constraint list) by :func:`prepare` and cached.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -101,7 +101,9 @@ class ConstraintRows:
     * ``K`` (m, 6) — the rows acting on the body's motion ``[ω; v]`` in body coordinates;
     * ``frames`` (nc, 12) — each constraint frame in its body: R row-major (9), p (3);
     * ``selections`` — the user's ``K_e`` (m_e × 6) per constraint;
-    * ``kinds`` — ``"6d"``, ``"3d"`` or ``"custom"`` per constraint.
+    * ``kinds`` — ``"6d"``, ``"3d"`` or ``"custom"`` per constraint;
+    * ``compiled`` — the kernels' compiled forms of these rows (e.g. the contact-dynamics program),
+      built on first use by the modules that need them and kept with the rows.
     """
 
     body: np.ndarray
@@ -110,6 +112,7 @@ class ConstraintRows:
     frames: np.ndarray
     selections: tuple
     kinds: tuple
+    compiled: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def m(self) -> int:
@@ -139,15 +142,30 @@ def _resolve(model, c: Constraint) -> tuple[int, np.ndarray, np.ndarray]:
 # (id(model), constraints) → (model key when built, rows); a model change makes its entries stale
 _ROWS_CACHE: dict = {}
 _ROWS_CACHE_SIZE = 256
+# id(model) → (model key, constraints, rows) of the model's last call: the hot path of a control loop
+# (the same constraint list every cycle) costs one dict lookup and one tuple comparison, whose
+# element comparisons stop at identity
+_LAST: dict = {}
 
 
 def prepare(model, constraints) -> ConstraintRows:
     """The :class:`ConstraintRows` of ``constraints`` (a sequence of :class:`Constraint`) on ``model``,
     cached per (model state, constraint list)."""
     try:
-        cons = tuple(constraints)
+        cons = constraints if type(constraints) is tuple else tuple(constraints)
     except TypeError:
         raise InputError("constraints must be a sequence of loopdyn Constraint objects") from None
+    last = _LAST.get(id(model))
+    if last is not None and last[0] is model._key and last[1] == cons:
+        return last[2]
+    rows = _prepare(model, cons)
+    if len(_LAST) >= _ROWS_CACHE_SIZE:
+        _LAST.clear()
+    _LAST[id(model)] = (model._key, cons, rows)
+    return rows
+
+
+def _prepare(model, cons: tuple) -> ConstraintRows:
     for c in cons:
         if not isinstance(c, Constraint):
             raise InputError(f"constraints must be loopdyn Constraint objects, got {type(c).__name__}")

@@ -21,21 +21,27 @@ from the frame accelerations of a forward-kinematics pass with ``(q, v, a0)``, a
   position) in the frame's axes: spatial linear acceleration + ``ω × v``;
 * a custom ``K_e`` — ``K_e`` times the spatial acceleration, as for ``"6d"``.
 
-Λ⁻¹, ``J L⁻¹`` and the sparse factor ``M = LᵀL`` come from one LTL-OSIM pass
-(:func:`loopdyn.delassus_methods.run_ltl`); ``M⁻¹ Jᵀ λ`` is then
-``L⁻¹ ((J L⁻¹)ᵀ λ)``, one sparse triangular solve (O(n d)) instead of a second ABA. The m × m system
-is solved by Cholesky.
+On a tree the whole solve is one compiled call (:mod:`loopdyn.algorithms.contact`): one ABA, the
+bias from its body accelerations, Λ⁻¹ by PV-OSIMr reusing the ABA's articulated-body factors, an
+in-kernel Cholesky of ``Λ⁻¹ + μ I`` and ``M⁻¹ Jᵀ λ`` by the ABA's last two sweeps on the forces alone.
+The constraint list is compiled once (kept with its :class:`~loopdyn.constraint_rows.ConstraintRows`),
+so a call costs a cache lookup, the allocation of the results and one kernel dispatch. On a model
+with loops the cluster algorithms are chained from Python (see :func:`constrained_forward_dynamics`).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
-from .algorithms.call import as_float_vector
-from .algorithms.crba import ltl_solve
+from .algorithms import contact as contact_kernels
+from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, as_float_vector
+from .algorithms.status import raise_for_status
+from .algorithms.validation import check_data
 from .constraint_rows import ConstraintRows, jacobian, prepare
-from .delassus_methods import resolve_method, run_c_pv_osimr, run_ltl
+from .delassus_methods import resolve_method, run_c_pv_osimr
 from .dynamics import aba
 from .errors import InputError, RedundantConstraintsError, ShapeError
 from .kinematics import forward_kinematics
@@ -44,8 +50,8 @@ from .model import layout as L
 __all__ = ["RedundantConstraintsError", "constrained_forward_dynamics", "constraint_acceleration"]
 
 # a pivot of the Cholesky factor of Λ⁻¹ below this (relative to the largest diagonal entry, squared)
-# is taken as a dependent constraint row
-_RANK_TOL = 1e-12
+# is taken as a dependent constraint row (the same test as the compiled tree path)
+_RANK_TOL = contact_kernels.RANK_TOL
 
 
 def _frame_motions(data, rows: ConstraintRows):
@@ -92,6 +98,43 @@ def constraint_acceleration(model, data, q, v, a, constraints) -> np.ndarray:
     return _bias(model, data, q, v, a, prepare(model, constraints))
 
 
+def _mu(mu) -> float:
+    if mu.__class__ is not float:
+        try:
+            mu = float(mu)
+        except (TypeError, ValueError):
+            raise InputError(f"mu must be a non-negative real number, got {mu!r}") from None
+    if not 0.0 <= mu < math.inf:  # NaN fails too
+        raise InputError(f"mu must be a non-negative finite number, got {mu!r}")
+    return mu
+
+
+def _desired(desired, m: int) -> np.ndarray:
+    """A new float array holding the desired constraint accelerations (zeros when None)."""
+    if desired is None:
+        return np.zeros(m)
+    k = np.array(desired, dtype=float).reshape(-1) if np.ndim(desired) else None
+    if k is None or k.shape != (m,):
+        raise ShapeError(
+            f"desired must have one entry per constraint row ({m}), got shape {np.shape(desired)}"
+        )
+    if not np.all(np.isfinite(k)):
+        raise InputError("desired contains NaN or inf")
+    return k
+
+
+def _program(data, rows: ConstraintRows) -> contact_kernels.ContactProgram:
+    prog = rows.compiled.get("contact")
+    if prog is None:
+        classical = [k == "3d" for k in rows.kinds]
+        prog = contact_kernels.contact_program(data.ib, rows.body, rows.row, rows.K, rows.frames, classical)
+        rows.compiled["contact"] = prog
+    return prog
+
+
+_CONTACT_ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
+
+
 def constrained_forward_dynamics(
     model, data, q, v, tau, constraints, desired=None, mu: float = 0.0, f_ext=None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -112,49 +155,56 @@ def constrained_forward_dynamics(
       ``O(μ)`` unless the rows are redundant *and* consistent).
     * ``f_ext`` — external forces on the bodies, as for :func:`loopdyn.aba`.
 
-    Cost on a tree: one ABA, one forward kinematics, one LTL-OSIM pass (O(n d² + m² d + m d²)) and
-    the m × m Cholesky (O(m³)). On a model with loops (``q``, ``v``, ``tau`` and ``ddq`` in its
-    cluster coordinates; constraints on any body, rotors included): C-ABA, cluster forward
-    kinematics, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA again with ``τ + Jᵀλ``.
+    On a tree: one compiled call (:mod:`loopdyn.algorithms.contact`) — one ABA, the bias from its body
+    accelerations, PV-OSIMr reusing the ABA's factors for Λ⁻¹ (O(n + m²)), the m × m Cholesky (O(m³))
+    and the ABA's last two sweeps on the forces ``Jᵀλ``. On a model with loops (``q``, ``v``, ``tau``
+    and ``ddq`` in its cluster coordinates; constraints on any body, rotors included): C-ABA, cluster
+    forward kinematics, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA again with ``τ + Jᵀλ``.
     """
-    resolve_method(model, data, None)
-    try:
-        mu = float(mu)
-    except (TypeError, ValueError):
-        raise InputError(f"mu must be a non-negative real number, got {mu!r}") from None
-    if not (np.isfinite(mu) and mu >= 0.0):
-        raise InputError(f"mu must be a non-negative finite number, got {mu!r}")
+    if data.source_key is not model._key:
+        check_data(model, data)
+    if mu.__class__ is not float or not 0.0 <= mu < math.inf:
+        mu = _mu(mu)
     rows = prepare(model, constraints)
+    if model.has_constraints:
+        return _cluster_dynamics(model, data, q, v, tau, rows, desired, mu, f_ext)
+    prog = rows.compiled.get("contact") or _program(data, rows)
+    m = prog.m
+    lam = np.zeros(m) if desired is None else _desired(desired, m)
+    if m == 0:
+        return aba(model, data, q, v, tau, f_ext), lam
+    ddq = np.empty(data.nv)
+    sc = getattr(prog.local, "sc", None)
+    if sc is None:
+        sc = prog.scratch()
+    args = (data.ib, data.ws, q, v, tau, data.no_forces if f_ext is None else f_ext, mu, prog.cf, prog.ci, sc,
+            ddq, lam)  # fmt: skip
+    try:  # the fast path of algorithms.call.run, inlined
+        st = contact_kernels.contact_kernel(*args)
+    except TypeError:
+        st = contact_kernels.contact_kernel(*_CONTACT_ARGS.coerce(model, args))
+    if st:
+        raise_for_status(model, st, _CONTACT_ARGS.names)
+    return ddq, lam
+
+
+def _cluster_dynamics(model, data, q, v, tau, rows: ConstraintRows, desired, mu: float, f_ext):
+    """Models with loops: C-ABA, the bias by cluster forward kinematics, cluster PV-OSIMr for Λ⁻¹, the
+    Cholesky, and C-ABA again with ``τ + Jᵀλ``."""
     m = rows.m
     q = as_float_vector(q, "q")
     v = as_float_vector(v, "v")
     a0 = aba(model, data, q, v, tau, f_ext)
-    if desired is None:
-        k = np.zeros(m)
-    else:
-        k = np.asarray(desired, dtype=float).reshape(-1) if np.ndim(desired) else None
-        if k is None or k.shape != (m,):
-            raise ShapeError(
-                f"desired must have one entry per constraint row ({m}), got shape {np.shape(desired)}"
-            )
-        if not np.all(np.isfinite(k)):
-            raise InputError("desired contains NaN or inf")
+    k = _desired(desired, m)
     if m == 0:
-        return a0, np.zeros(0)
+        return a0, k
     rhs = k - _bias(model, data, q, v, a0, rows)
-    if model.has_constraints:  # cluster PV-OSIMr, then C-ABA once more with the forces Jᵀλ
-        G = run_c_pv_osimr(model, data, q, rows)
-        G[np.diag_indices(m)] += mu
-        lam_c = _solve_spd(G, rhs, mu)
-        J = jacobian(model, data, q, rows)
-        tau_c = as_float_vector(tau, "tau") + J.T @ lam_c
-        return aba(model, data, q, v, tau_c, f_ext), lam_c
-    G, _, Y, Mf, lam = run_ltl(model, data, q, rows)
+    G = run_c_pv_osimr(model, data, q, rows)
     G[np.diag_indices(m)] += mu
     lam_c = _solve_spd(G, rhs, mu)
-    x = (Y.T @ lam_c)[:, None]
-    ltl_solve(Mf, lam, x)  # M⁻¹ Jᵀ λ = L⁻¹ (J L⁻¹)ᵀ λ
-    return a0 + x[:, 0], lam_c
+    J = jacobian(model, data, q, rows)
+    tau_c = as_float_vector(tau, "tau") + J.T @ lam_c
+    return aba(model, data, q, v, tau_c, f_ext), lam_c
 
 
 def _solve_spd(G, rhs, mu):

@@ -145,12 +145,20 @@ def run_pv_osim(
 ) -> np.ndarray:
     """Λ⁻¹ by PV-OSIM (``reduced=False``, O(n + m² d)) or PV-OSIMr (``reduced=True``, O(n + m²)) on a
     tree; ``added`` as for :func:`run_efpa`."""
-    p = pv_osim.packed_structure(data, rows)
+    p = _packed(data, rows)
     out = np.empty((p.m_user, p.m_user))
     kern = pv_osim.pv_osimr_kernel if reduced else pv_osim.pv_osim_kernel
     sc = p.scratch("osimr" if reduced else "osim")
     run(kern, model, _TREE_Q, (data.ib, data.ws, q, rows.K, p.bk, sc, added, out))
     return out
+
+
+def _packed(data, rows: ConstraintRows) -> pv_osim.PackedStructure:
+    """The PV-OSIM(r) structure of prepared rows, kept with them."""
+    p = rows.compiled.get("pv")
+    if p is None:
+        p = rows.compiled["pv"] = pv_osim.packed_structure(data, rows)
+    return p
 
 
 def run_c_efpa(model, data, q, rows: ConstraintRows) -> np.ndarray:
@@ -234,6 +242,15 @@ def delassus(model, data, q, constraints, method: str | None = None) -> np.ndarr
 
     Redundant constraint sets give a singular Λ⁻¹, returned as is.
     """
+    if method is None and not model.has_constraints:  # the default on a tree: PV-OSIMr, directly
+        if data.source_key is not model._key:
+            check_data(model, data)
+        rows = prepare(model, constraints)
+        p = _packed(data, rows)
+        out = np.empty((p.m_user, p.m_user))
+        args = (data.ib, data.ws, q, rows.K, p.bk, p.scratch("osimr"), 0.0, out)
+        run(pv_osim.pv_osimr_kernel, model, _TREE_Q, args)
+        return out
     m = resolve_method(model, data, method)
     return m.runner(model, data, q, prepare(model, constraints), constraints)
 

@@ -23,6 +23,8 @@ Kinematic trees
 * :mod:`.efpa` — the Delassus matrix by EFPA (Wensing, Featherstone, Orin 2012);
 * :mod:`.ltl_osim` — the Delassus matrix by LTL-OSIM (Featherstone 2010), the constraint Jacobian;
 * :mod:`.pv_osim` — PV-OSIM and PV-OSIMr (Sathya et al. 2023) and their branching structure;
+* :mod:`.contact` — constrained forward dynamics under link constraints in one call (ABA, bias,
+  PV-OSIMr from the ABA's factors, damped Cholesky, the force response);
 * :mod:`.batch` — RNEA, ABA and CRBA over many states, in parallel.
 
 Models with loops (trees of clusters, Chignoli et al. 2024)

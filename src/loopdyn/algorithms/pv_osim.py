@@ -227,8 +227,8 @@ def branching_structure(parents, ee_links) -> BranchingStructure:
 # packing the structure for the kernels
 #
 # bk (int64, 1-D): header, then records
-H_NB, H_NE, H_M, H_NN, H_NC, H_LINK, H_EE, H_NODE, H_CNODE, H_GROUP, H_RMAP = range(11)
-HEADER = 12
+H_NB, H_NE, H_M, H_NN, H_NC, H_LINK, H_EE, H_NODE, H_CNODE, H_GROUP, H_RMAP, H_USER = range(12)
+HEADER = 12  # H_USER: offset of records appended by a user of the structure (contact dynamics), else 0
 # per link i = 0 … nb (LINK_W ints): flags, first and end internal row of ES'(i), chain child slot,
 # width of D(i)
 LK_FLAGS, LK_LO, LK_HI, LK_CHAIN, LK_W = range(5)
@@ -268,11 +268,16 @@ class PackedStructure:
     nslot: int
     local: threading.local = field(default_factory=threading.local)
 
+    @property
+    def scratch_size(self) -> int:
+        """Floats of PV-OSIMr scratch (PV-OSIM adds ``m_int²``)."""
+        return SLOT_W * self.nslot + ROW_W * self.m_int
+
     def scratch(self, which: str) -> np.ndarray:
         """Per-thread float scratch (allocated once)."""
         buf = getattr(self.local, which, None)
         if buf is None:
-            n = SLOT_W * self.nslot + ROW_W * self.m_int
+            n = self.scratch_size
             if which == "osim":
                 n += self.m_int * self.m_int
             buf = np.zeros(n)
@@ -283,7 +288,12 @@ class PackedStructure:
 def _pack(ib: np.ndarray, constraint_rows) -> PackedStructure:
     """PRECOMPUTE (spec §3.5.1): EEs in depth-first order, :func:`branching_structure`, and the
     records the kernels read, in one int64 array. O(n + m_b) (plus sorting the groups)."""
-    cbody, crow = constraint_rows.body, constraint_rows.row
+    return packed_structure_of(ib, constraint_rows.body, constraint_rows.row, constraint_rows)
+
+
+def packed_structure_of(ib: np.ndarray, cbody, crow, owner=None) -> PackedStructure:
+    """The packed structure of the constraints on bodies ``cbody`` with row offsets ``crow`` (not
+    cached; :func:`packed_structure` caches it per prepared constraint list)."""
     nb = int(ib[0, L.I0_NBODIES])
     parents = [int(ib[i, L.I_PARENT]) for i in range(1, nb + 1)]
     # split the constraints into EEs of at most 6 rows: (link, first user row, rows)
@@ -370,7 +380,7 @@ def _pack(ib: np.ndarray, constraint_rows) -> PackedStructure:
             bk[og + GR_TOP], bk[og + GR_LO], bk[og + GR_HI], bk[og + GR_EE] = s.top[u], lo, hi, int(u > nb)
             g += 1
     m_user = int(crow[-1])
-    return PackedStructure(constraint_rows, s, bk, m_user, m_int, nslot)
+    return PackedStructure(owner, s, bk, m_user, m_int, nslot)
 
 
 _PACKED: dict = {}
@@ -725,6 +735,39 @@ def pvr_diagonal_blocks(bk, sc, out):
                 out[ur + a, ur + c] = sc[se + O0_OFF + w * a + c]
 
 
+@njit(cache=True, inline="always")
+def pvr_link_step(ib, ws, bk, sc, i, par):
+    """Lines 12–15 for link i, once its joint factors U_i and D_i⁻¹ are in ``ws`` (from
+    :func:`~loopdyn.algorithms.aba.joint_factor` or from an ABA's backward sweep): nothing unless
+    ES(i) ≠ ∅; then ^{π(i)}Ω_{D(i)} (eq. 16) and ^{π(i)}P_{D(i)} (eq. 17)."""
+    o = bk[H_LINK] + LINK_W * i
+    flags = bk[o + LK_FLAGS]
+    if flags & F_HAS:
+        w = bk[o + LK_W]
+        in_n = flags & F_IN_N != 0
+        sb = 0 if in_n else SLOT_W * bk[o + LK_CHAIN]
+        if ib[i, L.I_NV] == 1 and not in_n:
+            pvr_propagate_1dof(ib, ws, sc, i, par, w, SLOT_W * i, sb)
+        else:
+            pvr_propagate_general(ib, ws, sc, i, ib[i, L.I_NV], par, w, SLOT_W * i, sb, in_n)
+
+
+@njit(cache=True, inline="always")
+def pvr_assemble(bk, sc, out):
+    """Lines 16–28, after the backward sweep: ⁰Ω at the branching links (eq. 18), the CEMPs
+    (eq. 19) and the blocks of Λ⁻¹ (eq. 13) into ``out`` (zeroed first: cca = 0 blocks stay exactly
+    zero, P7)."""
+    out[:, :] = 0.0
+    R0 = SLOT_W * (bk[H_NB] + bk[H_NE] + 1)  # row scratch: ᶜK (0:6), W = ᶜK ⁰Ω_c (6:12)
+    pvr_branch_inverse_inertias(bk, sc)  # lines 16–17
+    off_cnode = bk[H_CNODE]
+    for n in range(bk[H_NC]):  # lines 18–26, one branching link c at a time, children before parents
+        o = off_cnode + CN_W * n
+        pvr_cemps_to_branch(bk, sc, bk[o + CN_G0], bk[o + CN_NG], R0)
+        pvr_branch_blocks(bk, sc, out, bk[o + CN_C], bk[o + CN_G0], bk[o + CN_NG], R0)
+    pvr_diagonal_blocks(bk, sc, out)  # line 28
+
+
 @njit(cache=True)
 def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
     """PV-OSIMr on validated inputs (spec §3.5.1 in link coordinates, §3.7); writes Λ⁻¹ (user order)
@@ -736,35 +779,28 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
     processed, and ``W = ᶜK_e ⁰Ω_c``.
     """
     nb = bk[H_NB]
-    off_link = bk[H_LINK]
-    R0 = SLOT_W * (nb + bk[H_NE] + 1)  # row scratch: ᶜK (0:6), W = ᶜK ⁰Ω_c (6:12)
-    out[:, :] = 0.0  # cca = 0 blocks stay exactly zero (P7)
     _articulated_inertias_init(ib, ws, q, K, bk, added)  # lines 1–2
     pvr_seed_end_effectors(K, bk, sc)  # lines 3–4
     for i in range(nb, 0, -1):  # line 5
         if not joint_factor(ib, ws, i):  # line 8: D_i, ^{π(i)}Ω_i = S D⁻¹ Sᵀ (kept factored)
             return SINGULAR * STATUS_BASE + i
         par = ib[i, L.I_PARENT]
-        o = off_link + LINK_W * i
-        flags = bk[o + LK_FLAGS]
-        if flags & F_HAS:  # lines 12–15: ES(i) ≠ ∅
-            w = bk[o + LK_W]
-            in_n = flags & F_IN_N != 0
-            sb = 0 if in_n else SLOT_W * bk[o + LK_CHAIN]
-            if ib[i, L.I_NV] == 1 and not in_n:
-                pvr_propagate_1dof(ib, ws, sc, i, par, w, SLOT_W * i, sb)
-            else:
-                pvr_propagate_general(ib, ws, sc, i, ib[i, L.I_NV], par, w, SLOT_W * i, sb, in_n)
+        pvr_link_step(ib, ws, bk, sc, i, par)  # lines 12–15
         if par > 0:  # lines 9–11
             inertia_to_parent(ib, ws, i, par)
-    pvr_branch_inverse_inertias(bk, sc)  # lines 16–17
-    off_cnode = bk[H_CNODE]
-    for n in range(bk[H_NC]):  # lines 18–26, one branching link c at a time, children before parents
-        o = off_cnode + CN_W * n
-        pvr_cemps_to_branch(bk, sc, bk[o + CN_G0], bk[o + CN_NG], R0)
-        pvr_branch_blocks(bk, sc, out, bk[o + CN_C], bk[o + CN_G0], bk[o + CN_NG], R0)
-    pvr_diagonal_blocks(bk, sc, out)  # line 28
+    pvr_assemble(bk, sc, out)  # lines 16–28
     return 0
+
+
+@njit(cache=True)
+def pv_osimr_from_factors(ib, ws, K, bk, sc, out):
+    """PV-OSIMr after an ABA at the same configuration (ABA with any v, τ: its backward sweep leaves
+    the joint factors U_i = Iᴬ_i S_i, D_i⁻¹ and the placements in ``ws``, the same as lines 1–11):
+    only lines 3–4, 12–15 and 16–28 remain. Writes Λ⁻¹ (user order) into ``out``."""
+    pvr_seed_end_effectors(K, bk, sc)  # lines 3–4
+    for i in range(bk[H_NB], 0, -1):
+        pvr_link_step(ib, ws, bk, sc, i, ib[i, L.I_PARENT])  # lines 12–15
+    pvr_assemble(bk, sc, out)  # lines 16–28
 
 
 @kernel(

@@ -8,7 +8,7 @@ into a specific :mod:`loopdyn.errors` exception with :func:`raise_for_status`.
 
 from __future__ import annotations
 
-from ..errors import ConfigurationError, InputError, NonFiniteError, ShapeError
+from ..errors import ConfigurationError, InputError, NonFiniteError, RedundantConstraintsError, ShapeError
 
 STATUS_BASE = 1_000_000
 
@@ -21,6 +21,8 @@ SINGULAR = 23  # articulated inertia not positive definite at body `index`
 CONSTRAINT_VIOLATED = 24  # the positions of cluster `index` are off its constraints
 SINGULAR_CLUSTER = 25  # K_d of cluster `index` is singular
 ORDER_MISMATCH = 26  # higher-order stacks: argument `index` has another number of orders than the first
+REDUNDANT_CONSTRAINTS = 27  # Delassus matrix singular (dependent constraint rows, μ = 0); index = row
+DAMPED_NOT_PD = 28  # Λ⁻¹ + μ I not positive definite (μ > 0); index = row
 
 UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
 
@@ -76,6 +78,14 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
             f"the articulated inertia seen by joint {b.joint_name!r} is not positive definite "
             "(a massless subtree or a singular mechanism)"
         )
+    if kind == REDUNDANT_CONSTRAINTS:
+        raise RedundantConstraintsError(
+            "the constraints are redundant (linearly dependent rows, e.g. several contacts on one rigid "
+            "link or a constraint on the world): the Delassus matrix is singular; use the damped form, "
+            "mu > 0 (e.g. mu=1e-8), or remove the redundant rows"
+        )
+    if kind == DAMPED_NOT_PD:
+        raise InputError("the damped Delassus matrix is not positive definite")
     if kind in (CONSTRAINT_VIOLATED, SINGULAR_CLUSTER):
         c = model.clusters().clusters[index - 1]
         bodies = [model.bodies[b - 1].name for b in c.bodies]

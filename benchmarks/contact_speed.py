@@ -1,0 +1,175 @@
+"""Contact dynamics and the Delassus matrix against Pinocchio, and a closed loop against Pinocchio's
+constraint dynamics (issue #11 item 2).
+
+Per-call medians measured interleaved in one process (:func:`loopdyn.bench.timing.interleaved`):
+
+* ``constrained_forward_dynamics`` against ``pinocchio.constraintDynamics`` (RigidConstraintModel,
+  LOCAL, μ = 0, one proximal iteration: the exact solve) on solo12 (four 3-D feet) and
+  talos_reduced (two 6-D soles);
+* ``delassus`` (PV-OSIMr) against ``pinocchio.computeDelassusMatrix`` on the same constraints;
+* a planar four-bar closed by a point loop joint: ``loopdyn.aba`` on the model with the loop (C-ABA)
+  against Pinocchio's ``constraintDynamics`` on the spanning tree with the loop closed by a 3-D
+  constraint (the z row is redundant in the plane: proximal iterations with μ = 1e-12, as in
+  ``benchmarks/cluster_dynamics.py``). loopdyn has no five-bar model, so there is none here.
+
+Each row also checks the two results agree. Usage: ``python benchmarks/contact_speed.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+import loopdyn as ld  # noqa: E402
+from loopdyn.bench.timing import interleaved  # noqa: E402
+
+FEET = {
+    "solo12": [ld.Constraint(f, "3d") for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")],
+    "talos_reduced": [ld.Constraint("left_sole_link", "6d"), ld.Constraint("right_sole_link", "6d")],
+}
+
+
+def _pin_constraints(pin, pm, cons):
+    cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for c in cons:
+        f = pm.frames[pm.getFrameId(c.body)]
+        kind = pin.ContactType.CONTACT_6D if c.kind == "6d" else pin.ContactType.CONTACT_3D
+        cm = pin.RigidConstraintModel(kind, pm, f.parentJoint, f.placement, pin.ReferenceFrame.LOCAL)
+        cms.append(cm)
+        cds.append(cm.createData())
+    return cms, cds
+
+
+def _row(label, what, t, err):
+    ratio = t["loopdyn"] / t["pinocchio"]
+    us = f"{t['loopdyn'] * 1e6:.2f} | {t['pinocchio'] * 1e6:.2f}"
+    print(f"| {label} | {what} | {us} | {ratio:.2f} | {err:.1e} |")
+    return ratio
+
+
+def _trees(pin, repeats, target):
+    ratios = {}
+    for name, cons in FEET.items():
+        ratios.update(_tree(pin, name, cons, repeats, target))
+    return ratios
+
+
+def _tree(pin, name, cons, repeats, target):
+    ratios = {}
+    path, floating = ld.robots.example_robot_urdf(name)
+    lm = ld.load_urdf(path, floating_base=floating)
+    d = lm.create_data()
+    pm = pin.buildModelFromUrdf(path, *([pin.JointModelFreeFlyer()] if floating else []))
+    pd = pm.createData()
+    cms, cds = _pin_constraints(pin, pm, cons)
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-12, 0.0, 1)
+    rng = np.random.default_rng(0)
+    q = ld.random_configuration(lm, rng)
+    v = rng.standard_normal(lm.nv)
+    tau = rng.standard_normal(lm.nv)
+    ddq, _ = ld.constrained_forward_dynamics(lm, d, q, v, tau, cons)
+    err = float(np.abs(ddq - pin.constraintDynamics(pm, pd, q, v, tau, cms, cds, prox)).max())
+    t = interleaved(
+        {
+            "loopdyn": lambda: ld.constrained_forward_dynamics(lm, d, q, v, tau, cons),
+            "pinocchio": lambda: pin.constraintDynamics(pm, pd, q, v, tau, cms, cds, prox),
+        },
+        repeats=repeats,
+        target=target,
+    )
+    ratios[(name, "constrained_forward_dynamics")] = _row(name, "constrained_forward_dynamics", t, err)
+    W = ld.delassus(lm, d, q, cons)
+    err = float(np.abs(W - pin.computeDelassusMatrix(pm, pd, q, cms, cds, 0.0)).max())
+    t = interleaved(
+        {
+            "loopdyn": lambda: ld.delassus(lm, d, q, cons),
+            "pinocchio": lambda: pin.computeDelassusMatrix(pm, pd, q, cms, cds, 0.0),
+        },
+        repeats=repeats,
+        target=target,
+    )
+    ratios[(name, "delassus")] = _row(name, "delassus", t, err)
+    return ratios
+
+
+def _four_bar():
+    """A planar four-bar (crank independent) closed by a point loop joint; gravity in its plane."""
+    m = ld.Model("four-bar", gravity=(0.0, -9.81, 0.0))
+    z = (0.0, 0.0, 1.0)
+    inertia = ld.Inertia(1.0, (0.1, 0.0, 0.0), np.diag([0.01, 0.02, 0.02]))
+    m.add_body("crank", 0, ld.Revolute(z), None, inertia)
+    m.add_body("coupler", "crank", ld.Revolute(z), (np.eye(3), [0.3, 0, 0]), inertia, independent=False)
+    m.add_body("rocker", 0, ld.Revolute(z), (np.eye(3), [0.7, 0, 0]), inertia, independent=False)
+    m.add_loop("loop", "coupler", "rocker", "point", (np.eye(3), [0.8, 0, 0]), (np.eye(3), [0.6, 0, 0]))
+    return m
+
+
+def _loops(pin, repeats, target):
+    from loopdyn.baselines.constraints import spanning_state
+
+    model = _four_bar()
+    data = model.create_data()
+    pm = pin.Model()
+    pm.gravity = pin.Motion(np.r_[model.gravity, 0.0, 0.0, 0.0])
+    for b in model.bodies:
+        jid = pm.addJoint(b.parent, pin.JointModelRZ(), pin.SE3(b.rotation, b.translation), b.joint_name)
+        inertia = b.inertia
+        pm.appendBodyToJoint(jid, pin.Inertia(inertia.mass, inertia.com, inertia.inertia), pin.SE3.Identity())
+    cm = pin.RigidConstraintModel(
+        pin.ContactType.CONTACT_3D, pm,
+        pm.getJointId("coupler"), pin.SE3(np.eye(3), np.array([0.8, 0, 0])),
+        pm.getJointId("rocker"), pin.SE3(np.eye(3), np.array([0.6, 0, 0])),
+        pin.ReferenceFrame.LOCAL,
+    )  # fmt: skip
+    cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    cms.append(cm)
+    cds.append(cm.createData())
+    pd = pm.createData()
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-12, 1e-12, 20)
+    q = ld.random_configuration(model, 0)
+    v = np.array([0.7])
+    tau = np.array([0.3])
+    qs, vs, _, _ = spanning_state(model, q, v)
+    ts = np.array([tau[0], 0.0, 0.0])
+    a = ld.aba(model, data, q, v, tau)
+    ap = pin.constraintDynamics(pm, pd, qs, vs, ts, cms, cds, prox)
+    err = float(abs(a[0] - ap[0]))
+    t = interleaved(
+        {
+            "loopdyn": lambda: ld.aba(model, data, q, v, tau),
+            "pinocchio": lambda: pin.constraintDynamics(pm, pd, qs, vs, ts, cms, cds, prox),
+        },
+        repeats=repeats,
+        target=target,
+    )
+    return {("four_bar", "C-ABA vs constraintDynamics"): _row("four_bar (3-D loop)", "C-ABA", t, err)}
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test)")
+    args = ap.parse_args(argv)
+    try:
+        import pinocchio as pin
+    except ImportError:
+        print("pinocchio is not installed: nothing to compare against")
+        return {}
+    repeats, target = (5, 1e-3) if args.quick else (21, 2e-3)
+    print(f"# Contact dynamics and Delassus: loopdyn {ld.__version__} vs Pinocchio {pin.__version__}\n")
+    print("median µs per call, interleaved; err = largest |difference| of the results\n")
+    print("| robot | function | loopdyn µs | Pinocchio µs | ratio | err |")
+    print("|---|---|---:|---:|---:|---:|")
+    ratios = _trees(pin, repeats, target)
+    ratios.update(_loops(pin, repeats, target))
+    return ratios
+
+
+if __name__ == "__main__":
+    main()
