@@ -41,6 +41,7 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .aba import aba_core
+from .borrow import borrowed
 from .common import gravity_seed, kernel, s_column
 from .pv_osim import F_HAS, H_LINK, H_USER, LINK_W, LK_FLAGS, packed_structure_of, pv_osimr_from_factors
 from .rnea import validate_qva
@@ -274,6 +275,7 @@ def contact_core(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam):
     "float64, float64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1])"
 )
 def contact_kernel(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam):
+    ib, ws, q, v, tau, fext, cf, ci, sc, ddq, lam = borrowed((ib, ws, q, v, tau, fext, cf, ci, sc, ddq, lam))
     st = validate_qva(ib, q, v, tau, fext)
     if st != 0:
         return st
