@@ -65,7 +65,7 @@ def regions_offsets(nqs, nvs, nv, nc, m):
     """Offsets of the regions of ``sc`` (see :func:`regions`), and the total size last."""
     mx = max(nc, m) + 1
     sizes = (nc * nvs, nqs, nvs, nvs * nv, nvs, nc * nvs, nc, nvs * nvs, nvs, nvs, nvs, nvs * nv, nv * nv,
-             nc * nc, nvs * mx, m * nvs, m * nv, max(max(nvs, nv), mx))  # fmt: skip
+             nc * (nc + 1), nvs * mx, m * nvs, m * nv, max(max(nvs, nv), mx))  # fmt: skip
     out = [0] * (len(sizes) + 1)
     for r in range(len(sizes)):
         out[r + 1] = out[r] + sizes[r]
@@ -76,7 +76,8 @@ def regions_offsets(nqs, nvs, nv, nc, m):
 @njit(cache=True, inline="always")
 def regions(ix, sc):
     """Views of ``sc``: K0 (explicit rows of K, persistent), q_s, v_s, G, g, K, k, H, C, W, Z (zeros),
-    HG, A (nv × nv), S (nc × nc), X (nv_span × (max(nc, m) + 1)), J (m × nv_span), Jg (m × nv), y."""
+    HG, A (nv × nv), S (nc × (nc + 1): the Schur complement and a column), X (nv_span × (max(nc, m)
+    + 1)), J (m × nv_span), Jg (m × nv), y."""
     nqs, nvs, nv, nc, m = ix[1], ix[2], ix[3], ix[4], ix[6]
     o = regions_offsets(nqs, nvs, nv, nc, m)
     mx = max(nc, m) + 1
@@ -94,7 +95,7 @@ def regions(ix, sc):
         sc[o[10] : o[11]],
         sc[o[11] : o[12]].reshape((nvs, nv)),
         sc[o[12] : o[13]].reshape((nv, nv)),
-        sc[o[13] : o[14]].reshape((nc, nc)),
+        sc[o[13] : o[14]].reshape((nc, nc + 1)),
         sc[o[14] : o[15]].reshape((nvs, mx)),
         sc[o[15] : o[16]].reshape((m, nvs)),
         sc[o[16] : o[17]].reshape((m, nv)),
@@ -105,22 +106,34 @@ def regions(ix, sc):
 # ---------------------------------------------------------------------------------------------
 # dense linear algebra (small, in place)
 @njit(cache=True, inline="always")
+def dot_rows(A, i, B, j, n):
+    """``Σ_{k<n} A[i, k] B[j, k]`` with four partial sums (independent chains: no FMA latency stall)."""
+    s0 = s1 = s2 = s3 = 0.0
+    k = 0
+    while k + 4 <= n:
+        s0 += A[i, k] * B[j, k]
+        s1 += A[i, k + 1] * B[j, k + 1]
+        s2 += A[i, k + 2] * B[j, k + 2]
+        s3 += A[i, k + 3] * B[j, k + 3]
+        k += 4
+    while k < n:
+        s0 += A[i, k] * B[j, k]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, inline="always")
 def cholesky_in_place(A, n):
-    """Overwrite the lower triangle of ``A[:n, :n]`` with L, ``A = L Lᵀ`` (reads the lower triangle
-    only). False if a pivot is not positive."""
+    """Overwrite the lower triangle of ``A[:n, :n]`` with L, ``A = L Lᵀ`` (Cholesky–Crout by rows;
+    reads the lower triangle only). False if a pivot is not positive."""
     for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= A[j, k] * A[j, k]
+        d = A[j, j] - dot_rows(A, j, A, j, j)
         if not d > 0.0:
             return False
         d = math.sqrt(d)
         A[j, j] = d
         for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / d
+            A[i, j] = (A[i, j] - dot_rows(A, i, A, j, j)) / d
     return True
 
 
@@ -150,17 +163,17 @@ def cholesky_solve(Lf, n, B, p):
 
 @njit(cache=True, inline="always")
 def cholesky_solve_vector(Lf, n, b):
-    """``b ← (L Lᵀ)⁻¹ b`` for a vector."""
+    """``b ← (L Lᵀ)⁻¹ b`` for a vector (forward substitution by rows, backward by columns)."""
     for i in range(n):
         s = b[i]
         for k in range(i):
             s -= Lf[i, k] * b[k]
         b[i] = s / Lf[i, i]
     for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= Lf[k, i] * b[k]
-        b[i] = s / Lf[i, i]
+        bi = b[i] / Lf[i, i]
+        b[i] = bi
+        for k in range(i):  # the column i of Lᵀ x = y, i.e. row i of L
+            b[k] -= Lf[i, k] * bi
 
 
 @njit(cache=True, inline="always")
@@ -205,11 +218,13 @@ def gt_vec(G, x, out):
 
 @njit(cache=True, inline="always")
 def g_vec(G, y, g, out):
-    """``out = G y + g``."""
+    """``out = G y + g`` (G has few non-zeros per row: they alone are multiplied)."""
     for k in range(G.shape[0]):
         s = g[k]
         for i in range(G.shape[1]):
-            s += G[k, i] * y[i]
+            gki = G[k, i]
+            if gki != 0.0:
+                s += gki * y[i]
         out[k] = s
 
 
@@ -307,11 +322,11 @@ def projection_kernel(ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix
     nvs, nv = ix[2], ix[3]
     matmul(H, G, HG)
     gt_mul(G, HG, A)  # A = GᵀHG
-    for r in range(nvs):  # C + H g
-        s = C[r]
-        for c in range(nvs):
-            s += H[r, c] * g[c]
-        C[r] = s
+    for c in range(nvs):  # C + H g (g is zero but at dependent coordinates of implicit clusters)
+        gc = g[c]
+        if gc != 0.0:
+            for r in range(nvs):
+                C[r] += H[r, c] * gc
     gt_vec(G, C, y)
     for i in range(nv):
         y[i] = tau[i] - y[i]
@@ -352,8 +367,8 @@ def schur_solve(ix, sc, X, lam):
     """``λ = S⁻¹(k − K X[:, nc])`` with ``S = K H⁻¹ Kᵀ`` in the S region and ``X[:, nc] = H⁻¹ τ'``.
     False if S is not positive definite (redundant constraints)."""
     R = regions(ix, sc)
-    K, k, S = R[5], R[6], R[13]
     nc = ix[4]
+    K, k, S = R[5], R[6], R[13][:, :nc]
     if not cholesky_in_place(S, nc):
         return False
     for r in range(nc):
@@ -372,8 +387,8 @@ def lagrange_dense(ix, sc, lam):
     """Dense KKT (GRBDA ``LagrangeMultiplierEigen``): Cholesky of H, ``S = K H⁻¹ Kᵀ``,
     ``λ = S⁻¹(k − K H⁻¹ τ')``, ``q̈ = H⁻¹(τ' + Kᵀ λ)`` into the first column of X. Returns a status."""
     R = regions(ix, sc)
-    K, H, W, S, X = R[5], R[7], R[9], R[13], R[14]
     nvs, nc = ix[2], ix[4]
+    K, H, W, S, X = R[5], R[7], R[9], R[13][:, :nc], R[14]
     for r in range(nvs):  # X = [Kᵀ | τ']
         for c in range(nc):
             X[r, c] = K[c, r]
@@ -381,12 +396,7 @@ def lagrange_dense(ix, sc, lam):
     if not cholesky_in_place(H, nvs):
         return NOT_PD_MASS
     cholesky_solve(H, nvs, X, nc + 1)  # [H⁻¹Kᵀ | H⁻¹τ']
-    for a in range(nc):  # S = K H⁻¹ Kᵀ
-        for b in range(nc):
-            s = 0.0
-            for c in range(nvs):
-                s += K[a, c] * X[c, b]
-            S[a, b] = s
+    matmul(K, X[:, :nc], S)  # S = K H⁻¹ Kᵀ
     if nc and not schur_solve(ix, sc, X, lam):
         return NOT_PD_SCHUR
     for r in range(nvs):
@@ -402,8 +412,9 @@ def lagrange_ltl(ix, sc, lam):
     """KKT with the sparse ``H = LᵀL`` (GRBDA ``LagrangeMultiplierCustom``): ``[Y z] = L⁻ᵀ[Kᵀ τ']``,
     ``S = YᵀY``, ``λ = S⁻¹(k − Yᵀ z)``, ``q̈ = L⁻¹(z + Y λ)`` into the first column of X."""
     R = regions(ix, sc)
-    K, k, H, W, S, X, y = R[5], R[6], R[7], R[9], R[13], R[14], R[17]
     nvs, nc = ix[2], ix[4]
+    K, k, H, W, S1, X, y = R[5], R[6], R[7], R[9], R[13], R[14], R[17]
+    S = S1[:, :nc]
     lamp = ix[HEADER + ix[5] : HEADER + ix[5] + nvs]
     if ltl_in_place(H, lamp) >= 0:
         return NOT_PD_MASS
@@ -412,17 +423,9 @@ def lagrange_ltl(ix, sc, lam):
             X[r, c] = K[c, r]
         X[r, nc] = W[r]
     ltl_solve_transposed(H, lamp, X[:, : nc + 1])
-    for a in range(nc):  # S = YᵀY, rhs = k − Yᵀ z
-        for b in range(a, nc):
-            s = 0.0
-            for c in range(nvs):
-                s += X[c, a] * X[c, b]
-            S[a, b] = s
-            S[b, a] = s
-        s = k[a]
-        for c in range(nvs):
-            s -= X[c, a] * X[c, nc]
-        lam[a] = s
+    gt_mul(X[:, :nc], X[:, : nc + 1], S1)  # [S | Yᵀz] = Yᵀ [Y z], S = YᵀY
+    for a in range(nc):
+        lam[a] = k[a] - S1[a, nc]
     if nc:
         if not cholesky_in_place(S, nc):
             return NOT_PD_SCHUR
