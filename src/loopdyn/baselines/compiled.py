@@ -7,9 +7,10 @@ Tello-like nonlinear constraints through lambdified NumPy code on every call. Th
 algorithms; to time them fairly, ``compiled=True`` in :func:`~loopdyn.baselines.projected_rnea`,
 :func:`~loopdyn.baselines.projection_forward_dynamics`,
 :func:`~loopdyn.baselines.lagrange_forward_dynamics` and :func:`~loopdyn.baselines.projected_delassus`
-takes them from here instead: one pass of the cluster coordinate kernel (the constraint tapes), then a
-dense scatter. Models whose clusters are all explicit (constant G, K) use the cached constant maps
-either way. The tests check both sources agree.
+runs the kernels of :mod:`loopdyn.baselines.kernels`, which take G, g, K, k from
+:func:`compiled_maps_core` here: one pass of the cluster coordinate kernel (the constraint tapes), then
+a dense scatter. :func:`compiled_maps` returns the same maps to Python (for the tests: both sources
+agree).
 """
 
 from __future__ import annotations
