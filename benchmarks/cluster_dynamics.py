@@ -9,6 +9,10 @@ chains (spec §5.5–5.6, random parameters) for N = 4, 8, …, 24 links:
 * ``C-ABA`` — ``loopdyn.aba`` on the cluster model (skipped if it does not support constraints);
 * ``tree ABA`` — ``loopdyn.aba`` on the spanning tree ignoring the constraints (a lower bound).
 
+(the baselines timed are the compiled ones, ``compiled=True``: one Numba kernel call each, see
+:mod:`loopdyn.baselines.kernels`; the max. rel. diff. column compares them and C-ABA with the
+independent NumPy/sympy oracle path of the projection method)
+
 Plus, if Pinocchio is installed, its ``constraintDynamics`` on a planar four-bar closed by a point
 contact, next to the same four-bar in loopdyn.
 
@@ -53,9 +57,9 @@ def _contenders(model, q, v, tau):
     qs, vs, _, _ = spanning_state(model, q, v)
     ts = np.zeros(tree.nv)
     fns = {
-        "projection": lambda: projection_forward_dynamics(model, q, v, tau),
-        "LM dense": lambda: lagrange_forward_dynamics(model, q, v, tau, method="dense"),
-        "LM ltl": lambda: lagrange_forward_dynamics(model, q, v, tau, method="ltl"),
+        "projection": lambda: projection_forward_dynamics(model, q, v, tau, compiled=True),
+        "LM dense": lambda: lagrange_forward_dynamics(model, q, v, tau, method="dense", compiled=True),
+        "LM ltl": lambda: lagrange_forward_dynamics(model, q, v, tau, method="ltl", compiled=True),
     }
     aba = _cluster_aba(model, data)
     if aba is not None:
@@ -72,7 +76,7 @@ def _id_contenders(model, q, v, a):
 
     data = model.create_data()
     fns = {
-        "projected RNEA": lambda: projected_rnea(model, q, v, a),
+        "projected RNEA": lambda: projected_rnea(model, q, v, a, compiled=True),
         "C-RNEA": lambda: loopdyn.rnea(model, data, q, v, a),
     }
     for f in fns.values():
@@ -87,9 +91,11 @@ def _growth(times: dict, sizes: list[int]) -> dict:
 
 
 def _check(model, q, v, tau) -> float:
-    """Largest relative disagreement between the contenders' ÿ (tree ABA excluded)."""
+    """Largest relative disagreement of the timed contenders' ÿ (tree ABA excluded) from the oracle
+    projection (independent G, g by sympy and NumPy)."""
     ref = projection_forward_dynamics(model, q, v, tau)
-    out = [lagrange_forward_dynamics(model, q, v, tau, method=m) for m in ("dense", "ltl")]
+    out = [projection_forward_dynamics(model, q, v, tau, compiled=True)]
+    out += [lagrange_forward_dynamics(model, q, v, tau, method=m, compiled=True) for m in ("dense", "ltl")]
     data = model.create_data()
     aba = _cluster_aba(model, data)
     if aba is not None:

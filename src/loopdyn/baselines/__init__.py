@@ -7,6 +7,7 @@ Importing this package registers two Delassus methods for models with loops with
 
 from ..delassus_methods import register_method
 from .approximate import ApproximateModel, approximate_delassus, approximate_model, unconstrained_model
+from .calls import projected_delassus_rows
 from .constraints import constraint_jacobians as constraint_jacobians
 from .constraints import explicit_G as explicit_G
 from .constraints import independent_indices as independent_indices
@@ -37,7 +38,7 @@ __all__ = [
 
 register_method(
     "projected",
-    lambda model, data, q, rows, constraints: projected_delassus(model, q, constraints, compiled=True),
+    lambda model, data, q, rows, constraints: projected_delassus_rows(model, q, rows),
     for_loops=True,
 )
 register_method(

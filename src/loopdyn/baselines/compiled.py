@@ -7,9 +7,10 @@ Tello-like nonlinear constraints through lambdified NumPy code on every call. Th
 algorithms; to time them fairly, ``compiled=True`` in :func:`~loopdyn.baselines.projected_rnea`,
 :func:`~loopdyn.baselines.projection_forward_dynamics`,
 :func:`~loopdyn.baselines.lagrange_forward_dynamics` and :func:`~loopdyn.baselines.projected_delassus`
-takes them from here instead: one pass of the cluster coordinate kernel (the constraint tapes), then a
-dense scatter. Models whose clusters are all explicit (constant G, K) use the cached constant maps
-either way. The tests check both sources agree.
+runs the kernels of :mod:`loopdyn.baselines.kernels`, which take G, g, K, k from
+:func:`compiled_maps_core` here: one pass of the cluster coordinate kernel (the constraint tapes), then
+a dense scatter. :func:`compiled_maps` returns the same maps to Python (for the tests: both sources
+agree).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..algorithms.status import raise_for_status
 from ..model import layout as L
 from .constraints import baseline_cache, constraint_jacobians, spanning_state
 
-__all__ = ["compiled_maps"]
+__all__ = ["cluster_setup", "compiled_maps", "compiled_maps_core"]
 
 
 @njit(cache=True)
@@ -77,7 +78,8 @@ def compiled_maps_kernel(ib, ic, cb, wc, code, consts, table, outputs, q, v, kro
     return compiled_maps_core(ib, ic, cb, wc, code, consts, table, outputs, q, v, krow, G, g, K, k)
 
 
-def _setup(model):
+def cluster_setup(model):
+    """``(baseline cache, (a private Data of the model, K row offset of each cluster))``."""
     cache = baseline_cache(model)
     extra = cache.compiled
     if extra is None:
@@ -94,7 +96,7 @@ def compiled_maps(model, q, v, constraints: bool = True):
     """``(q_span, v_span, G, g, K, k)`` at the cluster state ``(q, v)`` by the compiled cluster
     coordinates (same layout as :func:`loopdyn.baselines.spanning_state` and
     :func:`loopdyn.baselines.constraint_jacobians`); only the first four when not ``constraints``."""
-    cache, (data, krow) = _setup(model)
+    cache, (data, krow) = cluster_setup(model)
     nvs = cache.nvs
     if not cache.implicit:  # constant maps (trees, explicit clusters): nothing to evaluate
         qs, vs, G, g = spanning_state(model, q, v)

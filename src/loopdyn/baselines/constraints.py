@@ -69,6 +69,7 @@ class _Baseline:
     implicit: list[_ClusterInfo] = field(default_factory=list)
     lam: np.ndarray | None = None  # dof parents of the spanning tree (LᵀL), filled on demand
     compiled: tuple | None = None  # (cluster Data, K row offsets) for loopdyn.baselines.compiled
+    pack: object = None  # the compiled kernels' arrays (loopdyn.baselines.calls.Pack)
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -30,6 +30,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from ..algorithms.crba import dof_parents, ltl_in_place, ltl_solve, ltl_solve_transposed
 from ..dynamics import crba, rnea
+from . import calls
 from .constraints import baseline_cache, constraint_jacobians, spanning_state
 
 __all__ = ["lagrange_forward_dynamics", "ltl_solve", "ltl_solve_transposed"]
@@ -69,8 +70,9 @@ def lagrange_forward_dynamics(
     full_output:
         Also return the spanning accelerations and the multipliers.
     compiled:
-        G, K and k from the compiled constraint code (:mod:`loopdyn.baselines.compiled`), as the
-        paper's implementation does, instead of the independent dense maps.
+        One kernel call (:mod:`loopdyn.baselines.kernels`: G, K, k from the cluster constraint
+        tapes, CRBA, RNEA, the factorisations and solves in compiled code), as the paper's
+        implementation; otherwise the independent dense maps and NumPy/SciPy (the oracle).
 
     Returns
     -------
@@ -78,17 +80,15 @@ def lagrange_forward_dynamics(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if compiled:
+        ydd, qdd, lam = calls.lagrange(model, q, v, tau, f_ext, ltl=method == "ltl")
+        return (ydd, qdd, lam) if full_output else ydd
     cache = baseline_cache(model)
     tau = np.asarray(tau, dtype=float)
     if tau.shape != (model.nv,):
         raise ValueError(f"tau must have shape ({model.nv},), got {tau.shape}")
-    if compiled:
-        from .compiled import compiled_maps
-
-        qs, vs, G, _, K, k = compiled_maps(model, q, v)
-    else:
-        qs, vs, G, _ = spanning_state(model, q, v)
-        K, k = constraint_jacobians(model, qs, vs)
+    qs, vs, G, _ = spanning_state(model, q, v)
+    K, k = constraint_jacobians(model, qs, vs)
     H = crba(cache.tree, cache.data, qs)
     C = rnea(cache.tree, cache.data, qs, vs, np.zeros(cache.nvs), f_ext)
     tau_span = lift_forces(G, tau) if cache.constrained else tau

@@ -17,6 +17,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from ..constraint_rows import jacobian, prepare
 from ..dynamics import crba, rnea
+from . import calls
 from .constraints import as_vector, baseline_cache, spanning_state
 
 __all__ = [
@@ -28,20 +29,15 @@ __all__ = [
 ]
 
 
-def _state(model, q, v, compiled: bool):
-    """(q_span, v_span, G, g): by the independent dense maps, or by the compiled constraint code."""
-    if compiled:
-        from .compiled import compiled_maps
-
-        return compiled_maps(model, q, v, constraints=False)
-    return spanning_state(model, q, v)
-
-
 def projected_rnea(model, q, v, a, f_ext=None, *, compiled: bool = False) -> np.ndarray:
-    """Inverse dynamics ``τ = Gᵀ RNEA_span(q_s, v_s, G a + g, f_ext)`` (independent forces, nv).
-    ``compiled``: G, g from the compiled constraint code (:mod:`loopdyn.baselines.compiled`)."""
+    """Inverse dynamics ``τ = Gᵀ RNEA_span(q_s, v_s, G a + g, f_ext)`` (independent forces, nv; spec
+    §2.7.1). ``compiled``: one kernel call (:mod:`loopdyn.baselines.kernels`: G, g from the cluster
+    constraint tapes, the spanning tree's RNEA and Gᵀ in compiled code, as the paper's implementation);
+    otherwise the independent dense maps and NumPy (the oracle)."""
+    if compiled:
+        return calls.projected_rnea(model, q, v, a, f_ext)
     cache = baseline_cache(model)
-    qs, vs, G, g = _state(model, q, v, compiled)
+    qs, vs, G, g = spanning_state(model, q, v)
     as_ = G @ as_vector(a, model.nv, "a") + g
     return G.T @ rnea(cache.tree, cache.data, qs, vs, as_, f_ext)
 
@@ -70,14 +66,18 @@ def projection_forward_dynamics(
     """Forward dynamics by projection: ``ÿ = (GᵀHG)⁻¹(τ − Gᵀ(C + H g))`` (dense Cholesky).
 
     Returns ``ÿ`` (nv, cluster-state order), or ``(ÿ, q̈_span)`` with ``q̈_span = G ÿ + g`` when
-    ``full_output``. ``compiled``: G, g from the compiled constraint code
-    (:mod:`loopdyn.baselines.compiled`), as the paper's implementation does.
+    ``full_output``. ``compiled``: one kernel call (:mod:`loopdyn.baselines.kernels`: G, g from the
+    cluster constraint tapes, CRBA, RNEA, GᵀHG and its Cholesky factorisation in compiled code), as the
+    paper's implementation; otherwise the independent dense maps and NumPy/SciPy (the oracle).
     """
+    if compiled:
+        ydd, qdd = calls.projection(model, q, v, tau, f_ext)
+        return (ydd, qdd) if full_output else ydd
     cache = baseline_cache(model)
     tau = np.asarray(tau, dtype=float)
     if tau.shape != (model.nv,):
         raise ValueError(f"tau must have shape ({model.nv},), got {tau.shape}")
-    qs, vs, G, g = _state(model, q, v, compiled)
+    qs, vs, G, g = spanning_state(model, q, v)
     H = crba(cache.tree, cache.data, qs)
     C = rnea(cache.tree, cache.data, qs, vs, np.zeros(cache.nvs), f_ext)
     A = G.T @ H @ G
@@ -92,9 +92,12 @@ def projected_delassus(model, q, constraints, *, compiled: bool = False) -> np.n
     """The paper's projected inverse operational-space inertia (spec §2.7.5):
     ``Λ⁻¹ = J (GᵀHG)⁻¹ Jᵀ`` with ``J = J_span G``, ``J_span`` stacking ``K_e`` times the LOCAL frame
     Jacobian of each constraint frame on the spanning tree, ``H`` the spanning tree's CRBA and dense
-    Cholesky (m × m, a new array)."""
+    Cholesky (m × m, a new array). ``compiled``: one kernel call (:mod:`loopdyn.baselines.kernels`);
+    otherwise the independent dense maps and NumPy/SciPy (the oracle)."""
     cache = baseline_cache(model)
-    qs, _, G, _ = _state(model, q, np.zeros(model.nv), compiled)
+    if compiled:
+        return calls.projected_delassus_rows(model, q, prepare(cache.tree, constraints))
+    qs, _, G, _ = spanning_state(model, q, np.zeros(model.nv))
     H = crba(cache.tree, cache.data, qs)
     J = jacobian(cache.tree, cache.data, qs, prepare(cache.tree, constraints)) @ G
     A = G.T @ H @ G
