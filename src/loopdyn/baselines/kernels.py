@@ -35,6 +35,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..algorithms.borrow import borrowed
 from ..algorithms.cluster_kinematics import validate_cluster_state
 from ..algorithms.common import check_configuration, check_forces, check_vector, kernel, s_column
 from ..algorithms.crba import crba_core, ltl_in_place, ltl_solve, ltl_solve_transposed
@@ -283,6 +284,9 @@ _SIG = "int64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], f
 @kernel("int64(" + _SIG + "float64[::1], float64[::1], float64[::1], float64[:, ::1], float64[::1])")
 def projected_rnea_kernel(ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, v, a, fext, tau):
     """``tau = Gᵀ RNEA_span(q_s, v_s, G a + g, f_ext)`` (nv)."""
+    (ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, v, a, fext, tau) = borrowed(
+        (ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, v, a, fext, tau)
+    )
     st = validate_state(ib, ic, cb, ibs, ix, q, v, a, fext)
     if st == 0:
         st = spanning_maps(ib, ic, cb, wc, code, consts, table, outputs, ix, sc, q, v)
@@ -311,6 +315,9 @@ def mass_and_bias(ibs, wss, ix, sc, fext):
 @kernel("int64(" + _SIG + "float64[::1], float64[::1], float64[::1], float64[:, ::1], float64[::1])")
 def projection_kernel(ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, v, tau, fext, out):
     """``out = [ÿ; q̈_span]`` with ``ÿ = (GᵀHG)⁻¹(τ − Gᵀ(C + H g))`` and ``q̈_span = G ÿ + g``."""
+    (ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, v, tau, fext, out) = borrowed(
+        (ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, v, tau, fext, out)
+    )
     st = validate_state(ib, ic, cb, ibs, ix, q, v, tau, fext)
     if st == 0:
         st = spanning_maps(ib, ic, cb, wc, code, consts, table, outputs, ix, sc, q, v)
@@ -445,6 +452,9 @@ def lagrange_ltl(ix, sc, lam):
 def lagrange_kernel(ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, v, tau, fext, method,
                     out):  # fmt: skip
     """``out = [ÿ; q̈_span; λ]`` by Lagrange multipliers: ``method`` 0 dense Cholesky, 1 ``LᵀL``."""
+    (ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, v, tau, fext, method, out) = borrowed(
+        (ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, v, tau, fext, method, out)
+    )
     st = validate_state(ib, ic, cb, ibs, ix, q, v, tau, fext)
     if st == 0:
         st = spanning_maps(ib, ic, cb, wc, code, consts, table, outputs, ix, sc, q, v)
@@ -508,6 +518,9 @@ def projected_delassus_kernel(ib, ic, cb, wc, code, consts, table, outputs, ibs,
                               Kc, out):  # fmt: skip
     """``out = J (GᵀHG)⁻¹ Jᵀ`` (m × m, symmetrised) for the constraint rows (cbody, crow, Kc) of the
     spanning tree, ``J = J_span G``."""
+    (ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, cbody, crow, Kc, out) = borrowed(
+        (ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, sc, q, cbody, crow, Kc, out)
+    )
     R = regions(ix, sc)
     Z = R[10]
     nv, m = ix[3], crow[crow.shape[0] - 1]
