@@ -56,3 +56,19 @@ def test_the_check_finds_a_private_import_and_follows_reexports(fake_package):
     text = out.getvalue()
     assert "imports private loopdyn.sub.a._helper" in text
     assert "import cycle:" not in text
+
+
+def test_the_check_finds_an_entry_kernel_that_does_not_borrow_its_arrays(fake_package):
+    """Negative control: an ``@kernel`` entry point whose first statement is not ``... = borrowed(...)``
+    is reported; one that borrows (after its docstring) is not."""
+    src, pkg = fake_package
+    (pkg / "sub" / "a.py").write_text(
+        "def public():\n    return 1\n\n"
+        "@kernel('int64(float64[::1])')\ndef good_kernel(x):\n"
+        "    '''doc'''\n    (x,) = borrowed((x,))\n    return 0\n\n"
+        "@kernel('int64(float64[::1])')\ndef bad_kernel(x):\n    y = x\n    return 0\n"
+    )
+    out = io.StringIO()
+    assert _tool().check(src, out=out) == 1
+    text = out.getvalue()
+    assert "bad_kernel" in text and "good_kernel" not in text

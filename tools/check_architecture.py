@@ -182,6 +182,34 @@ def _is_kernel(fn: ast.FunctionDef) -> bool:
     return False
 
 
+def _is_entry_kernel(fn: ast.FunctionDef) -> bool:
+    """Decorated with ``@kernel(...)`` (algorithms.common.kernel): an entry point called from Python."""
+    for dec in fn.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if (target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")) == "kernel":
+            return True
+    return False
+
+
+def unborrowed_kernels(modules: dict[str, Module]) -> list[str]:
+    """Entry kernels whose first statement (after the docstring) does not rebind their arguments
+    through ``borrowed(...)`` (algorithms.borrow: no reference counting inside kernels)."""
+    out = []
+    for mod in modules.values():
+        for node in ast.walk(mod.tree):
+            if not isinstance(node, ast.FunctionDef) or not _is_entry_kernel(node):
+                continue
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]
+            first = body[0] if body else None
+            call = first.value if isinstance(first, ast.Assign) else None
+            name = getattr(getattr(call, "func", None), "id", "")
+            if name != "borrowed":
+                out.append(f"kernel without borrowed(...) first: {mod.path}:{node.lineno} {node.name}")
+    return out
+
+
 def function_report(modules: dict[str, Module], max_lines: int, max_args: int) -> tuple[list, list]:
     """Functions longer than ``max_lines`` and kernels with more than ``max_args`` arguments."""
     long_functions, wide_kernels = [], []
@@ -209,6 +237,9 @@ def check(src: Path, max_lines: int = 100, max_args: int = 12, out=sys.stdout) -
         print("import cycle: " + " <-> ".join(comp), file=out)
     for line in private:
         print(line, file=out)
+    unborrowed = unborrowed_kernels(modules)
+    for line in unborrowed:
+        print(line, file=out)
     long_functions, wide_kernels = function_report(modules, max_lines, max_args)
     print(f"report: {len(long_functions)} functions over {max_lines} lines", file=out)
     for n, where in long_functions:
@@ -216,8 +247,12 @@ def check(src: Path, max_lines: int = 100, max_args: int = 12, out=sys.stdout) -
     print(f"report: {len(wide_kernels)} kernels with more than {max_args} arguments", file=out)
     for n, where in wide_kernels:
         print(f"  {n:4d} args   {where}", file=out)
-    failures = len(found) + len(private)
-    print(f"{len(modules)} modules: {len(found)} import cycles, {len(private)} private imports", file=out)
+    failures = len(found) + len(private) + len(unborrowed)
+    print(
+        f"{len(modules)} modules: {len(found)} import cycles, {len(private)} private imports, "
+        f"{len(unborrowed)} kernels without borrowed",
+        file=out,
+    )
     return failures
 
 

@@ -7,6 +7,7 @@ import numpy as np
 from numba import prange
 
 from .aba import aba_core
+from .borrow import borrowed
 from .common import check_configuration, kernel
 from .crba import crba_core
 from .rnea import rnea_core, validate_qva
@@ -19,6 +20,7 @@ _SIG3 = (
 
 @kernel(_SIG3, parallel=True)
 def rnea_batch_kernel(ib, ws, Q, V, A, out, status, nchunks):
+    ib, ws, Q, V, A, out, status = borrowed((ib, ws, Q, V, A, out, status))
     n = Q.shape[0]
     no_forces = np.zeros((0, 6))
     for c in prange(nchunks):
@@ -32,6 +34,7 @@ def rnea_batch_kernel(ib, ws, Q, V, A, out, status, nchunks):
 
 @kernel(_SIG3, parallel=True)
 def aba_batch_kernel(ib, ws, Q, V, TAU, out, status, nchunks):
+    ib, ws, Q, V, TAU, out, status = borrowed((ib, ws, Q, V, TAU, out, status))
     n = Q.shape[0]
     no_forces = np.zeros((0, 6))
     for c in prange(nchunks):
@@ -48,6 +51,7 @@ def aba_batch_kernel(ib, ws, Q, V, TAU, out, status, nchunks):
     parallel=True,
 )
 def crba_batch_kernel(ib, ws, Q, out, status, nchunks):
+    ib, ws, Q, out, status = borrowed((ib, ws, Q, out, status))
     n = Q.shape[0]
     for c in prange(nchunks):
         w = ws.copy()
