@@ -102,33 +102,23 @@ def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext
 
 @njit(cache=True, inline="always")
 def c_aba_init(ib, ws, ic, cb, wc, fext):
-    """C-ABA forward pass #1 (Alg. lines 20–21): per cluster 𝖨^A = 𝖨 (block diagonal, its mask set to
-    the diagonal blocks) and 𝗉^A = 𝗏 ×* 𝖨 𝗏 − f_ext, after the cluster kinematics filled 𝗏."""
+    """C-ABA forward pass #1 (Alg. lines 20–21): 𝖨^A = 𝖨 and 𝗉^A = 𝗏 ×* 𝖨 𝗏 − f_ext, after the cluster
+    kinematics filled 𝗏.
+
+    Storage: the diagonal block 𝖨^A_bb and 𝗉^A_b of every body b live in its row of ws (W_IA, W_F),
+    as in the tree ABA; a cluster's off-diagonal blocks — non-zero only when a child cluster is
+    attached to two of its bodies — in wc[C_IA] (6 NB × 6 NB), flagged in its mask (NB × NB)."""
+    for i in range(1, ib[0, L.I0_NBODIES] + 1):
+        I = ops.load10(ws, i, L.W_INER)
+        vi = ops.load6(ws, i, L.W_V)
+        ops.store_inertia_matrix(ws, i, L.W_IA, I)
+        pa = ops.sub6(ops.cross_force(vi, ops.inertia_mul(I, vi)), external_force(fext, i))
+        ops.store6(ws, i, L.W_F, pa)
     for k in range(1, ic[0, L.C0_NCL] + 1):
-        first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
-        nb6 = 6 * nb
-        IA, PA, MK = ic[k, L.C_IA], ic[k, L.C_PA], ic[k, L.C_MASK]
-        for x in range(nb * nb):  # only the diagonal blocks are non-zero to begin with
-            wc[MK + x] = 0.0
-        for j in range(nb):
-            wc[MK + j * nb + j] = 1.0
-            i = cb[first + j]
-            I = ops.load10(ws, i, L.W_INER)
-            mass, h0, h1, h2, xx, yy, zz, xy, xz, yz = I
-            rows = (xx, xy, xz, 0.0, -h2, h1,
-                    xy, yy, yz, h2, 0.0, -h0,
-                    xz, yz, zz, -h1, h0, 0.0,
-                    0.0, h2, -h1, mass, 0.0, 0.0,
-                    -h2, 0.0, h0, 0.0, mass, 0.0,
-                    h1, -h0, 0.0, 0.0, 0.0, mass)  # fmt: skip
-            o = IA + (6 * j) * nb6 + 6 * j
-            for r in range(6):
-                for c in range(6):
-                    wc[o + r * nb6 + c] = rows[6 * r + c]
-            vi = ops.load6(ws, i, L.W_V)
-            pa = ops.sub6(ops.cross_force(vi, ops.inertia_mul(I, vi)), external_force(fext, i))
-            for r in range(6):
-                wc[PA + 6 * j + r] = pa[r]
+        nb, MK = ic[k, L.C_NB], ic[k, L.C_MASK]
+        if nb > 1:
+            for x in range(nb * nb):
+                wc[MK + x] = 0.0
 
 
 @njit(cache=True, inline="always")
@@ -138,25 +128,34 @@ def u_col(wc, U, m, a, l):
 
 
 @njit(cache=True, inline="always")
+def ia_mul(ws, ic, cb, wc, k, a, b, x):
+    """𝖨^A_ab x (a 6-tuple) for bodies a, b of cluster k: the diagonal block from body a's ws row, an
+    off-diagonal one from wc (zero unless flagged in the mask)."""
+    nb = ic[k, L.C_NB]
+    if a == b:
+        return ops.mat6_mul(ws, cb[ic[k, L.C_FIRST] + a], L.W_IA, x)
+    if wc[ic[k, L.C_MASK] + a * nb + b] == 0.0:
+        return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    return ops.block_mul(wc, ic[k, L.C_IA] + (6 * a) * (6 * nb) + 6 * b, 6 * nb, x)
+
+
+@njit(cache=True, inline="always")
 def c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature):
     """Cluster k (Alg. lines 25–28, eq. 49): 𝖴 = 𝖨^A 𝖲, 𝗎 = τ − 𝖲ᵀ𝗉^A, 𝖣 = 𝖲ᵀ𝖴 (+ Gᵀ diag(A) G with
     armature, and 𝗎 −= Gᵀ diag(A) g) and 𝖣⁻¹. False if 𝖣 is not positive definite."""
-    nb, m, iv = ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
-    nb6 = 6 * nb
-    IA, PA, U = ic[k, L.C_IA], ic[k, L.C_PA], ic[k, L.C_U]
-    DI, UU, DS, MK = ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR], ic[k, L.C_MASK]
-    for l in range(m):  # 𝖴 = 𝖨^A 𝖲 (eq. 49), 𝗎 = τ − 𝖲ᵀ 𝗉^A
-        for x in range(nb6):
-            wc[U + x * m + l] = 0.0
+    first, nb, m, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
+    U, DI, UU, DS = ic[k, L.C_U], ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR]
+    for l in range(m):  # 𝖴 = 𝖨^A 𝖲 (eq. 49), block row by block row; 𝗎 = τ − 𝖲ᵀ 𝗉^A
         ul = tau[iv + l]
-        for j in range(nb):
-            s = s_col(ib, ws, ic, cb, wc, k, j, l)
-            ul -= ops.dot6(s, ops.load6_at(wc, PA + 6 * j))
-            for jr in range(nb):
-                if wc[MK + jr * nb + j] != 0.0:
-                    col = ops.block_mul(wc, IA + (6 * jr) * nb6 + 6 * j, nb6, s)
-                    for r in range(6):
-                        wc[U + (6 * jr + r) * m + l] += col[r]
+        for a in range(nb):
+            sa = s_col(ib, ws, ic, cb, wc, k, a, l)
+            ul -= ops.dot6(sa, ops.load6(ws, cb[first + a], L.W_F))
+            col = ia_mul(ws, ic, cb, wc, k, a, a, sa)
+            for b in range(nb):
+                if b != a:
+                    col = ops.add6(col, ia_mul(ws, ic, cb, wc, k, a, b, s_col(ib, ws, ic, cb, wc, k, b, l)))
+            for r in range(6):
+                wc[U + (6 * a + r) * m + l] = col[r]
         wc[UU + l] = ul
     for l1 in range(m):  # 𝖣 = 𝖲ᵀ 𝖴
         for l2 in range(m):
@@ -181,6 +180,19 @@ def c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature):
 
 
 @njit(cache=True, inline="always")
+def parent_block(ws, ic, cb, wc, p_k, s1, s2):
+    """Where block (s1, s2) of parent cluster p_k's 𝖨^A is stored: (array, offset, row stride) — the
+    port body's ws row for a diagonal block, wc for an off-diagonal one (zeroed and flagged the first
+    time it is touched)."""
+    if s1 == s2:
+        return ws[cb[ic[p_k, L.C_FIRST] + s1]], L.W_IA, 6
+    pnb = ic[p_k, L.C_NB]
+    pnb6 = 6 * pnb
+    touch_block(wc, ic[p_k, L.C_MASK], pnb, s1, s2, ic[p_k, L.C_IA], pnb6)
+    return wc, ic[p_k, L.C_IA] + (6 * s1) * pnb6 + 6 * s2, pnb6
+
+
+@njit(cache=True, inline="always")
 def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV):
     """Cluster k to its parent, first half (Alg. lines 30–33, eq. 56): the full-rank part
     Σ_{non-zero blocks} ᵃX_Λᵀ 𝖨^A_ab ᵇX_Λ into the parent's 𝖨^A, Σ_a ᵃX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_a into its 𝗉^A,
@@ -188,16 +200,15 @@ def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV):
     port's sub-index in its cluster at wc[GS]). Returns the number of ports."""
     first, nb, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M]
     nb6 = 6 * nb
-    IA, PA, U, MK = ic[k, L.C_IA], ic[k, L.C_PA], ic[k, L.C_U], ic[k, L.C_MASK]
+    IA, U, MK = ic[k, L.C_IA], ic[k, L.C_U], ic[k, L.C_MASK]
     p_k = ic[k, L.C_PARENT]
-    pIA, pPA, pMK, pnb = ic[p_k, L.C_IA], ic[p_k, L.C_PA], ic[p_k, L.C_MASK], ic[p_k, L.C_NB]
-    pnb6 = 6 * pnb
     tmp = ic[k, L.C_DSCR] + m * m + 36  # the block transforms' scratch
     ng = 0
     for a in range(nb):
         ia = cb[first + a]
         Ra, pa_ = placement_in_output(ib, ws, ic, k, ia)
-        sa = ib[ib[ia, L.I_OUT], L.I_SUB]
+        lam = ib[ia, L.I_OUT]
+        sa = ib[lam, L.I_SUB]
         g = 0
         while g < ng and wc[GS + g] != sa:
             g += 1
@@ -210,22 +221,19 @@ def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV):
             xu = ops.force_to_parent(Ra, pa_, u_col(wc, U, m, a, l))
             for r in range(6):
                 wc[GV + g * 6 * m + r * m + l] += xu[r]
-        # full-rank part, bias part
-        pb_ = ops.load6_at(wc, PA + 6 * a)
+        # full-rank part: the diagonal block to the port's diagonal block, then any off-diagonal ones
+        pb_ = ops.add6(ops.load6(ws, ia, L.W_F), ops.mat6_mul(ws, ia, L.W_IA, ops.load6(ws, ia, L.W_C)))
+        ops.mat6_to_parent_add(ws, ia, L.W_IA, Ra, pa_, lam, L.W_IA)
         for b in range(nb):
-            if wc[MK + a * nb + b] == 0.0:
+            if b == a or wc[MK + a * nb + b] == 0.0:
                 continue
             ibb = cb[first + b]
-            pb_ = ops.add6(pb_, ops.block_mul(wc, IA + (6 * a) * nb6 + 6 * b, nb6, ops.load6(ws, ibb, L.W_C)))
-            sb = ib[ib[ibb, L.I_OUT], L.I_SUB]
-            touch_block(wc, pMK, pnb, sa, sb, pIA, pnb6)
-            dst = pIA + (6 * sa) * pnb6 + 6 * sb
-            if a == b:
-                ops.sym6_to_parent(wc, IA + (6 * a) * nb6 + 6 * a, nb6, Ra, pa_, dst, pnb6)
-            else:
-                Rb, pb = placement_in_output(ib, ws, ic, k, ibb)
-                ops.gen6_to_parent(wc, IA + (6 * a) * nb6 + 6 * b, nb6, Ra, pa_, Rb, pb, dst, pnb6, tmp)
-        ops.add6w(wc, pPA + 6 * sa, ops.force_to_parent(Ra, pa_, pb_))
+            src = IA + (6 * a) * nb6 + 6 * b
+            pb_ = ops.add6(pb_, ops.block_mul(wc, src, nb6, ops.load6(ws, ibb, L.W_C)))
+            Rb, pb = placement_in_output(ib, ws, ic, k, ibb)
+            dst_arr, dst, dstride = parent_block(ws, ic, cb, wc, p_k, sa, ib[ib[ibb, L.I_OUT], L.I_SUB])
+            ops.gen6_to_parent(wc, src, nb6, Ra, pa_, Rb, pb, dst_arr, dst, dstride, wc, tmp)
+        ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(Ra, pa_, pb_))
     return ng
 
 
@@ -236,8 +244,7 @@ def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng):
     first, nb, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M]
     U, DI, UU, DS = ic[k, L.C_U], ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR]
     p_k = ic[k, L.C_PARENT]
-    pIA, pPA, pMK, pnb = ic[p_k, L.C_IA], ic[p_k, L.C_PA], ic[p_k, L.C_MASK], ic[p_k, L.C_NB]
-    pnb6 = 6 * pnb
+    pfirst = ic[p_k, L.C_FIRST]
     W = DS + m * m  # 𝗐, held after 𝖣 in the scratch; 𝗎 − 𝖴ᵀ𝖼 at W + 36
     for l in range(m):
         e = wc[UU + l]
@@ -252,16 +259,15 @@ def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng):
     for g1 in range(ng):
         s1 = int(wc[GS + g1])
         V1 = GV + g1 * 6 * m  # V_g1 (6 × m, row-major)
+        port = cb[pfirst + s1]
         for r in range(6):  # bias: + V_g1 𝗐
             acc = 0.0
             for l in range(m):
                 acc += wc[V1 + r * m + l] * wc[W + l]
-            wc[pPA + 6 * s1 + r] += acc
+            ws[port, L.W_F + r] += acc
         for g2 in range(ng):  # low-rank part: − V_g1 𝖣⁻¹ V_g2ᵀ
-            s2 = int(wc[GS + g2])
             V2 = GV + g2 * 6 * m
-            touch_block(wc, pMK, pnb, s1, s2, pIA, pnb6)
-            dst = pIA + (6 * s1) * pnb6 + 6 * s2
+            dst_arr, dst, dstride = parent_block(ws, ic, cb, wc, p_k, s1, int(wc[GS + g2]))
             for r in range(6):
                 for l1 in range(m):
                     vd = 0.0
@@ -269,7 +275,7 @@ def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng):
                         vd += wc[V1 + r * m + l2] * wc[DI + l2 * m + l1]
                     if vd != 0.0:
                         for c in range(6):
-                            wc[dst + r * pnb6 + c] -= vd * wc[V2 + c * m + l1]
+                            dst_arr[dst + r * dstride + c] -= vd * wc[V2 + c * m + l1]
 
 
 @njit(cache=True)

@@ -577,39 +577,17 @@ def add9w(w, o, stride, x):
 
 
 @njit(cache=True)
-def sym6_to_parent(w, src, sstride, R, p, dst, dstride):
-    """w[dst block] += ᶜX_Pᵀ A ᶜX_P for the symmetric 6×6 block A at w[src] (row strides given):
-    rotate the 3×3 blocks (Z ↦ R Z Rᵀ), then shift by p (see mat6_to_parent_add)."""
-    Rt = (R[0], R[3], R[6], R[1], R[4], R[7], R[2], R[5], R[8])
-    A1 = rot_mul(rot_mul(R, load9w(w, src, sstride)), Rt)
-    B1 = rot_mul(rot_mul(R, load9w(w, src + 3, sstride)), Rt)
-    C1 = rot_mul(rot_mul(R, load9w(w, src + 3 * sstride + 3, sstride)), Rt)
-    P = (0.0, -p[2], p[1], p[2], 0.0, -p[0], -p[1], p[0], 0.0)
-    PC = rot_mul(P, C1)
-    B2 = (B1[0] + PC[0], B1[1] + PC[1], B1[2] + PC[2], B1[3] + PC[3], B1[4] + PC[4], B1[5] + PC[5],
-          B1[6] + PC[6], B1[7] + PC[7], B1[8] + PC[8])  # fmt: skip
-    B1t = (B1[0], B1[3], B1[6], B1[1], B1[4], B1[7], B1[2], B1[5], B1[8])
-    PB = rot_mul(P, B1t)
-    BP = rot_mul(B2, P)
-    for r in range(3):
-        for c in range(3):
-            w[dst + r * dstride + c] += A1[3 * r + c] + PB[3 * r + c] - BP[3 * r + c]
-            w[dst + r * dstride + 3 + c] += B2[3 * r + c]
-            w[dst + (3 + c) * dstride + r] += B2[3 * r + c]
-            w[dst + (3 + r) * dstride + 3 + c] += C1[3 * r + c]
-
-
-@njit(cache=True)
-def gen6_to_parent(w, src, sstride, Ra, pa, Rb, pb, dst, dstride, tmp):
-    """w[dst block] += ᵃX_Λᵀ A ᵇX_Λ for a general 6×6 block A at w[src]; w[tmp:tmp+36] scratch."""
+def gen6_to_parent(w, src, sstride, Ra, pa, Rb, pb, out, dst, dstride, scratch, tmp):
+    """out[dst block] += ᵃX_Λᵀ A ᵇX_Λ for a general 6×6 block A at w[src] (row strides given);
+    scratch[tmp:tmp+36] is scratch."""
     for r in range(6):  # Y = A ᵇX_Λ row by row: (ᵇX_Λᵀ rowᵀ)ᵀ
         row = force_to_parent(Rb, pb, load6_at(w, src + r * sstride))
         for c in range(6):
-            w[tmp + 6 * r + c] = row[c]
+            scratch[tmp + 6 * r + c] = row[c]
     for c in range(6):  # ᵃX_Λᵀ Y column by column
-        col = force_to_parent(Ra, pa, col6w(w, tmp + c, 6))
+        col = force_to_parent(Ra, pa, col6w(scratch, tmp + c, 6))
         for r in range(6):
-            w[dst + r * dstride + c] += col[r]
+            out[dst + r * dstride + c] += col[r]
 
 
 @njit(cache=True)
