@@ -111,7 +111,8 @@ def c_aba_init(ib, ws, ic, cb, wc, fext):
     for i in range(1, ib[0, L.I0_NBODIES] + 1):
         I = ops.load10(ws, i, L.W_INER)
         vi = ops.load6(ws, i, L.W_V)
-        ops.store_inertia_matrix(ws, i, L.W_IA, I)
+        if ib[i, L.I_ROTOR] == 0:  # a rotor's 𝖨^A is its 𝖨, read from W_INER (and W_IPAR)
+            ops.store_inertia_matrix(ws, i, L.W_IA, I)
         pa = ops.sub6(ops.cross_force(vi, ops.inertia_mul(I, vi)), external_force(fext, i))
         ops.store6(ws, i, L.W_F, pa)
     for k in range(1, ic[0, L.C0_NCL] + 1):
@@ -128,12 +129,20 @@ def u_col(wc, U, m, a, l):
 
 
 @njit(cache=True, inline="always")
-def ia_mul(ws, ic, cb, wc, k, a, b, x):
+def diag_mul(ib, ws, i, x):
+    """𝖨^A_ii x for body i: the rigid inertia of a rotor (I_ROTOR, a leaf), else its ws row's W_IA."""
+    if ib[i, L.I_ROTOR] != 0:
+        return ops.inertia_mul(ops.load10(ws, i, L.W_INER), x)
+    return ops.mat6_mul(ws, i, L.W_IA, x)
+
+
+@njit(cache=True, inline="always")
+def ia_mul(ib, ws, ic, cb, wc, k, a, b, x):
     """𝖨^A_ab x (a 6-tuple) for bodies a, b of cluster k: the diagonal block from body a's ws row, an
     off-diagonal one from wc (zero unless flagged in the mask)."""
     nb = ic[k, L.C_NB]
     if a == b:
-        return ops.mat6_mul(ws, cb[ic[k, L.C_FIRST] + a], L.W_IA, x)
+        return diag_mul(ib, ws, cb[ic[k, L.C_FIRST] + a], x)
     if wc[ic[k, L.C_MASK] + a * nb + b] == 0.0:
         return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     return ops.block_mul(wc, ic[k, L.C_IA] + (6 * a) * (6 * nb) + 6 * b, 6 * nb, x)
@@ -150,10 +159,12 @@ def c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature):
         for a in range(nb):
             sa = s_col(ib, ws, ic, cb, wc, k, a, l)
             ul -= ops.dot6(sa, ops.load6(ws, cb[first + a], L.W_F))
-            col = ia_mul(ws, ic, cb, wc, k, a, a, sa)
+            col = ia_mul(ib, ws, ic, cb, wc, k, a, a, sa)
             for b in range(nb):
                 if b != a:
-                    col = ops.add6(col, ia_mul(ws, ic, cb, wc, k, a, b, s_col(ib, ws, ic, cb, wc, k, b, l)))
+                    col = ops.add6(
+                        col, ia_mul(ib, ws, ic, cb, wc, k, a, b, s_col(ib, ws, ic, cb, wc, k, b, l))
+                    )
             for r in range(6):
                 wc[U + (6 * a + r) * m + l] = col[r]
         wc[UU + l] = ul
@@ -222,8 +233,12 @@ def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV):
             for r in range(6):
                 wc[GV + g * 6 * m + r * m + l] += xu[r]
         # full-rank part: the diagonal block to the port's diagonal block, then any off-diagonal ones
-        pb_ = ops.add6(ops.load6(ws, ia, L.W_F), ops.mat6_mul(ws, ia, L.W_IA, ops.load6(ws, ia, L.W_C)))
-        ops.mat6_to_parent_add(ws, ia, L.W_IA, Ra, pa_, lam, L.W_IA)
+        pb_ = ops.add6(ops.load6(ws, ia, L.W_F), diag_mul(ib, ws, ia, ops.load6(ws, ia, L.W_C)))
+        if ib[ia, L.I_ROTOR] != 0:  # ᵃX_Λᵀ 𝖨_a ᵃX_Λ does not depend on the rotor's angle: W_IPAR
+            for x in range(36):
+                ws[lam, L.W_IA + x] += ws[ia, L.W_IPAR + x]
+        else:
+            ops.mat6_to_parent_add(ws, ia, L.W_IA, Ra, pa_, lam, L.W_IA)
         for b in range(nb):
             if b == a or wc[MK + a * nb + b] == 0.0:
                 continue

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError, UnsupportedFeatureError
-from .joints import PRISMATIC, REVOLUTE
+from .joints import PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
 from .layout import EXPLICIT, IMPLICIT, SINGLE_BODY  # the cluster kinds
 
 RANK_TOL = 1e-9
@@ -587,8 +587,32 @@ def _g_rows(tree: ClusterTree, ic: np.ndarray, ib: np.ndarray, wc: np.ndarray, n
     return ptr + [x for r in rows for e in r for x in e]
 
 
-def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledClusters:
-    """Fill the cluster columns of ``ib`` and build the cluster arrays."""
+def _rotor_inertia(ws: np.ndarray, i: int) -> np.ndarray | None:
+    """Body i's 6 × 6 inertia in its parent's frame, ᶦXᵀ I ᶦX, if it does not depend on the angle of
+    its revolute joint — the inertia is axisymmetric about the joint axis through the body origin
+    (h ∥ axis and the rotational inertia commutes with the axis' cross product) — else None."""
+    from . import layout as L
+
+    axis = ws[i, L.W_AXIS : L.W_AXIS + 3]
+    mass, h0, h1, h2, xx, yy, zz, xy, xz, yz = ws[i, L.W_INER : L.W_INER + 10]
+    h = np.array([h0, h1, h2])
+    Ib = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    scale = max(float(np.abs(Ib).max()), float(np.abs(h).max()), mass, 1e-300)
+    if np.abs(K @ h).max() > 1e-14 * scale or np.abs(K @ Ib - Ib @ K).max() > 1e-14 * scale:
+        return None
+    hx = np.array([[0.0, -h2, h1], [h2, 0.0, -h0], [-h1, h0, 0.0]])
+    I6 = np.block([[Ib, hx], [hx.T, mass * np.eye(3)]])  # [ω; v] order
+    R = ws[i, L.W_JR : L.W_JR + 9].reshape(3, 3)  # the placement at zero angle
+    p = ws[i, L.W_JP : L.W_JP + 3]
+    px = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+    X = np.block([[R.T, np.zeros((3, 3))], [-R.T @ px, R.T]])  # parent motion → body motion
+    return X.T @ I6 @ X
+
+
+def compile_clusters(model, tree: ClusterTree, ib: np.ndarray, ws: np.ndarray) -> CompiledClusters:
+    """Fill the cluster columns of ``ib`` (and the rotors' constant inertias in ``ws``) and build the
+    cluster arrays."""
     from ..constraints.tape import compile_constraint, pack_programs
     from . import layout as L
 
@@ -625,6 +649,12 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray) -> CompiledCluste
             p = model.bodies[b - 1].parent
             ib[b, L.I_CPAR] = p if p != 0 and tree.body_cluster[p] == c.index else 0
             ib[b, L.I_SUB] = k
+            leaf = all(other.parent != b for other in model.bodies)
+            if leaf and ib[b, L.I_CPAR] == 0 and ib[b, L.I_JTYPE] in (REVOLUTE, REVOLUTE_UNBOUNDED):
+                C = _rotor_inertia(ws, b)
+                if C is not None:
+                    ib[b, L.I_ROTOR] = 1
+                    ws[b, L.W_IPAR : L.W_IPAR + 36] = C.reshape(-1)
         # articulated-body workspace (C-ABA), every cluster
         nb6, mm = 6 * len(c.bodies), c.m if c.kind else c.nv
         row[L.C_IA] = alloc(nb6 * nb6)

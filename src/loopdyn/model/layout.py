@@ -35,6 +35,8 @@ IB_COLUMNS = (
     ("OUT", 1, "output body Λ(i): nearest supporting body outside the body's cluster (0 = universe)"),
     ("CPAR", 1, "parent body if it is in the same cluster, else 0"),
     ("SUB", 1, "index of the body inside its cluster"),
+    ("ROTOR", 1, "1 for a cluster body whose articulated inertia in Λ(i)'s frame is the constant W_IPAR: a "
+     "leaf on a revolute joint, attached to Λ(i), axisymmetric about its joint axis (a rotor)"),
 )
 IB_ROW0 = (
     ("NBODIES", 1, "number of bodies"),
@@ -50,6 +52,7 @@ WS_COLUMNS = (
     ("INER", 10, "inertia about the body origin: m, h = m c (3), Ī_o (xx, yy, zz, xy, xz, yz)"),
     ("AXIS", 3, "unit joint axis (revolute / prismatic)"),
     ("ARM", 6, "armature of the joint's velocity coordinates (row 0: 1.0 if the model has any)"),
+    ("IPAR", 36, "for an I_ROTOR body: its inertia in its parent's frame, ᶦXᵀ I ᶦX (any joint angle), 6 × 6"),
     # workspace written by the algorithms, ordered by use: the tree kernels touch the first ~200
     # columns of a row; the scratch comes last
     ("R", 9, "rotation of the body frame in its parent body frame (parent_M_body)"),

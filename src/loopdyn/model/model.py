@@ -757,7 +757,7 @@ def _compile(model: Model) -> CompiledModel:
     if model.has_constraints:
         from .clusters import compile_clusters
 
-        compiled_clusters = compile_clusters(model, model.clusters(), ib)
+        compiled_clusters = compile_clusters(model, model.clusters(), ib, ws)
     for arr in (ib, ws, frame_body, frame_placement):
         arr.setflags(write=False)
     return CompiledModel(ib, ws, frame_body, frame_placement, model._version, compiled_clusters)
