@@ -103,26 +103,31 @@ def _private(arrays: tuple, loops: bool) -> tuple:
 def _run(stub, model, n: int, args: tuple) -> None:
     """Run a batch kernel over rows 0 .. n−1: on the calling thread alone for a small batch, else in
     dynamically handed-out chunks on the calling thread and pool threads, each with its own
-    workspaces."""
+    workspaces. Every kernel call runs with Numba's thread count at 1 in its thread (the kernels'
+    one-iteration parallel region then stays on that thread)."""
     # compile (or load) the kernel here, once, not concurrently in the threads
     kern = stub if hasattr(stub, "signatures") else compiled(stub)
     arrays = _model_arrays(model)
     nthreads = max(1, min(numba.get_num_threads(), n // _MIN_ROWS_PER_THREAD))
-    if nthreads == 1:
-        kern(*arrays, *args, 0, n)
-        return
-    chunk = max(1, min(_MAX_CHUNK, n // (_CHUNKS_PER_THREAD * nthreads)))
+    chunk = max(1, min(_MAX_CHUNK, n // (_CHUNKS_PER_THREAD * nthreads))) if nthreads > 1 else max(n, 1)
     starts = iter(range(0, n, chunk))
     lock = threading.Lock()
 
     def work(private: tuple) -> None:
-        while True:
-            with lock:
-                s = next(starts, -1)
-            if s < 0:
-                return
-            kern(*private, *args, s, min(n, s + chunk))
+        previous = numba.get_num_threads()
+        numba.set_num_threads(1)  # thread-local in Numba
+        try:
+            while True:
+                with lock:
+                    s = next(starts, -1)
+                if s < 0:
+                    return
+                kern(*private, *args, s, min(n, s + chunk))
+        finally:
+            numba.set_num_threads(previous)
 
+    if nthreads > 1 and not _concurrent_launches_ok(kern, (*arrays, *args)):
+        nthreads = 1
     loops = model.has_constraints
     futures = [_get_pool(nthreads - 1).submit(work, _private(arrays, loops)) for _ in range(nthreads - 1)]
     try:
@@ -130,6 +135,23 @@ def _run(stub, model, n: int, args: tuple) -> None:
     finally:
         for f in futures:
             f.result()
+
+
+def _concurrent_launches_ok(kern, call_args: tuple) -> bool:
+    """Whether Numba's threading layer accepts parallel regions launched from several threads at
+    once (OpenMP and TBB do; the fallback 'workqueue' layer does not). The layer is chosen at the
+    first launch: until then, launch the kernel once on no rows."""
+    try:
+        layer = numba.threading_layer()
+    except ValueError:
+        previous = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            kern(*call_args, 0, 0)
+        finally:
+            numba.set_num_threads(previous)
+        layer = numba.threading_layer()
+    return layer != "workqueue"
 
 
 def _state_batch(tree_kern, cluster_kern, model, Q, V, X, names) -> np.ndarray:

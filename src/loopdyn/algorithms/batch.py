@@ -2,11 +2,17 @@
 after the other, for trees (RNEA, ABA, CRBA) and for models with loops (C-RNEA, C-ABA and the cluster
 mass matrix H = Gᵀ H_span G; Chignoli et al. 2024 eqs. 29–35, Alg. 1, §VI).
 
-They are serial and release the GIL: :mod:`loopdyn.batch` runs them on its threads, one chunk of
-rows per call, each thread with private copies of the workspaces the cores write — ``ws`` and, for
+They release the GIL: :mod:`loopdyn.batch` runs them on its own threads, one chunk of rows per call,
+each thread with private copies of the workspaces the cores write — ``ws`` and, for
 loops, ``wc`` (spanning coordinates, G, g, the constraint programs' registers, 𝖲, 𝖨^A, 𝖴, 𝖣⁻¹ …).
 Every other array (``ib``, ``ic``, ``cb``, ``code``, ``consts``, ``table``, ``outputs``) is only read
 and shared.
+
+The loop over the rows sits inside a one-iteration ``prange`` and the kernels are compiled with
+``parallel=True``: Numba then compiles the body as a separate parallel-region function, and that
+code runs the same cores 1.6× faster than the plain loop (solo12 RNEA: 1.05 M states/s against
+0.66 M on one thread, measured interleaved; no threads are involved, :mod:`loopdyn.batch` sets
+Numba's thread count to 1 in the calling thread around each call).
 
 Every row is validated before it is computed; its status (0 or ``kind * STATUS_BASE + index``) goes
 to ``status[row]`` and a failing row leaves its output row unspecified.
@@ -15,6 +21,7 @@ to ``status[row]`` and a failing row leaves its output row unspecified.
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from .aba import aba_core
 from .cluster_dynamics import c_aba_core, c_crba_core, c_rnea_core
@@ -31,36 +38,42 @@ _SIG3 = (
 )
 
 
-@kernel(_SIG3)
+@kernel(_SIG3, parallel=True)
 def rnea_batch_kernel(ib, ws, Q, V, A, out, status, start, stop):
     """τ[k] = RNEA(q_k, v_k, a_k) (RBDA Table 5.1) for rows start ≤ k < stop."""
     no_forces = np.zeros((0, 6))
-    for k in range(start, stop):
-        st = validate_qva(ib, Q[k], V[k], A[k], no_forces)
-        status[k] = st
-        if st == 0:
-            rnea_core(ib, ws, Q[k], V[k], A[k], no_forces, out[k], True)
+    for _ in prange(1):  # the body becomes a parallel-region function: faster code (see above)
+        for k in range(start, stop):
+            st = validate_qva(ib, Q[k], V[k], A[k], no_forces)
+            status[k] = st
+            if st == 0:
+                rnea_core(ib, ws, Q[k], V[k], A[k], no_forces, out[k], True)
 
 
-@kernel(_SIG3)
+@kernel(_SIG3, parallel=True)
 def aba_batch_kernel(ib, ws, Q, V, TAU, out, status, start, stop):
     """q̈[k] = ABA(q_k, v_k, τ_k) (RBDA Table 7.1) for rows start ≤ k < stop."""
     no_forces = np.zeros((0, 6))
-    for k in range(start, stop):
-        st = validate_qva(ib, Q[k], V[k], TAU[k], no_forces)
-        if st == 0:
-            st = aba_core(ib, ws, Q[k], V[k], TAU[k], no_forces, out[k])
-        status[k] = st
+    for _ in prange(1):  # the body becomes a parallel-region function: faster code (see above)
+        for k in range(start, stop):
+            st = validate_qva(ib, Q[k], V[k], TAU[k], no_forces)
+            if st == 0:
+                st = aba_core(ib, ws, Q[k], V[k], TAU[k], no_forces, out[k])
+            status[k] = st
 
 
-@kernel("void(int64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, :, ::1], int64[::1], int64, int64)")
+@kernel(
+    "void(int64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, :, ::1], int64[::1], int64, int64)",
+    parallel=True,
+)
 def crba_batch_kernel(ib, ws, Q, out, status, start, stop):
     """M[k] = CRBA(q_k) (RBDA Table 6.2), full and symmetric, for rows start ≤ k < stop."""
-    for k in range(start, stop):
-        st = check_configuration(ib, Q[k])
-        status[k] = st
-        if st == 0:
-            crba_core(ib, ws, Q[k], out[k])
+    for _ in prange(1):  # the body becomes a parallel-region function: faster code (see above)
+        for k in range(start, stop):
+            st = check_configuration(ib, Q[k])
+            status[k] = st
+            if st == 0:
+                crba_core(ib, ws, Q[k], out[k])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,39 +89,42 @@ _SIGC3 = (
 )
 
 
-@kernel(_SIGC3)
+@kernel(_SIGC3, parallel=True)
 def c_rnea_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, A, out, status, start, stop):
     """τ[k] = C-RNEA(q_k, ẏ_k, ÿ_k) (eqs. 29–35) for rows start ≤ k < stop."""
     no_forces = np.zeros((0, 6))
-    for k in range(start, stop):
-        st = validate_cluster_state(ib, ic, cb, Q[k], V[k], A[k], no_forces, True)
-        if st == 0:
-            st = c_rnea_core(
-                ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], A[k], no_forces, out[k]
-            )
-        status[k] = st
+    for _ in prange(1):  # the body becomes a parallel-region function: faster code (see above)
+        for k in range(start, stop):
+            st = validate_cluster_state(ib, ic, cb, Q[k], V[k], A[k], no_forces, True)
+            if st == 0:
+                st = c_rnea_core(
+                    ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], A[k], no_forces, out[k]
+                )
+            status[k] = st
 
 
-@kernel(_SIGC3)
+@kernel(_SIGC3, parallel=True)
 def c_aba_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, TAU, out, status, start, stop):
     """ÿ[k] = C-ABA(q_k, ẏ_k, τ_k) (Alg. 1) for rows start ≤ k < stop."""
     no_forces = np.zeros((0, 6))
-    for k in range(start, stop):
-        st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], no_forces, True)
-        if st == 0:
-            st = c_aba_core(
-                ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], TAU[k], no_forces, out[k]
-            )
-        status[k] = st
+    for _ in prange(1):  # the body becomes a parallel-region function: faster code (see above)
+        for k in range(start, stop):
+            st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], no_forces, True)
+            if st == 0:
+                st = c_aba_core(
+                    ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], TAU[k], no_forces, out[k]
+                )
+            status[k] = st
 
 
-@kernel("void(" + _CLUSTER + "float64[:, ::1], float64[:, :, ::1], int64[::1], int64, int64)")
+@kernel("void(" + _CLUSTER + "float64[:, ::1], float64[:, :, ::1], int64[::1], int64, int64)", parallel=True)
 def c_crba_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, out, status, start, stop):
     """H[k] = G_kᵀ H_span(q_k) G_k (§VI) for rows start ≤ k < stop."""
     no_forces = np.zeros((0, 6))
     zero = np.zeros(out.shape[1])
-    for k in range(start, stop):
-        st = validate_cluster_state(ib, ic, cb, Q[k], zero, zero, no_forces, True)
-        if st == 0:
-            st = c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], out[k])
-        status[k] = st
+    for _ in prange(1):  # the body becomes a parallel-region function: faster code (see above)
+        for k in range(start, stop):
+            st = validate_cluster_state(ib, ic, cb, Q[k], zero, zero, no_forces, True)
+            if st == 0:
+                st = c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], out[k])
+            status[k] = st
