@@ -280,8 +280,9 @@ def test_wrong_sizes_and_tree_only_algorithms():
     q = loopdyn.random_configuration(m, 0)
     with pytest.raises(loopdyn.errors.UnsupportedFeatureError, match="spanning_tree"):
         loopdyn.frame_jacobian_time_variation(m, d, q, np.zeros(m.nv), "crank")
-    with pytest.raises(loopdyn.errors.UnsupportedFeatureError, match="loops"):
-        loopdyn.batch.rnea(m, q[None], np.zeros((1, 1)), np.zeros((1, 1)))
+    # the batch functions accept models with loops (issue 11): one row = the single-state call
+    tau = loopdyn.batch.rnea(m, q[None], np.zeros((1, m.nv)), np.zeros((1, m.nv)))
+    assert np.allclose(tau[0], loopdyn.rnea(m, d, q, np.zeros(m.nv), np.zeros(m.nv)), rtol=1e-12, atol=1e-12)
 
 
 def test_explicit_constraint_with_user_G():

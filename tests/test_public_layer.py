@@ -53,8 +53,10 @@ def test_tree_only_functions_refuse_models_with_loops():
     q = loopdyn.neutral(model)
     with pytest.raises(UnsupportedFeatureError, match="trees only"):
         loopdyn.frame_jacobian_time_variation(model, d, q, np.zeros(model.nv), model.bodies[-1].name)
-    with pytest.raises(UnsupportedFeatureError, match="batch"):
-        loopdyn.batch.rnea(model, q[None], np.zeros((1, model.nv)), np.zeros((1, model.nv)))
+    # the batch functions are no longer tree-only (issue 11): one row = the single-state call
+    tau = loopdyn.batch.rnea(model, q[None], np.zeros((1, model.nv)), np.zeros((1, model.nv)))
+    expected = loopdyn.rnea(model, d, q, np.zeros(model.nv), np.zeros(model.nv))
+    assert np.allclose(tau[0], expected, rtol=1e-12, atol=1e-12)
 
 
 def test_every_listed_method_is_registered_and_baselines_register_theirs():

@@ -1,21 +1,64 @@
 """Batched dynamics: many states in one call, spread over all cores (``rnea``, ``aba``, ``crba``).
 
 Each function takes one state per row (``Q`` of shape (N, nq), ``V``/``A``/``TAU`` of shape (N, nv))
-and returns one result per row. Rows are split into chunks processed in parallel by Numba threads,
-each with a private copy of the workspace; the thread count is Numba's (``numba.set_num_threads``).
+and returns one result per row, equal to the single-state function's (:func:`loopdyn.rnea`,
+:func:`loopdyn.aba`, :func:`loopdyn.crba`) — for trees and for models with loops (C-RNEA, C-ABA and
+the cluster mass matrix, in independent coordinates).
+
+Threads. The rows are cut into chunks that the threads (the calling one and ``numba.get_num_threads()
+− 1`` pool threads; ``numba.set_num_threads`` sets the count) take one at a time, each running the
+GIL-free compiled kernel on its chunk with private copies of the workspaces. Two choices make this
+scale on a machine shared with other processes, where Numba's OpenMP ``prange`` did not (2 threads
+ran at 0.5–0.9× one thread's throughput as soon as another process kept a core busy):
+
+* chunks are handed out dynamically, so a thread slowed by another process takes fewer of them
+  instead of holding back the whole call (OpenMP's static split made every call wait for it);
+* idle threads sleep (condition variables) instead of spinning; libgomp's spinning threads, left
+  runnable, took CPU time from the very thread they were waiting for.
+
+A bad row (wrong size, NaN, non-unit quaternion, a loop not closed…) raises the exception the
+single-state function would raise, its message starting with ``row k:`` (the first bad row).
+
+``constrained_forward_dynamics`` over a batch is not provided yet: it needs a compiled contact kernel,
+which does not exist yet.
 """
 
 from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 
 from .algorithms import batch as kernels
+from .algorithms.common import compiled
 from .algorithms.status import raise_for_status
-from .algorithms.validation import require_tree
 from .errors import InputError, ShapeError
 
 __all__ = ["aba", "crba", "rnea"]
+
+# rows per chunk: enough chunks per thread that they balance (a thread slowed by another process
+# takes fewer), each long enough that handing it out (a few µs of Python) is negligible
+_CHUNKS_PER_THREAD = 8
+_MAX_CHUNK = 256
+_MIN_ROWS_PER_THREAD = 32  # fewer rows than this per thread: not worth waking a thread
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def _get_pool(workers: int) -> ThreadPoolExecutor:
+    """The module's pool with at least ``workers`` threads (created on first use, grown if needed)."""
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < workers:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool = ThreadPoolExecutor(workers, thread_name_prefix="loopdyn-batch")
+            _pool_size = workers
+        return _pool
 
 
 def _rows(x, name: str, n: int | None, width: int) -> np.ndarray:
@@ -31,10 +74,6 @@ def _rows(x, name: str, n: int | None, width: int) -> np.ndarray:
     return arr
 
 
-def _chunks(n: int) -> int:
-    return max(1, min(n, 4 * numba.get_num_threads()))
-
-
 def _check(model, status, names, sizes) -> None:
     bad = np.flatnonzero(status)
     if bad.size:
@@ -45,39 +84,90 @@ def _check(model, status, names, sizes) -> None:
             raise type(exc)(f"row {k}: {exc}") from None
 
 
-def _state_batch(kern, model, Q, V, X, names) -> np.ndarray:
+def _model_arrays(model) -> tuple:
+    """The model arguments of the kernels, from a fresh Data: (ib, ws) for a tree,
+    ``Data.cluster_arrays`` with loops."""
+    data = model.create_data()
+    return data.cluster_arrays if model.has_constraints else (data.ib, data.ws)
+
+
+def _private(arrays: tuple, loops: bool) -> tuple:
+    """``arrays`` with the workspaces the kernels write (``ws``; ``wc`` with loops) copied."""
+    out = list(arrays)
+    out[1] = arrays[1].copy()
+    if loops:
+        out[4] = arrays[4].copy()
+    return tuple(out)
+
+
+def _run(stub, model, n: int, args: tuple) -> None:
+    """Run a batch kernel over rows 0 .. n−1: on the calling thread alone for a small batch, else in
+    dynamically handed-out chunks on the calling thread and pool threads, each with its own
+    workspaces (the kernels release the GIL)."""
+    # compile (or load) the kernel here, once, not concurrently in the threads
+    kern = stub if hasattr(stub, "signatures") else compiled(stub)
+    arrays = _model_arrays(model)
+    nthreads = max(1, min(numba.get_num_threads(), n // _MIN_ROWS_PER_THREAD))
+    chunk = max(1, min(_MAX_CHUNK, n // (_CHUNKS_PER_THREAD * nthreads))) if nthreads > 1 else max(n, 1)
+    starts = iter(range(0, n, chunk))
+    lock = threading.Lock()
+
+    def work(private: tuple) -> None:
+        while True:
+            with lock:
+                s = next(starts, -1)
+            if s < 0:
+                return
+            kern(*private, *args, s, min(n, s + chunk))
+
+    loops = model.has_constraints
+    futures = [_get_pool(nthreads - 1).submit(work, _private(arrays, loops)) for _ in range(nthreads - 1)]
+    try:
+        work(arrays)  # the calling thread works too, on the fresh Data's own workspaces
+    finally:
+        for f in futures:
+            f.result()
+
+
+def _state_batch(tree_kern, cluster_kern, model, Q, V, X, names) -> np.ndarray:
     """Run a (Q, V, X) → (N, nv) batch kernel with validated inputs."""
-    require_tree(model, "the batch functions (call loopdyn.rnea / aba / crba per state)")
-    c = model.compiled()
     Q = _rows(Q, names[0], None, model.nq)
     n = Q.shape[0]
     V = _rows(V, names[1], n, model.nv)
     X = _rows(X, names[2], n, model.nv)
     out = np.empty((n, model.nv))
     status = np.zeros(n, dtype=np.int64)
-    kern(np.array(c.ib), np.array(c.ws), Q, V, X, out, status, _chunks(n))
+    kern = cluster_kern if model.has_constraints else tree_kern
+    _run(kern, model, n, (Q, V, X, out, status))
     _check(model, status, tuple(x.lower() for x in names), (model.nq, model.nv, model.nv))
     return out
 
 
 def rnea(model, Q, V, A) -> np.ndarray:
-    """Inverse dynamics for N states: returns τ of shape (N, nv)."""
-    return _state_batch(kernels.rnea_batch_kernel, model, Q, V, A, ("Q", "V", "A"))
+    """Inverse dynamics for N states (RBDA Table 5.1; with loops C-RNEA, Chignoli et al. 2024
+    eqs. 29–35): returns τ of shape (N, nv), row k equal to
+    ``loopdyn.rnea(model, data, Q[k], V[k], A[k])``."""
+    return _state_batch(
+        kernels.rnea_batch_kernel, kernels.c_rnea_batch_kernel, model, Q, V, A, ("Q", "V", "A")
+    )
 
 
 def aba(model, Q, V, TAU) -> np.ndarray:
-    """Forward dynamics for N states: returns accelerations of shape (N, nv)."""
-    return _state_batch(kernels.aba_batch_kernel, model, Q, V, TAU, ("Q", "V", "TAU"))
+    """Forward dynamics for N states (RBDA Table 7.1; with loops C-ABA, Alg. 1): returns the
+    accelerations, shape (N, nv), row k equal to ``loopdyn.aba(model, data, Q[k], V[k], TAU[k])``."""
+    return _state_batch(
+        kernels.aba_batch_kernel, kernels.c_aba_batch_kernel, model, Q, V, TAU, ("Q", "V", "TAU")
+    )
 
 
 def crba(model, Q) -> np.ndarray:
-    """Mass matrices for N configurations: returns (N, nv, nv)."""
-    require_tree(model, "the batch functions (call loopdyn.rnea / aba / crba per state)")
-    c = model.compiled()
+    """Mass matrices for N configurations (RBDA Table 6.2; with loops H = Gᵀ H_span G, §VI): returns
+    (N, nv, nv), full and symmetric, ``[k]`` equal to ``loopdyn.crba(model, data, Q[k])``."""
     Q = _rows(Q, "Q", None, model.nq)
     n = Q.shape[0]
     out = np.empty((n, model.nv, model.nv))
     status = np.zeros(n, dtype=np.int64)
-    kernels.crba_batch_kernel(np.array(c.ib), np.array(c.ws), Q, out, status, _chunks(n))
+    kern = kernels.c_crba_batch_kernel if model.has_constraints else kernels.crba_batch_kernel
+    _run(kern, model, n, (Q, out, status))
     _check(model, status, ("q",), (model.nq,))
     return out

@@ -1,62 +1,131 @@
-"""Kernels of the batched tree dynamics (:mod:`loopdyn.batch`): many states per call, the rows split
-into chunks processed in parallel by Numba threads, each with a private copy of the workspace."""
+"""Kernels of the batched dynamics (:mod:`loopdyn.batch`): the states of rows ``start .. stop−1``, one
+after the other, for trees (RNEA, ABA, CRBA) and for models with loops (C-RNEA, C-ABA and the cluster
+mass matrix H = Gᵀ H_span G; Chignoli et al. 2024 eqs. 29–35, Alg. 1, §VI).
+
+They release the GIL: :mod:`loopdyn.batch` runs them on its own threads, one chunk of rows per call,
+each thread with private copies of the workspaces the cores write — ``ws`` and, for
+loops, ``wc`` (spanning coordinates, G, g, the constraint programs' registers, 𝖲, 𝖨^A, 𝖴, 𝖣⁻¹ …).
+Every other array (``ib``, ``ic``, ``cb``, ``code``, ``consts``, ``table``, ``outputs``) is only read
+and shared.
+
+Like every entry point they borrow their arrays first (:mod:`.borrow`): without it Numba's reference
+counting in the row loop made a plain loop 1.6× slower than the same loop compiled as a parallel
+region (which receives its arrays uncounted).
+
+Every row is validated before it is computed; its status (0 or ``kind * STATUS_BASE + index``) goes
+to ``status[row]`` and a failing row leaves its output row unspecified.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from .aba import aba_core
 from .borrow import borrowed
+from .cluster_dynamics import c_aba_core, c_crba_core, c_rnea_core
+from .cluster_kinematics import validate_cluster_state
 from .common import check_configuration, kernel
 from .crba import crba_core
 from .rnea import rnea_core, validate_qva
 
+# ---------------------------------------------------------------------------------------------
+# trees
 _SIG3 = (
     "void(int64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], "
-    "float64[:, ::1], int64[::1], int64)"
+    "float64[:, ::1], int64[::1], int64, int64)"
 )
 
 
-@kernel(_SIG3, parallel=True)
-def rnea_batch_kernel(ib, ws, Q, V, A, out, status, nchunks):
+@kernel(_SIG3)
+def rnea_batch_kernel(ib, ws, Q, V, A, out, status, start, stop):
+    """τ[k] = RNEA(q_k, v_k, a_k) (RBDA Table 5.1) for rows start ≤ k < stop."""
     ib, ws, Q, V, A, out, status = borrowed((ib, ws, Q, V, A, out, status))
-    n = Q.shape[0]
     no_forces = np.zeros((0, 6))
-    for c in prange(nchunks):
-        w = ws.copy()
-        for k in range(c * n // nchunks, (c + 1) * n // nchunks):
-            st = validate_qva(ib, Q[k], V[k], A[k], no_forces)
-            status[k] = st
-            if st == 0:
-                rnea_core(ib, w, Q[k], V[k], A[k], no_forces, out[k], True)
+    for k in range(start, stop):
+        st = validate_qva(ib, Q[k], V[k], A[k], no_forces)
+        status[k] = st
+        if st == 0:
+            rnea_core(ib, ws, Q[k], V[k], A[k], no_forces, out[k], True)
 
 
-@kernel(_SIG3, parallel=True)
-def aba_batch_kernel(ib, ws, Q, V, TAU, out, status, nchunks):
+@kernel(_SIG3)
+def aba_batch_kernel(ib, ws, Q, V, TAU, out, status, start, stop):
+    """q̈[k] = ABA(q_k, v_k, τ_k) (RBDA Table 7.1) for rows start ≤ k < stop."""
     ib, ws, Q, V, TAU, out, status = borrowed((ib, ws, Q, V, TAU, out, status))
-    n = Q.shape[0]
     no_forces = np.zeros((0, 6))
-    for c in prange(nchunks):
-        w = ws.copy()
-        for k in range(c * n // nchunks, (c + 1) * n // nchunks):
-            st = validate_qva(ib, Q[k], V[k], TAU[k], no_forces)
-            if st == 0:
-                st = aba_core(ib, w, Q[k], V[k], TAU[k], no_forces, out[k])
-            status[k] = st
+    for k in range(start, stop):
+        st = validate_qva(ib, Q[k], V[k], TAU[k], no_forces)
+        if st == 0:
+            st = aba_core(ib, ws, Q[k], V[k], TAU[k], no_forces, out[k])
+        status[k] = st
 
 
-@kernel(
-    "void(int64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, :, ::1], int64[::1], int64)",
-    parallel=True,
-)
-def crba_batch_kernel(ib, ws, Q, out, status, nchunks):
+@kernel("void(int64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, :, ::1], int64[::1], int64, int64)")
+def crba_batch_kernel(ib, ws, Q, out, status, start, stop):
+    """M[k] = CRBA(q_k) (RBDA Table 6.2), full and symmetric, for rows start ≤ k < stop."""
     ib, ws, Q, out, status = borrowed((ib, ws, Q, out, status))
-    n = Q.shape[0]
-    for c in prange(nchunks):
-        w = ws.copy()
-        for k in range(c * n // nchunks, (c + 1) * n // nchunks):
-            st = check_configuration(ib, Q[k])
-            status[k] = st
-            if st == 0:
-                crba_core(ib, w, Q[k], out[k])
+    for k in range(start, stop):
+        st = check_configuration(ib, Q[k])
+        status[k] = st
+        if st == 0:
+            crba_core(ib, ws, Q[k], out[k])
+
+
+# ---------------------------------------------------------------------------------------------
+# trees of clusters (models with loops): the model arrays in the order of Data.cluster_arrays
+_CLUSTER = (
+    "int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
+    "float64[::1], int64[:, ::1], int64[::1], "
+)
+_SIGC3 = (
+    "void("
+    + _CLUSTER
+    + "float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], int64[::1], int64, int64)"
+)
+
+
+@kernel(_SIGC3)
+def c_rnea_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, A, out, status, start, stop):
+    """τ[k] = C-RNEA(q_k, ẏ_k, ÿ_k) (eqs. 29–35) for rows start ≤ k < stop."""
+    ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, A, out, status = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, A, out, status)
+    )
+    no_forces = np.zeros((0, 6))
+    for k in range(start, stop):
+        st = validate_cluster_state(ib, ic, cb, Q[k], V[k], A[k], no_forces, True)
+        if st == 0:
+            st = c_rnea_core(
+                ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], A[k], no_forces, out[k]
+            )
+        status[k] = st
+
+
+@kernel(_SIGC3)
+def c_aba_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, TAU, out, status, start, stop):
+    """ÿ[k] = C-ABA(q_k, ẏ_k, τ_k) (Alg. 1) for rows start ≤ k < stop."""
+    ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, TAU, out, status = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, TAU, out, status)
+    )
+    no_forces = np.zeros((0, 6))
+    for k in range(start, stop):
+        st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], no_forces, True)
+        if st == 0:
+            st = c_aba_core(
+                ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], TAU[k], no_forces, out[k]
+            )
+        status[k] = st
+
+
+@kernel("void(" + _CLUSTER + "float64[:, ::1], float64[:, :, ::1], int64[::1], int64, int64)")
+def c_crba_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, out, status, start, stop):
+    """H[k] = G_kᵀ H_span(q_k) G_k (§VI) for rows start ≤ k < stop."""
+    ib, ws, ic, cb, wc, code, consts, table, outputs, Q, out, status = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, Q, out, status)
+    )
+    no_forces = np.zeros((0, 6))
+    zero = np.zeros(out.shape[1])
+    for k in range(start, stop):
+        st = validate_cluster_state(ib, ic, cb, Q[k], zero, zero, no_forces, True)
+        if st == 0:
+            st = c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], out[k])
+        status[k] = st

@@ -13,17 +13,29 @@ from .common import check_configuration, jcalc, kernel, s_column
 from .status import SINGULAR, STATUS_BASE
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def zero_fill(M):
+    """M[:, :] = 0 as plain loops (Numba's broadcast slice assignment costs several times more on
+    the small matrices here)."""
+    for a in range(M.shape[0]):
+        for b in range(M.shape[1]):
+            M[a, b] = 0.0
+
+
+@njit(cache=True, fastmath={"contract"})
 def crba_core(ib, ws, q, M):
     """Fill the full symmetric mass matrix M (nv × nv) at configuration q (validated), armature
     included on the diagonal.
+
+    Compiled with fused multiply-adds allowed (``fastmath={"contract"}``: no reassociation, no
+    change to NaN/inf handling; each a·b + c rounds once instead of twice): 10–25 % faster here.
 
     Composite inertias Ic live in ws[i, W_IC]; for multi-DoF joints the 6 × nv block F = Ic S is
     kept in row 0's scratch (column k at W_TMP + 6 k).
     """
     nb = ib[0, L.I0_NBODIES]
     T = L.W_TMP
-    M[:, :] = 0.0  # entries of bodies on different branches stay zero
+    zero_fill(M)  # entries of bodies on different branches stay zero
     for i in range(1, nb + 1):
         jcalc(ib, ws, i, q)
         ops.store10(ws, i, L.W_IC, ops.load10(ws, i, L.W_INER))

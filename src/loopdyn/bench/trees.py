@@ -2,7 +2,9 @@
 
 For each robot: per-call medians of ``rnea``, ``aba`` and ``crba`` for loopdyn and Pinocchio
 measured interleaved in this process, and their ratio (loopdyn / Pinocchio; below 1 means loopdyn
-is faster). Then batch throughput on one core and on all cores. The first-call (compile or
+is faster). Then the throughput of ``loopdyn.batch`` on one thread and on all threads, interleaved,
+for two trees and two robots with loops (mini_cheetah, tello), with the load average (the machine
+may be shared: other processes take cores away from the "all threads" column). The first-call (compile or
 cache-load) time of the kernels is reported separately. Pinocchio is optional: without it only
 loopdyn's times are shown.
 """
@@ -118,33 +120,8 @@ def run(quick: bool = False, out_dir: str | None = None, batch_states: int | Non
             sys.stdout.flush()
         results["robots"].append(entry)
 
-    print("\n## Batch throughput (states per second)\n")
-    print("| robot | algorithm | 1 core | all cores | threads |")
-    print("|---|---|---:|---:|---:|")
-    nthreads = numba.get_num_threads()
     n = batch_states or (2000 if quick else 20000)
-    for entry in results["robots"]:
-        if entry["name"] not in ("solo12", "talos_reduced", "chain12"):
-            continue
-        lm = next(m for lbl, m, _ in _cases(quick) if lbl == entry["name"])
-        Q = np.stack([random_configuration(lm, rng) for _ in range(n)])
-        V = rng.standard_normal((n, lm.nv))
-        A = rng.standard_normal((n, lm.nv))
-        entry["batch"] = {}
-        for alg, fn in _batch_calls(lm, Q, V, A):
-            rates = []
-            for threads in (1, nthreads):
-                numba.set_num_threads(threads)
-                fn()  # warm-up (and first compile)
-                best = min(_timed(fn) for _ in range(3 if quick else 5))
-                rates.append(n / best)
-            numba.set_num_threads(nthreads)
-            entry["batch"][alg] = {
-                "states_per_s_1_core": rates[0],
-                "states_per_s_all_cores": rates[1],
-                "threads": nthreads,
-            }
-            print(f"| {entry['name']} | {alg} | {rates[0]:,.0f} | {rates[1]:,.0f} | {nthreads} |")
+    results["batch"] = _batch_section(results, quick, n, rng)
     results["total_seconds"] = time.perf_counter() - t0
     if pin is None:
         print("\n(Pinocchio not installed: `pip install pin` to see the ratios.)")
@@ -172,6 +149,69 @@ def _batch_calls(lm, Q, V, A):
         ("aba", lambda: batch.aba(lm, Q, V, A)),
         ("crba", lambda: batch.crba(lm, Q)),
     )
+
+
+def _batch_models(quick: bool, trees: dict):
+    """(label, model) of the batch section: two trees, two robots with loops (mini_cheetah's rotors,
+    tello's transmissions)."""
+    for name in ("solo12", "talos_reduced"):
+        if name in trees:
+            yield name, trees[name]
+    yield "mini_cheetah", robots.mini_cheetah()
+    if not quick:
+        yield "tello", robots.tello()
+
+
+def _batch_section(results: dict, quick: bool, n: int, rng) -> dict:
+    """Throughput of loopdyn.batch on one thread and on all of Numba's threads, measured interleaved
+    (1, all, all, 1, …) so both see the same machine load; medians. The load average is printed
+    beside: on a machine shared with other processes, all cores cannot give cores' worth of speed-up."""
+    nthreads = numba.get_num_threads()
+    trees = {lbl: m for lbl, m, _ in _cases(quick) if lbl in ("solo12", "talos_reduced")}
+    print(f"\n## Batch throughput ({n} states per call; states per second, median)\n")
+    print("| robot | loops | algorithm | 1 thread | all threads | threads | ratio | load avg |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    out = {}
+    for label, lm in _batch_models(quick, trees):
+        Q = np.stack([random_configuration(lm, rng) for _ in range(n)])
+        V = rng.standard_normal((n, lm.nv))
+        A = rng.standard_normal((n, lm.nv))
+        out[label] = {}
+        for alg, fn in _batch_calls(lm, Q, V, A):
+            med = _scaling(fn, nthreads, repeats=5 if quick else 11)
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+            rec = {
+                "states_per_s_1_thread": n / med[1],
+                "states_per_s_all_threads": n / med[nthreads],
+                "threads": nthreads,
+                "ratio": med[1] / med[nthreads],
+                "load_average": load,
+            }
+            out[label][alg] = rec
+            one, all_ = rec["states_per_s_1_thread"], rec["states_per_s_all_threads"]
+            loops = "yes" if lm.has_constraints else "no"
+            print(
+                f"| {label} | {loops} | {alg} | {one:,.0f} | {all_:,.0f} | {nthreads} | "
+                f"{rec['ratio']:.2f} | {load:.1f} |"
+            )
+            sys.stdout.flush()
+    return out
+
+
+def _scaling(fn, nthreads: int, repeats: int) -> dict:
+    """Median seconds per call of ``fn`` on 1 and on ``nthreads`` threads, interleaved."""
+    samples: dict[int, list[float]] = {1: [], nthreads: []}
+    try:
+        for t in (1, nthreads):  # warm-up (and first compile)
+            numba.set_num_threads(t)
+            fn()
+        for r in range(repeats):
+            for t in (1, nthreads) if r % 2 == 0 else (nthreads, 1):
+                numba.set_num_threads(t)
+                samples[t].append(_timed(fn))
+    finally:
+        numba.set_num_threads(nthreads)
+    return {t: sorted(v)[len(v) // 2] for t, v in samples.items()}
 
 
 def _timed(fn) -> float:
