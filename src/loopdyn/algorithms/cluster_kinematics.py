@@ -196,7 +196,7 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
 
 
 @njit(cache=True)
-def cluster_bodies(ib, ws, ic, cb, wc, k):
+def cluster_bodies(ib, ws, ic, cb, wc, k, with_acc):
     """Placements, velocities, accelerations, 𝖲 and 𝖼 of the bodies of cluster k (coordinates done),
     in body frames, by the spanning tree's recursion through each body's parent (its in-cluster
     parent, or its output body Λ(i)): with q̇ = G ẏ and q̈ = G ÿ + g,
@@ -207,6 +207,8 @@ def cluster_bodies(ib, ws, ic, cb, wc, k):
       ``a_i = ᶦX_Λ a_Λ + 𝖲_i ÿ + 𝖼_i`` (eqs. 24–26);
     * the placement in Λ(i)'s frame (ᶦX_Λ, for the passes to the parent cluster): the joint's when
       cp is none, else composed through cp.
+
+    Accelerations (W_A) only ``with_acc``: C-ABA and the Delassus sweeps compute their own.
     """
     first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
@@ -217,10 +219,9 @@ def cluster_bodies(ib, ws, ic, cb, wc, k):
         i = cb[first]
         R, p = jcalc(ib, ws, i, qs)
         velocity_pass(ib, ws, i, qds, R, p)
-        ai = ops.add6(
-            ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A)), s_mul(ib, ws, i, qdds)
-        )
-        ops.store6(ws, i, L.W_A, ops.add6(ai, ops.load6(ws, i, L.W_C)))
+        if with_acc:
+            ai = ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A))
+            ops.store6(ws, i, L.W_A, ops.add6(ops.add6(ai, s_mul(ib, ws, i, qdds)), ops.load6(ws, i, L.W_C)))
         return
     m, G, gb, S = ic[k, L.C_M], ic[k, L.C_G], ic[k, L.C_GB], ic[k, L.C_S]
     for j in range(nb):
@@ -230,8 +231,9 @@ def cluster_bodies(ib, ws, ic, cb, wc, k):
         s = s_column(ib, ws, i, 0)
         iv = ib[i, L.I_IV]
         c_tree = ops.load6(ws, i, L.W_C)
-        a_i = ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A))
-        ops.store6(ws, i, L.W_A, ops.add6(ops.add6(a_i, ops.scale6(s, qdds[iv])), c_tree))
+        if with_acc:
+            a_i = ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A))
+            ops.store6(ws, i, L.W_A, ops.add6(ops.add6(a_i, ops.scale6(s, qdds[iv])), c_tree))
         c_i = ops.add6(ops.scale6(s, wc[gb + j]), c_tree)
         cp = ib[i, L.I_CPAR]
         if cp == 0:
@@ -261,14 +263,16 @@ def cluster_bodies(ib, ws, ic, cb, wc, k):
 @njit(cache=True)
 def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity):
     """Cluster forward kinematics for the whole tree (see the module docstring). Returns a status.
-    With ``with_gravity`` the base accelerates upwards (a_0 = −a_g), as the dynamics need."""
+    Body accelerations only when ``a`` is given (not empty); with ``with_gravity`` the base then
+    accelerates upwards (a_0 = −a_g), as the dynamics need."""
     ops.store6(ws, 0, L.W_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     ops.store6(ws, 0, L.W_A, gravity_seed(ws) if with_gravity else (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    with_acc = a.shape[0] != 0
     for k in range(1, ic[0, L.C0_NCL] + 1):
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
         if st != 0:
             return st
-        cluster_bodies(ib, ws, ic, cb, wc, k)
+        cluster_bodies(ib, ws, ic, cb, wc, k, with_acc)
     return 0
 
 
