@@ -18,7 +18,9 @@ from loopdyn.constraints import (
     ConstraintProgram,
     compile_constraint,
     evaluate,
+    evaluate_k,
     evaluate_phi,
+    evaluate_phi_K,
     pack_programs,
 )
 from loopdyn.errors import ModelError
@@ -357,7 +359,7 @@ def test_pack_programs_matches_unpacked():
     ]
     pk = pack_programs(programs)
     assert pk.code.dtype == np.int64 and pk.code.shape == (sum(p.n_instr for p in programs), 4)
-    assert pk.table.shape == (len(programs), 8) and pk.table.dtype == np.int64
+    assert pk.table.shape == (len(programs), 9) and pk.table.dtype == np.int64
     assert pk.consts.dtype == np.float64 and pk.outputs.dtype == np.int64
     assert pk.outputs.size == sum(2 * p.c + p.c * p.n for p in programs)
     assert pk.max_reg == max(p.n_reg for p in programs)
@@ -378,6 +380,15 @@ def test_pack_programs_matches_unpacked():
         phi2 = np.full(pk.max_c, 7.0)
         evaluate_phi(pk.code, pk.consts, pk.table, pk.outputs, p, x, regs, phi2)
         np.testing.assert_array_equal(phi2, phi)
+        # the split evaluation: φ and K from the tape's prefix (q̇ registers left as garbage), then
+        # only the k part at q̇ on the same registers
+        regs[:] = np.nan
+        phi3, K3, k3 = np.full(pk.max_c, 7.0), np.full(pk.max_c * pk.max_n, 7.0), np.full(pk.max_c, 7.0)
+        evaluate_phi_K(pk.code, pk.consts, pk.table, pk.outputs, p, x, regs, phi3, K3)
+        np.testing.assert_array_equal(phi3[: prog.c], phi_u)
+        np.testing.assert_array_equal(K3[: prog.c * prog.n], K_u.reshape(-1))
+        evaluate_k(pk.code, pk.consts, pk.table, pk.outputs, p, v, regs, k3)
+        np.testing.assert_array_equal(k3[: prog.c], k_u)
         # the Python convenience gives the same numbers
         for got, want in zip(prog.evaluate(x, v), (phi_u, K_u, k_u), strict=True):
             np.testing.assert_array_equal(got, want)
@@ -389,7 +400,7 @@ def test_pack_programs_matches_unpacked():
     assert_close(K, [[1, -2], [0, 0], [3, 0]])
     assert_close(k, [0, 0, 0])
     assert programs[3].phi[0] == 0 and programs[3].n_instr == 1  # φ = q0; K = 1.0 (one CONST)
-    assert pack_programs([]).table.shape == (0, 8)
+    assert pack_programs([]).table.shape == (0, 9)
 
 
 # ---------------------------------------------------------------------------------------------

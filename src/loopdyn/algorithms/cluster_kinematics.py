@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..constraints.tape import evaluate
+from ..constraints.tape import evaluate_k, evaluate_phi_K
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
@@ -142,10 +142,10 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
     rhs = lu + nrow * nrow
     for j in range(n):  # spanning positions stored; check φ, then G from K(q)
         wc[ql + j] = q[iq + j]
-        wc[qdl + j] = 0.0
     p = row[L.C_PROG]
-    evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
-             wc[phi : phi + nt], wc[K : K + nt * n], wc[kb : kb + nt])  # fmt: skip
+    regs = wc[ic[0, L.C0_REGS] :]
+    evaluate_phi_K(code, consts, table, outputs, p, wc[ql : ql + n], regs, wc[phi : phi + nt],
+                   wc[K : K + nt * n])  # fmt: skip
     for r in range(nt):  # the constraints, and that they hold on the assembly branch
         if not abs(wc[phi + r]) <= wc[ic[0, L.C0_PHITOL]]:
             return CONSTRAINT_VIOLATED * STATUS_BASE + k
@@ -170,9 +170,9 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
         for l in range(m):
             acc += wc[G + j * m + l] * v[iv + l]
         wc[qdl + j] = acc
-    # k(q, q̇) → g = P[0; K_d⁻¹ k] (K_d re-factorised: the LU above was done in place)
-    evaluate(code, consts, table, outputs, p, wc[ql : ql + n], wc[qdl : qdl + n], wc[ic[0, L.C0_REGS] :],
-             wc[phi : phi + nrow], wc[K : K + nrow * n], wc[kb : kb + nrow])  # fmt: skip
+    # k(q, q̇) → g = P[0; K_d⁻¹ k] (K_d re-factorised: the LU above was done in place), from the
+    # registers the φ, K pass left (the tape's k part only)
+    evaluate_k(code, consts, table, outputs, p, wc[qdl : qdl + n], regs, wc[kb : kb + nt])
     for r in range(nrow):
         for c in range(nrow):
             wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]

@@ -6,7 +6,9 @@ from .tape import (
     PackedPrograms,
     compile_constraint,
     evaluate,
+    evaluate_k,
     evaluate_phi,
+    evaluate_phi_K,
     pack_programs,
 )
 
@@ -16,6 +18,8 @@ __all__ = [
     "PackedPrograms",
     "compile_constraint",
     "evaluate",
+    "evaluate_k",
     "evaluate_phi",
+    "evaluate_phi_K",
     "pack_programs",
 ]

@@ -139,7 +139,7 @@ _COMMUTATIVE = (ADD, MUL)
 _BINARY = (MUL, ADD, SUB, DIV, ATAN2, POW)
 
 #: number of columns of :attr:`PackedPrograms.table`, and their meaning
-TABLE_WIDTH = 8
+TABLE_WIDTH = 9
 T_CODE_START = 0
 T_CODE_LEN = 1
 T_CONST_START = 2
@@ -391,8 +391,8 @@ class PackedPrograms:
       program ``p`` is ``code[T[0] : T[0] + T[1]]``; its register numbers start at 0 and its
       ``CONST`` indices are relative to ``T[2]`` (so packing rewrites nothing).
     * ``consts`` ``float64 (Σ n_consts,)``: the programs' constants back to back.
-    * ``table`` ``int64 (n_programs, 8)``: ``[code_start, code_len, const_start, n_reg, n, c,
-      out_start, phi_len]`` (``phi_len``: the prefix of the tape that computes φ alone).
+    * ``table`` ``int64 (n_programs, 9)``: ``[code_start, code_len, const_start, n_reg, n, c,
+      out_start, phi_len, K_len]`` (the prefixes of the tape that compute φ alone, φ and K).
     * ``outputs`` ``int64 (Σ (2c + c n),)``: from ``out_start``, the registers of ``φ`` (``c``),
       ``K`` (``c n``, row-major) and ``k`` (``c``); ``−1`` = zero.
     * ``max_reg``: the largest ``n_reg`` (size of the register scratch), ``max_n``, ``max_c``: the
@@ -425,7 +425,7 @@ def pack_programs(programs: Sequence[ConstraintProgram]) -> PackedPrograms:
     code_start = const_start = out_start = 0
     outs = []
     for i, p in enumerate(programs):
-        table[i] = (code_start, p.n_instr, const_start, p.n_reg, p.n, p.c, out_start, p.phi_len)
+        table[i] = (code_start, p.n_instr, const_start, p.n_reg, p.n, p.c, out_start, p.phi_len, p.K_len)
         outs.append(np.concatenate([p.phi, p.K.reshape(-1), p.kbias]))
         code_start += p.n_instr
         const_start += p.consts.shape[0]
@@ -831,6 +831,44 @@ def evaluate(code, consts, table, outputs, p, q, qd, regs, phi_out, K_out, k_out
         i = outputs[o + r]
         K_out[r] = regs[i] if i >= 0 else 0.0
     o += c * n
+    for r in range(c):
+        i = outputs[o + r]
+        k_out[r] = regs[i] if i >= 0 else 0.0
+
+
+@njit(cache=True)
+def evaluate_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out):
+    """Run the prefix of program ``p`` that computes ``φ(q)`` and ``K(q)`` (``table[p, 8]``
+    instructions; q̇ is not read) into ``phi_out[:c]`` and ``K_out[:c*n]``. The registers keep the
+    intermediate results for :func:`evaluate_k`. Arguments as in :func:`evaluate`."""
+    start = table[p, 0]
+    n = table[p, 4]
+    c = table[p, 5]
+    o = table[p, 6]
+    for j in range(n):
+        regs[j] = q[j]
+    _run(code, consts, start, start + table[p, 8], table[p, 2], regs)
+    for r in range(c):
+        i = outputs[o + r]
+        phi_out[r] = regs[i] if i >= 0 else 0.0
+    o += c
+    for r in range(c * n):
+        i = outputs[o + r]
+        K_out[r] = regs[i] if i >= 0 else 0.0
+
+
+@njit(cache=True)
+def evaluate_k(code, consts, table, outputs, p, qd, regs, k_out):
+    """Run the rest of program ``p`` — ``k = −K̇ q̇`` at q̇ = ``qd`` — into ``k_out[:c]``, on the
+    registers left by :func:`evaluate_phi_K` at the same q (no other program run in between): the
+    tape's φ and K instructions are not repeated."""
+    start = table[p, 0]
+    n = table[p, 4]
+    c = table[p, 5]
+    for j in range(n):
+        regs[n + j] = qd[j]
+    _run(code, consts, start + table[p, 8], start + table[p, 1], table[p, 2], regs)
+    o = table[p, 6] + c + c * n
     for r in range(c):
         i = outputs[o + r]
         k_out[r] = regs[i] if i >= 0 else 0.0
