@@ -372,12 +372,11 @@ def project_entry(ic, cb, wc, H, r, s, h):
                 H[b, a] += y
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
-    nv_zero = np.zeros(H.shape[0])
-    no_a = np.zeros(0)
+    no_v = np.zeros(0)
     for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q (and G for implicit clusters)
-        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, nv_zero, no_a)
+        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, no_v, no_v)
         if st != 0:
             return st
     QS = ic[0, L.C0_QS]

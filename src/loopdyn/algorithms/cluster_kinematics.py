@@ -86,20 +86,22 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
     """Spanning q, q̇, q̈ of cluster k into the spanning buffers (and, for an implicit cluster, G, g
     into wc). Returns a status. A tree joint copies its coordinates; an explicit cluster multiplies
     by its constant G (g = 0); an implicit one runs its constraint program
-    (:func:`implicit_coordinates`)."""
+    (:func:`implicit_coordinates`). An empty ``v``: positions (and G) only; an empty ``a``: ÿ = 0."""
     kind = ic[k, L.C_KIND]
     first = ic[k, L.C_FIRST]
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
     iq, iv = ic[k, L.C_IQ], ic[k, L.C_IV]
     has_a = a.shape[0] != 0
+    has_v = v.shape[0] != 0
     if kind == L.SINGLE_BODY:
         b = cb[first]
         bq, bv = ib[b, L.I_IQ], ib[b, L.I_IV]
         for j in range(ib[b, L.I_NQ]):
             wc[QS + bq + j] = q[iq + j]
-        for j in range(ib[b, L.I_NV]):
-            wc[QDS + bv + j] = v[iv + j]
-            wc[QDDS + bv + j] = a[iv + j] if has_a else 0.0
+        if has_v:
+            for j in range(ib[b, L.I_NV]):
+                wc[QDS + bv + j] = v[iv + j]
+                wc[QDDS + bv + j] = a[iv + j] if has_a else 0.0
         return 0
     if kind == L.IMPLICIT:
         return implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
@@ -113,7 +115,8 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
         for l in range(m):
             g = wc[G + j * m + l]
             x += g * q[iq + l]
-            xd += g * v[iv + l]
+            if has_v:
+                xd += g * v[iv + l]
             if has_a:
                 xdd += g * a[iv + l]
         wc[QS + ib[b, L.I_IQ]] = x
@@ -165,6 +168,10 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
     for r in range(nrow):
         for l in range(m):
             wc[G + cb[dep + r] * m + l] = -wc[rhs + r * (m + 1) + l]
+    if v.shape[0] == 0:  # positions and G only
+        for j in range(n):
+            wc[QS + ib[cb[first + j], L.I_IQ]] = wc[ql + j]
+        return 0
     for j in range(n):  # q̇ = G ẏ
         acc = 0.0
         for l in range(m):
