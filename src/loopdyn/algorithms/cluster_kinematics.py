@@ -202,8 +202,8 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
     return 0
 
 
-@njit(cache=True)
-def cluster_bodies(ib, ws, ic, cb, wc, k, with_acc):
+@njit(cache=True, inline="always")
+def cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_acc):
     """Placements, velocities, accelerations, 𝖲 and 𝖼 of the bodies of cluster k (coordinates done),
     in body frames, by the spanning tree's recursion through each body's parent (its in-cluster
     parent, or its output body Λ(i)): with q̇ = G ẏ and q̈ = G ÿ + g,
@@ -218,10 +218,6 @@ def cluster_bodies(ib, ws, ic, cb, wc, k, with_acc):
     Accelerations (W_A) only ``with_acc``: C-ABA and the Delassus sweeps compute their own.
     """
     first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
-    QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
-    qs = wc[QS : QS + ic[0, L.C0_NQS]]
-    qds = wc[QDS : QDS + ic[0, L.C0_NVS]]
-    qdds = wc[QDDS : QDDS + ic[0, L.C0_NVS]]
     if ic[k, L.C_KIND] == L.SINGLE_BODY:
         i = cb[first]
         R, p = jcalc(ib, ws, i, qs)
@@ -275,11 +271,15 @@ def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gr
     ops.store6(ws, 0, L.W_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     ops.store6(ws, 0, L.W_A, gravity_seed(ws) if with_gravity else (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     with_acc = a.shape[0] != 0
+    QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
+    qs = wc[QS : QS + ic[0, L.C0_NQS]]  # the spanning state, filled cluster by cluster
+    qds = wc[QDS : QDS + ic[0, L.C0_NVS]]
+    qdds = wc[QDDS : QDDS + ic[0, L.C0_NVS]]
     for k in range(1, ic[0, L.C0_NCL] + 1):
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
         if st != 0:
             return st
-        cluster_bodies(ib, ws, ic, cb, wc, k, with_acc)
+        cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_acc)
     return 0
 
 
