@@ -205,7 +205,7 @@ def _prepare(model, cons: tuple) -> ConstraintRows:
 
 
 _TREE_JACOBIAN = KernelArgs(2, ("q", CONFIGURATION))
-_CLUSTER_ROWS = KernelArgs(9, ("q", CONFIGURATION))
+_CLUSTER_ROWS = KernelArgs(5, ("q", CONFIGURATION))
 
 
 def jacobian(model, data, q, rows: ConstraintRows) -> np.ndarray:

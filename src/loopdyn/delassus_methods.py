@@ -110,7 +110,7 @@ def resolve_method(model, data, method: str | None) -> Method:
 # ---------------------------------------------------------------------------------------------
 # runners
 _TREE_Q = KernelArgs(2, ("q", CONFIGURATION))
-_CLUSTER_Q = KernelArgs(9, ("q", CONFIGURATION))
+_CLUSTER_Q = KernelArgs(5, ("q", CONFIGURATION))
 
 
 def run_efpa(model, data, q, rows: ConstraintRows, added: float = 0.0) -> np.ndarray:

@@ -19,16 +19,16 @@ from .algorithms import rnea as tree_rnea
 from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
 from .algorithms.validation import check_data
 
-# the user arguments of the kernels: tree kernels take (ib, ws, ...), cluster kernels the 9 arrays of
+# the user arguments of the kernels: tree kernels take (ib, ws, ...), cluster kernels the 5 arrays of
 # Data.cluster_arrays first
 _STATE = (("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT), ("f_ext", FORCES))
 _FORWARD = (("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
 TREE_STATE = KernelArgs(2, *_STATE)
 TREE_FORWARD = KernelArgs(2, *_FORWARD)
 TREE_Q = KernelArgs(2, ("q", CONFIGURATION))
-CLUSTER_STATE = KernelArgs(9, *_STATE)
-CLUSTER_FORWARD = KernelArgs(9, *_FORWARD)
-CLUSTER_Q = KernelArgs(9, ("q", CONFIGURATION))
+CLUSTER_STATE = KernelArgs(5, *_STATE)
+CLUSTER_FORWARD = KernelArgs(5, *_FORWARD)
+CLUSTER_Q = KernelArgs(5, ("q", CONFIGURATION))
 
 
 def rnea(model, data, q, v, a, f_ext=None) -> np.ndarray:

@@ -27,7 +27,7 @@ from .model import layout as L
 _REFERENCES = {"local": LOCAL, "world": WORLD, "local_world_aligned": LOCAL_WORLD_ALIGNED}
 _QVA = (("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT))
 _TREE_FK = KernelArgs(2, *_QVA)
-_CLUSTER_FK = KernelArgs(9, *_QVA)
+_CLUSTER_FK = KernelArgs(5, *_QVA)
 _TREE_JACOBIAN = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT))
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from .aba import aba_core
 from .borrow import borrowed
 from .cluster_dynamics import c_aba_core, c_crba_core, c_rnea_core
-from .cluster_kinematics import validate_cluster_state
+from .cluster_kinematics import tapes, validate_cluster_state
 from .common import check_configuration, kernel
 from .crba import crba_core
 from .rnea import rnea_core, validate_qva
@@ -73,10 +73,7 @@ def crba_batch_kernel(ib, ws, Q, out, status, start, stop):
 
 # ---------------------------------------------------------------------------------------------
 # trees of clusters (models with loops): the model arrays in the order of Data.cluster_arrays
-_CLUSTER = (
-    "int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
-    "float64[::1], int64[:, ::1], int64[::1], "
-)
+_CLUSTER = "int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
 _SIGC3 = (
     "void("
     + _CLUSTER
@@ -85,11 +82,10 @@ _SIGC3 = (
 
 
 @kernel(_SIGC3)
-def c_rnea_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, A, out, status, start, stop):
+def c_rnea_batch_kernel(ib, ws, ic, cb, wc, Q, V, A, out, status, start, stop):
     """τ[k] = C-RNEA(q_k, ẏ_k, ÿ_k) (eqs. 29–35) for rows start ≤ k < stop."""
-    ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, A, out, status = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, A, out, status)
-    )
+    ib, ws, ic, cb, wc, Q, V, A, out, status = borrowed((ib, ws, ic, cb, wc, Q, V, A, out, status))
+    code, consts, table, outputs = tapes(ic, cb, wc)
     no_forces = np.zeros((0, 6))
     for k in range(start, stop):
         st = validate_cluster_state(ib, ic, cb, Q[k], V[k], A[k], no_forces, True)
@@ -101,11 +97,10 @@ def c_rnea_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, 
 
 
 @kernel(_SIGC3)
-def c_aba_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, TAU, out, status, start, stop):
+def c_aba_batch_kernel(ib, ws, ic, cb, wc, Q, V, TAU, out, status, start, stop):
     """ÿ[k] = C-ABA(q_k, ẏ_k, τ_k) (Alg. 1) for rows start ≤ k < stop."""
-    ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, TAU, out, status = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, TAU, out, status)
-    )
+    ib, ws, ic, cb, wc, Q, V, TAU, out, status = borrowed((ib, ws, ic, cb, wc, Q, V, TAU, out, status))
+    code, consts, table, outputs = tapes(ic, cb, wc)
     no_forces = np.zeros((0, 6))
     for k in range(start, stop):
         st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], no_forces, True)
@@ -117,11 +112,10 @@ def c_aba_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, V, T
 
 
 @kernel("void(" + _CLUSTER + "float64[:, ::1], float64[:, :, ::1], int64[::1], int64, int64)")
-def c_crba_batch_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, Q, out, status, start, stop):
+def c_crba_batch_kernel(ib, ws, ic, cb, wc, Q, out, status, start, stop):
     """H[k] = G_kᵀ H_span(q_k) G_k (§VI) for rows start ≤ k < stop."""
-    ib, ws, ic, cb, wc, code, consts, table, outputs, Q, out, status = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, Q, out, status)
-    )
+    ib, ws, ic, cb, wc, Q, out, status = borrowed((ib, ws, ic, cb, wc, Q, out, status))
+    code, consts, table, outputs = tapes(ic, cb, wc)
     no_forces = np.zeros((0, 6))
     zero = np.zeros(out.shape[1])
     for k in range(start, stop):

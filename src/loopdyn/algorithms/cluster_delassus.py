@@ -33,7 +33,7 @@ from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
 from .cluster_dynamics import c_aba_backward, placement_in_output, s_col
-from .cluster_kinematics import c_fk_core, validate_cluster_state
+from .cluster_kinematics import c_fk_core, tapes, validate_cluster_state
 from .common import kernel
 from .efpa import common_depth
 
@@ -251,17 +251,16 @@ def c_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J):
 
 
 _SIG = (
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
-    "float64[::1], int64[:, ::1], int64[::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], "
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "float64[::1], int64[::1], int64[::1], float64[:, ::1], "
     "float64[:, ::1])"
 )
 
 
 @kernel(_SIG)
-def c_efpa_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
-    )
+def c_efpa_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, out):
+    ib, ws, ic, cb, wc, q, cbody, crow, K, out = borrowed((ib, ws, ic, cb, wc, q, cbody, crow, K, out))
+    code, consts, table, outputs = tapes(ic, cb, wc)
     zero = np.zeros(spanning_nv(ic))
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:
@@ -270,10 +269,9 @@ def c_efpa_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, cr
 
 
 @kernel(_SIG)
-def c_jacobian_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, J):
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, J = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, J)
-    )
+def c_jacobian_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, J):
+    ib, ws, ic, cb, wc, q, cbody, crow, K, J = borrowed((ib, ws, ic, cb, wc, q, cbody, crow, K, J))
+    code, consts, table, outputs = tapes(ic, cb, wc)
     zero = np.zeros(spanning_nv(ic))
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:

@@ -24,6 +24,7 @@ from .borrow import borrowed
 from .cluster_kinematics import (
     c_fk_core,
     cluster_coordinates,
+    tapes,
     validate_cluster_state,
 )
 from .common import external_force, gravity_seed, jcalc, kernel, s_column
@@ -442,17 +443,16 @@ def _g(ic, wc, k, j, l):
 # ---------------------------------------------------------------------------------------------
 # kernels and Python wrappers
 _SIG_STATE = (
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
-    "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "float64[::1], float64[::1], float64[::1], float64[:, ::1], "
     "float64[::1])"
 )
 
 
 @kernel(_SIG_STATE)
-def c_rnea_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau):
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau)
-    )
+def c_rnea_kernel(ib, ws, ic, cb, wc, q, v, a, fext, tau):
+    ib, ws, ic, cb, wc, q, v, a, fext, tau = borrowed((ib, ws, ic, cb, wc, q, v, a, fext, tau))
+    code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, a, fext, True)
     if st != 0:
         return st
@@ -460,10 +460,9 @@ def c_rnea_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fex
 
 
 @kernel(_SIG_STATE)
-def c_aba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy):
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
-    )
+def c_aba_kernel(ib, ws, ic, cb, wc, q, v, tau, fext, ddy):
+    ib, ws, ic, cb, wc, q, v, tau, fext, ddy = borrowed((ib, ws, ic, cb, wc, q, v, tau, fext, ddy))
+    code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:
         return st
@@ -471,13 +470,12 @@ def c_aba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fe
 
 
 @kernel(
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
-    "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[:, ::1])"
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "float64[::1], float64[:, ::1])"
 )
-def c_crba_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, H = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, H)
-    )
+def c_crba_kernel(ib, ws, ic, cb, wc, q, H):
+    ib, ws, ic, cb, wc, q, H = borrowed((ib, ws, ic, cb, wc, q, H))
+    code, consts, table, outputs = tapes(ic, cb, wc)
     zero = np.zeros(H.shape[0])
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:

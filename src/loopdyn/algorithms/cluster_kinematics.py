@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..constraints.tape import evaluate_k, evaluate_phi_K
+from ..constraints.tape import TABLE_WIDTH, evaluate_k, evaluate_phi_K
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
@@ -79,6 +79,23 @@ def lu_solve_inplace(A, a0, n, B, b0, nrhs):
                 acc -= A[a0 + col * n + j] * B[b0 + j * nrhs + k]
             B[b0 + col * nrhs + k] = acc / d
     return True
+
+
+@njit(cache=True, inline="always")
+def tapes(ic, cb, wc):
+    """The constraint programs (``code, consts, table, outputs`` of a
+    :class:`~loopdyn.constraints.tape.PackedPrograms`) as views of the cluster tables they are packed
+    into (``ic[0]``: TCODE, TTABLE, TOUT in cb, TCONST in wc), so that the cluster kernels take five
+    model arrays."""
+    o, n = ic[0, L.C0_TCODE], ic[0, L.C0_NTCODE]
+    code = cb[o : o + 4 * n].reshape((n, 4))
+    o, n = ic[0, L.C0_TTABLE], ic[0, L.C0_NTPROG]
+    table = cb[o : o + TABLE_WIDTH * n].reshape((n, TABLE_WIDTH))
+    o = ic[0, L.C0_TOUT]
+    outputs = cb[o : o + ic[0, L.C0_NTOUT]]
+    o = ic[0, L.C0_TCONST]
+    consts = wc[o : o + ic[0, L.C0_NTCONST]]
+    return code, consts, table, outputs
 
 
 @njit(cache=True, inline="always")
@@ -284,14 +301,13 @@ def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gr
 
 
 @kernel(
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
-    "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1])"
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "float64[::1], float64[::1], float64[::1])"
 )
-def c_fk_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a):
+def c_fk_kernel(ib, ws, ic, cb, wc, q, v, a):
     """Validated cluster forward kinematics (a may be empty: no accelerations)."""
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a)
-    )
+    ib, ws, ic, cb, wc, q, v, a = borrowed((ib, ws, ic, cb, wc, q, v, a))
+    code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, a, np.zeros((0, 6)), False)
     if st != 0:
         return st

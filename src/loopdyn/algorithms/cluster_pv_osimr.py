@@ -43,7 +43,7 @@ from ..model import layout as L
 from .borrow import borrowed
 from .cluster_delassus import dinv_mul, force_to_parent_cluster, spanning_nv, st_mul_cluster
 from .cluster_dynamics import c_aba_backward
-from .cluster_kinematics import c_fk_core, validate_cluster_state
+from .cluster_kinematics import c_fk_core, tapes, validate_cluster_state
 from .common import kernel
 from .pv_osim import branching_structure
 
@@ -433,15 +433,16 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
 
 
 @kernel(
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
-    "float64[::1], int64[:, ::1], int64[::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], "
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "float64[::1], int64[::1], int64[::1], float64[:, ::1], "
     "int64[:, ::1], int64[::1], int64[::1], int64[:, ::1], int64[:, ::1], float64[::1], float64[:, ::1])"
 )
-def c_pv_osimr_kernel(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
+def c_pv_osimr_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, T, ports, order,
                       cemp, asm, buf, out):  # fmt: skip
-    (ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order, cemp, asm, buf,
-     out) = borrowed((ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
+    (ib, ws, ic, cb, wc, q, cbody, crow, K, T, ports, order, cemp, asm, buf,
+     out) = borrowed((ib, ws, ic, cb, wc, q, cbody, crow, K, T, ports, order,
                       cemp, asm, buf, out))  # fmt: skip
+    code, consts, table, outputs = tapes(ic, cb, wc)
     zero = np.zeros(spanning_nv(ic))
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
     if st != 0:

@@ -708,6 +708,15 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray, ws: np.ndarray) -
     ic[0, L.C0_QDDS] = alloc(nvs)
     packed = pack_programs(programs)
     ic[0, L.C0_REGS] = alloc(max(int(packed.max_reg), 1))
+    # the programs themselves, packed into cb and wc: the kernels take five arrays, not nine
+    ic[0, L.C0_TCONST], ic[0, L.C0_NTCONST] = alloc(packed.consts.size), packed.consts.size
+    for at, count, arr in (
+        (L.C0_TCODE, L.C0_NTCODE, packed.code),
+        (L.C0_TTABLE, L.C0_NTPROG, packed.table),
+        (L.C0_TOUT, L.C0_NTOUT, packed.outputs),
+    ):
+        ic[0, at], ic[0, count] = len(cb), arr.shape[0]
+        cb.extend(int(x) for x in arr.reshape(-1))
     ic[0, L.C0_TAUS] = alloc(nvs)  # spanning joint forces
     ic[0, L.C0_PHITOL] = alloc(1)
     wc = np.zeros(wc_size)
@@ -716,6 +725,7 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray, ws: np.ndarray) -
     ic[0, L.C0_GMAP] = len(cb)
     cb.extend(_g_rows(tree, ic, ib, wc, nvs))
     wc[ic[0, L.C0_PHITOL]] = model.constraint_tolerance
+    wc[ic[0, L.C0_TCONST] : ic[0, L.C0_TCONST] + packed.consts.size] = packed.consts
     return CompiledClusters(
         ic, np.array(cb, dtype=np.int64), wc, packed.code, packed.consts, packed.table, packed.outputs
     )

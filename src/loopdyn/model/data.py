@@ -62,9 +62,9 @@ class Data:
             self.ic, self.cb, self.wc = cc.ic, cc.cb, np.array(cc.wc)
             self.code, self.consts, self.table, self.outputs = cc.code, cc.consts, cc.table, cc.outputs
             # the model arguments every cluster kernel takes first, in this order
-            self.cluster_arrays = (
-                self.ib, self.ws, self.ic, self.cb, self.wc, self.code, self.consts, self.table, self.outputs
-            )
+            # the model arrays of the cluster kernels (the constraint programs are packed into cb and wc;
+            # code, consts, table and outputs above are the same programs as separate arrays)
+            self.cluster_arrays = (self.ib, self.ws, self.ic, self.cb, self.wc)
         else:
             self.ic = self.cb = self.wc = self.code = self.consts = self.table = self.outputs = None
             self.cluster_arrays = None

@@ -121,6 +121,14 @@ IC_ROW0 = (
     ("NVS", 1, "spanning nv"),
     ("TAUS", 1, "offset in wc of spanning joint forces (nvs)"),
     ("PHITOL", 1, "offset in wc of the largest |φ| accepted for implicit clusters' positions"),
+    ("TCODE", 1, "offset in cb of the constraint programs' instructions (NTCODE × 4, row-major)"),
+    ("NTCODE", 1, "number of instructions"),
+    ("TTABLE", 1, "offset in cb of the programs' table (NTPROG × TABLE_WIDTH of constraints.tape)"),
+    ("NTPROG", 1, "number of programs"),
+    ("TOUT", 1, "offset in cb of the programs' output registers"),
+    ("NTOUT", 1, "their number"),
+    ("TCONST", 1, "offset in wc of the programs' constants"),
+    ("NTCONST", 1, "their number"),
     ("GMAP", 1, "offset in cb of the rows of G by spanning velocity index r: NVS + 1 pointers (relative to "
      "GMAP), then per entry the independent index and the wc offset of G[r, ·] (zeros of a constant G "
      "left out)"),

@@ -210,7 +210,7 @@ def to_spanning(model, q, v=None, a=None):
     return qs, vs, wc[ic[0, L.C0_QDDS] : ic[0, L.C0_QDDS] + model.spanning_nv].copy()
 
 
-_FK_ARGS = KernelArgs(9, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT))
+_FK_ARGS = KernelArgs(5, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT))
 
 
 def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
