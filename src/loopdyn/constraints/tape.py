@@ -813,27 +813,11 @@ def evaluate(code, consts, table, outputs, p, q, qd, regs, phi_out, K_out, k_out
         K_out: receives ``K`` row-major in ``K_out[:c*n]``.
         k_out: receives ``k`` in ``k_out[:c]``.
 
-    Allocates nothing and checks nothing (the tape was validated when it was built).
+    Allocates nothing and checks nothing (the tape was validated when it was built). The tape runs as
+    its φ, K prefix (:func:`evaluate_phi_K`) and then the rest (:func:`evaluate_k`).
     """
-    start = table[p, 0]
-    n = table[p, 4]
-    c = table[p, 5]
-    o = table[p, 6]
-    for j in range(n):
-        regs[j] = q[j]
-        regs[n + j] = qd[j]
-    _run(code, consts, start, start + table[p, 1], table[p, 2], regs)
-    for r in range(c):
-        i = outputs[o + r]
-        phi_out[r] = regs[i] if i >= 0 else 0.0
-    o += c
-    for r in range(c * n):
-        i = outputs[o + r]
-        K_out[r] = regs[i] if i >= 0 else 0.0
-    o += c * n
-    for r in range(c):
-        i = outputs[o + r]
-        k_out[r] = regs[i] if i >= 0 else 0.0
+    evaluate_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out)
+    evaluate_k(code, consts, table, outputs, p, qd, regs, k_out)
 
 
 @njit(cache=True)
