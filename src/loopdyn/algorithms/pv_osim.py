@@ -267,6 +267,10 @@ class PackedStructure:
     m_int: int
     nslot: int
     local: threading.local = field(default_factory=threading.local)
+    shape: tuple = field(init=False)  # (m_user, m_user): the shape of Λ⁻¹
+
+    def __post_init__(self):
+        self.shape = (self.m_user, self.m_user)
 
     @property
     def scratch_size(self) -> int:
