@@ -247,10 +247,11 @@ CN_W = 3
 GR_TOP, GR_LO, GR_HI, GR_EE = range(4)
 GR_W = 4
 # float scratch (1-D): per slot (0 … nb+ne) SLOT_W floats — PD (6 × w, column c at 6 c),
-# OD (w × w at 36), ⁰Ω (w × w at 72); slot 0 is the kernels' small scratch. Then per internal row
-# ROW_W floats, then (PV-OSIM) the m × m accumulator.
-SLOT_W = 108
-PD_OFF, OD_OFF, O0_OFF = 0, 36, 72
+# OD (w × w at 36), ⁰Ω (w × w at 72), and for the top s of a node j with A(j) > 0 the product
+# T = ⁰Ω_A(j) PD (6 × w, column c at 108 + 6 c); slot 0 is the kernels' small scratch. Then per
+# internal row ROW_W floats, then (PV-OSIM) the m × m accumulator.
+SLOT_W = 144
+PD_OFF, OD_OFF, O0_OFF, T_OFF = 0, 36, 72, 108
 ROW_W = 18  # PV-OSIM: K, FS, Y (6 each); PV-OSIMr: ᶜK, W
 TILE = 8  # rows per band in the assembly loops
 
@@ -631,8 +632,9 @@ def pvr_propagate_general(ib, ws, sc, i, nv, par, w, si, sb, in_n):
 @njit(cache=True, inline="always")
 def pvr_branch_inverse_inertias(bk, sc):
     """Lines 16–17 (eq 18), ascending over N∖{0}: ⁰Ω_j = ^{A}Ω_j + ^{A}P_jᵀ ⁰Ω_A ^{A}P_j, with
-    ^{A(j)}P_j = PD[top(j)] and ^{A(j)}Ω_j = OD[top(j)]; ⁰Ω_j = OD[top(j)] when A(j) = 0."""
-    Wb = 0  # slot 0 scratch: T = ⁰Ω_A PD (6 × w, column c at 6 c)
+    ^{A(j)}P_j = PD[top(j)] and ^{A(j)}Ω_j = OD[top(j)]; ⁰Ω_j = OD[top(j)] when A(j) = 0. The product
+    T = ⁰Ω_A PD is kept in top(j)'s slot: its columns are the rows of ᶜK_e ⁰Ω_c the blocks of eq. 13
+    need (line 25)."""
     off_node = bk[H_NODE]
     for n in range(bk[H_NN]):
         o = off_node + NODE_W * n
@@ -645,14 +647,15 @@ def pvr_branch_inverse_inertias(bk, sc):
                 sc[sj + O0_OFF + k] = sc[st + OD_OFF + k]
             continue
         sa = SLOT_W * a_
+        Tb = st + T_OFF
         for c in range(w):  # T = ⁰Ω_A PD
             pc = ops.load6_at(sc, st + PD_OFF + 6 * c)
             for r in range(6):
-                sc[Wb + 6 * c + r] = ops.dot6(ops.load6_at(sc, sa + O0_OFF + 6 * r), pc)
+                sc[Tb + 6 * c + r] = ops.dot6(ops.load6_at(sc, sa + O0_OFF + 6 * r), pc)
         for r in range(w):
             pr = ops.load6_at(sc, st + PD_OFF + 6 * r)
             for c in range(r, w):
-                v = sc[st + OD_OFF + w * r + c] + ops.dot6(pr, ops.load6_at(sc, Wb + 6 * c))
+                v = sc[st + OD_OFF + w * r + c] + ops.dot6(pr, ops.load6_at(sc, Tb + 6 * c))
                 sc[sj + O0_OFF + w * r + c] = v
                 sc[sj + O0_OFF + w * c + r] = v
 
@@ -661,7 +664,9 @@ def pvr_branch_inverse_inertias(bk, sc):
 def pvr_cemps_to_branch(bk, sc, g0, ng, R0):
     """Lines 20–22 for one branching link c: bring the CEMPs of the EEs below every compressed child u
     of c up to c (line 20: ^{c}K_e = PD[top(e)]ᵀ for an EE child; line 22, eq 19:
-    ^{c}K_e = ^{u}K_e PD[top(u)]ᵀ, row ↦ Σ_b row[b] PD[:, b])."""
+    ^{c}K_e = ^{u}K_e PD[top(u)]ᵀ, row ↦ Σ_b row[b] PD[:, b]), and beside each the row
+    ``W = ᶜK_e ⁰Ω_c`` from the kept T = ⁰Ω_c PD[top(u)] (⁰Ω_c symmetric): the column of T for an EE
+    child, ``Σ_b ᵘK_e[b] T[:, b]`` otherwise."""
     off_group = bk[H_GROUP]
     for g in range(g0, g0 + ng):
         og = off_group + GR_W * g
@@ -670,48 +675,34 @@ def pvr_cemps_to_branch(bk, sc, g0, ng, R0):
         hi = bk[og + GR_HI]
         if bk[og + GR_EE]:  # line 20
             for r in range(lo, hi):
-                ops.store6_at(sc, R0 + ROW_W * r, ops.load6_at(sc, st + PD_OFF + 6 * (r - lo)))
+                ro = R0 + ROW_W * r
+                ops.store6_at(sc, ro, ops.load6_at(sc, st + PD_OFF + 6 * (r - lo)))
+                ops.store6_at(sc, ro + 6, ops.load6_at(sc, st + T_OFF + 6 * (r - lo)))
         else:  # line 22
             for r in range(lo, hi):
                 ro = R0 + ROW_W * r
                 kr = ops.load6_at(sc, ro)
                 acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                wacc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
                 for b in range(6):
                     acc = ops.add6(acc, ops.scale6(ops.load6_at(sc, st + PD_OFF + 6 * b), kr[b]))
+                    wacc = ops.add6(wacc, ops.scale6(ops.load6_at(sc, st + T_OFF + 6 * b), kr[b]))
                 ops.store6_at(sc, ro, acc)
+                ops.store6_at(sc, ro + 6, wacc)
 
 
 @njit(cache=True, inline="always")
-def pvr_branch_blocks(bk, sc, out, cc, g0, ng, R0):
+def pvr_branch_blocks(bk, sc, out, g0, ng, R0):
     """Lines 25–26 for one branching link c: the blocks Λ⁻¹_{e1,e2} = ᶜK_e1 ⁰Ω_c ᶜK_e2ᵀ (eq. 13) between
-    the groups of c — every off-diagonal pair with cca = c exactly once. W = ᶜK ⁰Ω_c (⁰Ω_c symmetric) is
-    formed for the rows of every group but the largest one, which only needs its ᶜK: each pair of
-    groups uses W on one side and ᶜK on the other."""
+    the groups of c — every off-diagonal pair with cca = c exactly once — as ``W_e1 · ᶜK_e2`` with the
+    rows W = ᶜK ⁰Ω_c of :func:`pvr_cemps_to_branch`."""
     off_group = bk[H_GROUP]
     off_rmap = bk[H_RMAP]
-    gbig = g0
-    for g in range(g0 + 1, g0 + ng):
-        og = off_group + GR_W * g
-        ob = off_group + GR_W * gbig
-        if bk[og + GR_HI] - bk[og + GR_LO] > bk[ob + GR_HI] - bk[ob + GR_LO]:
-            gbig = g
-    sO = SLOT_W * cc + O0_OFF
-    for g in range(g0, g0 + ng):
-        if g == gbig:
-            continue
-        og = off_group + GR_W * g
-        for r in range(bk[og + GR_LO], bk[og + GR_HI]):
-            ro = R0 + ROW_W * r
-            kr = ops.load6_at(sc, ro)
-            for a in range(6):
-                sc[ro + 6 + a] = ops.dot6(ops.load6_at(sc, sO + 6 * a), kr)
     for g1 in range(g0, g0 + ng):
+        oa = off_group + GR_W * g1
+        hi_a = bk[oa + GR_HI]
         for g2 in range(g1 + 1, g0 + ng):
-            ga = g2 if g1 == gbig else g1  # the side with W
-            gb = g1 if g1 == gbig else g2
-            oa = off_group + GR_W * ga
-            ob = off_group + GR_W * gb
-            hi_a = bk[oa + GR_HI]
+            ob = off_group + GR_W * g2
             for a0 in range(bk[oa + GR_LO], hi_a, TILE):  # bands of TILE rows (transposed stores in cache)
                 a1 = min(a0 + TILE, hi_a)
                 for r2 in range(bk[ob + GR_LO], bk[ob + GR_HI]):
@@ -768,7 +759,7 @@ def pvr_assemble(bk, sc, out):
     for n in range(bk[H_NC]):  # lines 18–26, one branching link c at a time, children before parents
         o = off_cnode + CN_W * n
         pvr_cemps_to_branch(bk, sc, bk[o + CN_G0], bk[o + CN_NG], R0)
-        pvr_branch_blocks(bk, sc, out, bk[o + CN_C], bk[o + CN_G0], bk[o + CN_NG], R0)
+        pvr_branch_blocks(bk, sc, out, bk[o + CN_G0], bk[o + CN_NG], R0)
     pvr_diagonal_blocks(bk, sc, out)  # line 28
 
 

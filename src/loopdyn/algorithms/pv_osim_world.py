@@ -197,9 +197,9 @@ def world_inertia_to_parent(ib, ws, i, par):
 # ---------------------------------------------------------------------------------------------
 # lines 12–15: the propagators (world coordinates)
 @njit(cache=True, inline="always")
-def pvw_propagate_1dof(ws, sc, i, par, w, si, sb):
+def pvw_propagate_1dof(ws, sc, i, par, w, si, sb, uc):
     """Lines 13–15 for a 1-dof link inside a chain: ``W = Sᵀ Pb``, ``^{π(i)}Ω_{D(i)} = Ob + Wᵀ D⁻¹ W``
-    (eq. 16) and ``^{π(i)}P_{D(i)} = Pb − U D⁻¹ W`` (eq. 17, no change of frame)."""
+    (eq. 16) and ``^{π(i)}P_{D(i)} = Pb − U D⁻¹ W`` (eq. 17, no change of frame); U at column ``uc``."""
     s = ops.load6(ws, i, W_SW)
     dinv = ws[i, L.W_DINV]
     for c in range(w):  # W = Sᵀ Pb, in slot 0
@@ -211,14 +211,14 @@ def pvw_propagate_1dof(ws, sc, i, par, w, si, sb):
             sc[si + OD_OFF + w * a + c] = v
             sc[si + OD_OFF + w * c + a] = v
     if par > 0:  # eq. 17
-        U = ops.load6(ws, i, L.W_U)
+        U = ops.load6(ws, i, uc)
         for c in range(w):
             g = ops.sub6(ops.load6_at(sc, sb + PD_OFF + 6 * c), ops.scale6(U, dinv * sc[c]))
             ops.store6_at(sc, si + PD_OFF + 6 * c, g)
 
 
 @njit(cache=True, inline="always")
-def pvw_propagate_general(ib, ws, sc, i, nv, par, w, si, sb, in_n):
+def pvw_propagate_general(ws, sc, i, nv, par, w, si, sb, in_n, uc):
     """Lines 13–15 for any joint: ``(Pb, Ob)`` are ``(1₆, 0)`` when i ∈ N (lines 6–7), else the chain
     child's; ``W = Sᵀ Pb``, ``Y = D⁻¹ W``, ``^{π(i)}Ω_{D(i)} = Ob + Wᵀ Y`` (eq. 16),
     ``^{π(i)}P_{D(i)} = Pb − U Y`` (eq. 17)."""
@@ -245,7 +245,7 @@ def pvw_propagate_general(ib, ws, sc, i, nv, par, w, si, sb, in_n):
         for c in range(w):
             g = ops.unit6(c) if in_n else ops.load6_at(sc, sb + PD_OFF + 6 * c)
             for k in range(nv):
-                g = ops.sub6(g, ops.scale6(ops.load6(ws, i, L.W_U + 6 * k), sc[Yb + 6 * k + c]))
+                g = ops.sub6(g, ops.scale6(ops.load6(ws, i, uc + 6 * k), sc[Yb + 6 * k + c]))
             ops.store6_at(sc, si + PD_OFF + 6 * c, g)
 
 
@@ -274,8 +274,9 @@ def pvw_propagate_free(ws, sc, i, par, w, si, sb, in_n):
 
 
 @njit(cache=True, inline="always")
-def pvw_link_step(ib, ws, bk, sc, i, par, free):
-    """Lines 12–15 for link i once its factors are in ``ws``: nothing unless ES(i) ≠ ∅."""
+def pvw_link_step(ib, ws, bk, sc, i, par, free, uc):
+    """Lines 12–15 for link i once its factors are in ``ws`` (world ``U_i`` at column ``uc``):
+    nothing unless ES(i) ≠ ∅."""
     o = bk[H_LINK] + LINK_W * i
     flags = bk[o + LK_FLAGS]
     if flags & F_HAS:
@@ -286,9 +287,9 @@ def pvw_link_step(ib, ws, bk, sc, i, par, free):
         if free:
             pvw_propagate_free(ws, sc, i, par, w, SLOT_W * i, sb, in_n)
         elif nv == 1 and not in_n:
-            pvw_propagate_1dof(ws, sc, i, par, w, SLOT_W * i, sb)
+            pvw_propagate_1dof(ws, sc, i, par, w, SLOT_W * i, sb, uc)
         else:
-            pvw_propagate_general(ib, ws, sc, i, nv, par, w, SLOT_W * i, sb, in_n)
+            pvw_propagate_general(ws, sc, i, nv, par, w, SLOT_W * i, sb, in_n, uc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,11 +311,11 @@ def pv_osimr_world_core(ib, ws, q, K, bk, sc, added, out):
         if free:  # line 8: Ω_i = (Iᴬ_i)⁻¹; nothing reaches the parent (lines 9–11)
             if not ops.spd_inverse(ws[i], L.W_IA, 6, ws[i], L.W_DINV, ws[0], L.W_TMP + 36):
                 return SINGULAR * STATUS_BASE + i
-            pvw_link_step(ib, ws, bk, sc, i, par, True)
+            pvw_link_step(ib, ws, bk, sc, i, par, True, L.W_U)
             continue
         if not world_factor(ib, ws, i):  # line 8
             return SINGULAR * STATUS_BASE + i
-        pvw_link_step(ib, ws, bk, sc, i, par, False)  # lines 12–15
+        pvw_link_step(ib, ws, bk, sc, i, par, False, L.W_U)  # lines 12–15
         if par > 0:  # lines 9–11
             world_inertia_to_parent(ib, ws, i, par)
     pvr_assemble(bk, sc, out)  # lines 16–28
