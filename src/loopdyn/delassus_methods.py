@@ -155,6 +155,15 @@ def run_pv_osim(
     return out
 
 
+def _world_call(data, constraints, model) -> tuple:
+    """``(K, bk, shape of Λ⁻¹, thread-local scratch holder, packed structure)`` for the default tree
+    path of :func:`delassus`, kept with the prepared rows (one lookup per call)."""
+    rows = prepare(model, constraints)
+    p = _packed(data, rows)
+    fast = rows.compiled["pvw"] = (rows.K, p.bk, p.shape, p.local, p)
+    return fast
+
+
 def _packed(data, rows: ConstraintRows) -> pv_osim.PackedStructure:
     """The PV-OSIM(r) structure of prepared rows, kept with them."""
     p = rows.compiled.get("pv")
@@ -247,13 +256,14 @@ def delassus(model, data, q, constraints, method: str | None = None) -> np.ndarr
     if method is None and not model.has_constraints:  # the default on a tree: PV-OSIMr, directly
         if data.source_key is not model._key:
             check_data(model, data)
-        rows = prepare(model, constraints)
-        p = rows.compiled.get("pv") or _packed(data, rows)
-        sc = getattr(p.local, "osimr", None)
+        K, bk, shape, local, p = prepare(model, constraints).compiled.get("pvw") or _world_call(
+            data, constraints, model
+        )
+        sc = getattr(local, "osimr", None)
         if sc is None:
             sc = p.scratch("osimr")
-        out = np.empty(p.shape)
-        args = (data.ib, data.ws, q, rows.K, p.bk, sc, 0.0, out)
+        out = np.empty(shape)
+        args = (data.ib, data.ws, q, K, bk, sc, 0.0, out)
         try:  # the fast path of algorithms.call.run, inlined
             st = pv_osim_world.pv_osimr_world_kernel(*args)
         except TypeError:

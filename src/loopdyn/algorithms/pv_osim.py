@@ -646,12 +646,19 @@ def pvr_branch_inverse_inertias(bk, sc):
             for k in range(w * w):
                 sc[sj + O0_OFF + k] = sc[st + OD_OFF + k]
             continue
-        sa = SLOT_W * a_
+        so = SLOT_W * a_ + O0_OFF
         Tb = st + T_OFF
+        o0 = ops.load6_at(sc, so)  # ⁰Ω_A, row by row (held across the columns)
+        o1 = ops.load6_at(sc, so + 6)
+        o2 = ops.load6_at(sc, so + 12)
+        o3 = ops.load6_at(sc, so + 18)
+        o4 = ops.load6_at(sc, so + 24)
+        o5 = ops.load6_at(sc, so + 30)
         for c in range(w):  # T = ⁰Ω_A PD
             pc = ops.load6_at(sc, st + PD_OFF + 6 * c)
-            for r in range(6):
-                sc[Tb + 6 * c + r] = ops.dot6(ops.load6_at(sc, sa + O0_OFF + 6 * r), pc)
+            t = (ops.dot6(o0, pc), ops.dot6(o1, pc), ops.dot6(o2, pc),
+                 ops.dot6(o3, pc), ops.dot6(o4, pc), ops.dot6(o5, pc))  # fmt: skip
+            ops.store6_at(sc, Tb + 6 * c, t)
         for r in range(w):
             pr = ops.load6_at(sc, st + PD_OFF + 6 * r)
             for c in range(r, w):

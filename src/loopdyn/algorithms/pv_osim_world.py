@@ -64,26 +64,28 @@ from .status import SINGULAR, STATUS_BASE
 __all__ = ["pv_osimr_world_core", "pv_osimr_world_kernel"]
 
 W_SW = L.W_TMP  # rows ≥ 1: the world motion subspace S_i, column k at W_SW + 6 k
+W_OO = L.W_TMP + 36  # rows ≥ 1: the link origin relative to the frame's origin (3)
 
 
 # ---------------------------------------------------------------------------------------------
 # lines 1–2: placements, world inertias and motion subspaces (forward sweep)
 @njit(cache=True, inline="always")
-def world_link(ib, ws, i, q):
-    """Link i: its placement ``⁰X_i`` (W_OR, W_OP) from its parent's, its rigid-body inertia in world
-    coordinates as the initial articulated inertia (line 2) and its world motion subspace
-    ``S_i = ⁰X_i ⁱS_i``."""
+def world_link(ib, ws, i, q, origin):
+    """Link i: its placement ``⁰X_i`` (rotation W_OR, origin relative to ``origin`` at W_OO) from its
+    parent's, its rigid-body inertia in world coordinates as the initial articulated inertia (line 2)
+    and its world motion subspace ``S_i = ⁰X_i ⁱS_i``."""
     R, p = jcalc(ib, ws, i, q)
     par = ib[i, L.I_PARENT]
     if par == 0:
-        oR, op = R, p
+        oR = R
+        op = (p[0] - origin[0], p[1] - origin[1], p[2] - origin[2])
     else:
         pR = ops.load9(ws, par, L.W_OR)
         oR = ops.rot_mul(pR, R)
         t = ops.rot_vec(pR, p)
-        op = (ws[par, L.W_OP] + t[0], ws[par, L.W_OP + 1] + t[1], ws[par, L.W_OP + 2] + t[2])
+        op = (ws[par, W_OO] + t[0], ws[par, W_OO + 1] + t[1], ws[par, W_OO + 2] + t[2])
     ops.store9(ws, i, L.W_OR, oR)
-    ops.store3(ws, i, L.W_OP, op)
+    ops.store3(ws, i, W_OO, op)
     ops.store_inertia_matrix(ws, i, L.W_IA, ops.inertia_to_parent(oR, op, ops.load10(ws, i, L.W_INER)))
     jt = ib[i, L.I_JTYPE]
     ax = ops.load3(ws, i, L.W_AXIS)
@@ -114,7 +116,7 @@ def seed_world_rows(ws, K, bk, sc, added):
         w = bk[o + EE_DIM]
         ur = bk[o + EE_UROW]
         oR = ops.load9(ws, b, L.W_OR)
-        op = ops.load3(ws, b, L.W_OP)
+        op = ops.load3(ws, b, W_OO)
         for c in range(w):
             kw = ops.force_to_parent(oR, op, ops.load6(K, ur + c, 0))
             ops.store6_at(sc, s + PD_OFF + 6 * c, kw)
@@ -137,6 +139,47 @@ def is_free(ib, ws, i):
     for k in range(6):
         if ws[i, L.W_ARM + k] != 0.0:
             return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def sym6_inverse(ws, i, src, dst):
+    """``ws[i, dst:dst+36] = A⁻¹`` for the symmetric positive-definite 6 × 6 ``A`` at ``ws[i, src]`` (both
+    row-major), by ``A = L D Lᵀ`` (unit lower L, no square root) and ``A⁻¹ = L⁻ᵀ D⁻¹ L⁻¹``; the factors
+    live in row 0's W_TMP scratch. False (output untouched) if A is not positive definite."""
+    T = L.W_TMP
+    Lf = T  # L (strictly lower part, row-major 6 × 6)
+    Dd = T + 36  # D (6)
+    Di = T + 42  # D⁻¹ (6)
+    Li = T + 48  # L⁻¹ (strictly lower part, row-major 6 × 6)
+    for j in range(6):
+        d = ws[i, src + 7 * j]
+        for k in range(j):
+            lk = ws[0, Lf + 6 * j + k]
+            d -= lk * lk * ws[0, Dd + k]
+        if not d > 0.0:
+            return False
+        dinv = 1.0 / d
+        ws[0, Dd + j] = d
+        ws[0, Di + j] = dinv
+        for r in range(j + 1, 6):  # L[r, j] = (A[r, j] − Σ_k L[r, k] d_k L[j, k]) / d_j
+            acc = ws[i, src + 6 * r + j]
+            for k in range(j):
+                acc -= ws[0, Lf + 6 * r + k] * ws[0, Dd + k] * ws[0, Lf + 6 * j + k]
+            ws[0, Lf + 6 * r + j] = acc * dinv
+    for r in range(6):  # L⁻¹ (unit lower): X[r, c] = −L[r, c] − Σ_{c<k<r} L[r, k] X[k, c]
+        for c in range(r):
+            acc = -ws[0, Lf + 6 * r + c]
+            for k in range(c + 1, r):
+                acc -= ws[0, Lf + 6 * r + k] * ws[0, Li + 6 * k + c]
+            ws[0, Li + 6 * r + c] = acc
+    for r in range(6):  # (L⁻ᵀ D⁻¹ L⁻¹)[r, c] = Σ_{k ≥ max(r, c)} X[k, r] d_k⁻¹ X[k, c], X[k, k] = 1
+        for c in range(r, 6):
+            acc = ws[0, Di + c] * (ws[0, Li + 6 * c + r] if c > r else 1.0)
+            for k in range(c + 1, 6):
+                acc += ws[0, Li + 6 * k + r] * ws[0, Di + k] * ws[0, Li + 6 * k + c]
+            ws[i, dst + 6 * r + c] = acc
+            ws[i, dst + 6 * c + r] = acc
     return True
 
 
@@ -302,14 +345,15 @@ def pv_osimr_world_core(ib, ws, q, K, bk, sc, added, out):
     ``bk``/``sc`` are the packed structure and scratch of :mod:`loopdyn.algorithms.pv_osim`; every
     propagator ``PD[s]`` and inverse inertia ``OD[s]``, ``⁰Ω_s`` is in world coordinates."""
     nb = ib[0, L.I0_NBODIES]
+    origin = jcalc(ib, ws, 1, q)[1]  # the frame's origin: link 1's (a root), for conditioning
     for i in range(1, nb + 1):  # lines 1–2
-        world_link(ib, ws, i, q)
+        world_link(ib, ws, i, q, origin)
     seed_world_rows(ws, K, bk, sc, added)  # lines 3–4
     for i in range(nb, 0, -1):  # line 5
         par = ib[i, L.I_PARENT]
         free = is_free(ib, ws, i)
         if free:  # line 8: Ω_i = (Iᴬ_i)⁻¹; nothing reaches the parent (lines 9–11)
-            if not ops.spd_inverse(ws[i], L.W_IA, 6, ws[i], L.W_DINV, ws[0], L.W_TMP + 36):
+            if not sym6_inverse(ws, i, L.W_IA, L.W_DINV):
                 return SINGULAR * STATUS_BASE + i
             pvw_link_step(ib, ws, bk, sc, i, par, True, L.W_U)
             continue
