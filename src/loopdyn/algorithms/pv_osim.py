@@ -240,9 +240,10 @@ EE_W = 4
 # nodes j ∈ N∖{0}, ascending (NODE_W ints): slot j, A(j), top(j), width
 ND_J, ND_A, ND_TOP, ND_W = range(4)
 NODE_W = 4
-# real branching links c, descending (CN_W ints): c, first group, number of groups
-CN_C, CN_G0, CN_NG = range(3)
-CN_W = 3
+# real branching links c, descending (CN_W ints): c, first group, number of groups, A(c) > 0 (the
+# CEMPs at c are carried further up)
+CN_C, CN_G0, CN_NG, CN_UP = range(4)
+CN_W = 4
 # groups (compressed children u of c; GR_W ints): top(u), first and end internal row of ES'(u), u is an EE
 GR_TOP, GR_LO, GR_HI, GR_EE = range(4)
 GR_W = 4
@@ -378,7 +379,7 @@ def packed_structure_of(ib: np.ndarray, cbody, crow, owner=None) -> PackedStruct
     g = 0
     for n, c in enumerate(cnodes):
         o = off_cnode + CN_W * n
-        bk[o + CN_C], bk[o + CN_G0], bk[o + CN_NG] = c, g, len(grp[c])
+        bk[o + CN_C], bk[o + CN_G0], bk[o + CN_NG], bk[o + CN_UP] = c, g, len(grp[c]), int(s.A[c - 1] > 0)
         for u in grp[c]:
             og = off_group + GR_W * g
             lo, hi = rows(u)
@@ -630,21 +631,30 @@ def pvr_propagate_general(ib, ws, sc, i, nv, par, w, si, sb, in_n):
 
 
 @njit(cache=True, inline="always")
-def pvr_branch_inverse_inertias(bk, sc):
+def pvr_branch_inverse_inertias(bk, sc, out):
     """Lines 16–17 (eq 18), ascending over N∖{0}: ⁰Ω_j = ^{A}Ω_j + ^{A}P_jᵀ ⁰Ω_A ^{A}P_j, with
     ^{A(j)}P_j = PD[top(j)] and ^{A(j)}Ω_j = OD[top(j)]; ⁰Ω_j = OD[top(j)] when A(j) = 0. The product
     T = ⁰Ω_A PD is kept in top(j)'s slot: its columns are the rows of ᶜK_e ⁰Ω_c the blocks of eq. 13
-    need (line 25)."""
+    need (line 25). For an EE j, ⁰Ω_j is the diagonal block Λ⁻¹_{j,j} (line 28; this also covers E5:
+    no cca(e, e) = e lookup) and goes straight into ``out``."""
+    nb = bk[H_NB]
     off_node = bk[H_NODE]
+    off_ee = bk[H_EE]
     for n in range(bk[H_NN]):
         o = off_node + NODE_W * n
-        sj = SLOT_W * bk[o + ND_J]
+        j = bk[o + ND_J]
+        sj = SLOT_W * j
         a_ = bk[o + ND_A]
         st = SLOT_W * bk[o + ND_TOP]
         w = bk[o + ND_W]
+        ur = bk[off_ee + EE_W * (j - nb - 1) + EE_UROW] if j > nb else -1
         if a_ == 0:
-            for k in range(w * w):
-                sc[sj + O0_OFF + k] = sc[st + OD_OFF + k]
+            for r in range(w):
+                for c in range(w):
+                    if ur >= 0:
+                        out[ur + r, ur + c] = sc[st + OD_OFF + w * r + c]
+                    else:
+                        sc[sj + O0_OFF + w * r + c] = sc[st + OD_OFF + w * r + c]
             continue
         so = SLOT_W * a_ + O0_OFF
         Tb = st + T_OFF
@@ -663,17 +673,22 @@ def pvr_branch_inverse_inertias(bk, sc):
             pr = ops.load6_at(sc, st + PD_OFF + 6 * r)
             for c in range(r, w):
                 v = sc[st + OD_OFF + w * r + c] + ops.dot6(pr, ops.load6_at(sc, Tb + 6 * c))
-                sc[sj + O0_OFF + w * r + c] = v
-                sc[sj + O0_OFF + w * c + r] = v
+                if ur >= 0:
+                    out[ur + r, ur + c] = v
+                    out[ur + c, ur + r] = v
+                else:
+                    sc[sj + O0_OFF + w * r + c] = v
+                    sc[sj + O0_OFF + w * c + r] = v
 
 
 @njit(cache=True, inline="always")
-def pvr_cemps_to_branch(bk, sc, g0, ng, R0):
+def pvr_cemps_to_branch(bk, sc, g0, ng, R0, up):
     """Lines 20–22 for one branching link c: bring the CEMPs of the EEs below every compressed child u
     of c up to c (line 20: ^{c}K_e = PD[top(e)]ᵀ for an EE child; line 22, eq 19:
     ^{c}K_e = ^{u}K_e PD[top(u)]ᵀ, row ↦ Σ_b row[b] PD[:, b]), and beside each the row
-    ``W = ᶜK_e ⁰Ω_c`` from the kept T = ⁰Ω_c PD[top(u)] (⁰Ω_c symmetric): the column of T for an EE
-    child, ``Σ_b ᵘK_e[b] T[:, b]`` otherwise."""
+    ``W = ᶜK_e ⁰Ω_c`` from the kept T = ⁰Ω_c PD[top(u)] (⁰Ω_c symmetric): ``Σ_b ᵘK_e[b] T[:, b]``.
+    An EE child's rows are read in place (the columns of PD and T, :func:`group_rows`); they are
+    copied to the row scratch only when c's CEMPs go further up (``up``)."""
     off_group = bk[H_GROUP]
     for g in range(g0, g0 + ng):
         og = off_group + GR_W * g
@@ -681,10 +696,11 @@ def pvr_cemps_to_branch(bk, sc, g0, ng, R0):
         lo = bk[og + GR_LO]
         hi = bk[og + GR_HI]
         if bk[og + GR_EE]:  # line 20
-            for r in range(lo, hi):
-                ro = R0 + ROW_W * r
-                ops.store6_at(sc, ro, ops.load6_at(sc, st + PD_OFF + 6 * (r - lo)))
-                ops.store6_at(sc, ro + 6, ops.load6_at(sc, st + T_OFF + 6 * (r - lo)))
+            if up:
+                for r in range(lo, hi):
+                    ro = R0 + ROW_W * r
+                    ops.store6_at(sc, ro, ops.load6_at(sc, st + PD_OFF + 6 * (r - lo)))
+                    ops.store6_at(sc, ro + 6, ops.load6_at(sc, st + T_OFF + 6 * (r - lo)))
         else:  # line 22
             for r in range(lo, hi):
                 ro = R0 + ROW_W * r
@@ -699,6 +715,16 @@ def pvr_cemps_to_branch(bk, sc, g0, ng, R0):
 
 
 @njit(cache=True, inline="always")
+def group_rows(bk, og, R0):
+    """Where the rows of a group are: ``(ᶜK base, W base, stride)`` with row r's ᶜK at
+    ``base + stride · r`` — the columns of PD and T of an EE child, else the row scratch."""
+    if bk[og + GR_EE]:
+        st = SLOT_W * bk[og + GR_TOP] - 6 * bk[og + GR_LO]
+        return st + PD_OFF, st + T_OFF, 6
+    return R0, R0 + 6, ROW_W
+
+
+@njit(cache=True, inline="always")
 def pvr_branch_blocks(bk, sc, out, g0, ng, R0):
     """Lines 25–26 for one branching link c: the blocks Λ⁻¹_{e1,e2} = ᶜK_e1 ⁰Ω_c ᶜK_e2ᵀ (eq. 13) between
     the groups of c — every off-diagonal pair with cca = c exactly once — as ``W_e1 · ᶜK_e2`` with the
@@ -708,33 +734,20 @@ def pvr_branch_blocks(bk, sc, out, g0, ng, R0):
     for g1 in range(g0, g0 + ng):
         oa = off_group + GR_W * g1
         hi_a = bk[oa + GR_HI]
+        _ka, wa, sa = group_rows(bk, oa, R0)
         for g2 in range(g1 + 1, g0 + ng):
             ob = off_group + GR_W * g2
+            kb, _wb, sb = group_rows(bk, ob, R0)
             for a0 in range(bk[oa + GR_LO], hi_a, TILE):  # bands of TILE rows (transposed stores in cache)
                 a1 = min(a0 + TILE, hi_a)
                 for r2 in range(bk[ob + GR_LO], bk[ob + GR_HI]):
-                    k2 = ops.load6_at(sc, R0 + ROW_W * r2)
+                    k2 = ops.load6_at(sc, kb + sb * r2)
                     u2 = bk[off_rmap + r2]
                     for r1 in range(a0, a1):
-                        v = ops.dot6(ops.load6_at(sc, R0 + ROW_W * r1 + 6), k2)
+                        v = ops.dot6(ops.load6_at(sc, wa + sa * r1), k2)
                         u1 = bk[off_rmap + r1]
                         out[u1, u2] = v  # line 25
                         out[u2, u1] = v  # line 26
-
-
-@njit(cache=True, inline="always")
-def pvr_diagonal_blocks(bk, sc, out):
-    """Line 28: the diagonal blocks Λ⁻¹_{e,e} = ⁰Ω_e (this also covers E5: no cca(e, e) = e lookup)."""
-    nb = bk[H_NB]
-    off_ee = bk[H_EE]
-    for k in range(bk[H_NE]):
-        o = off_ee + EE_W * k
-        se = SLOT_W * (nb + 1 + k)
-        w = bk[o + EE_DIM]
-        ur = bk[o + EE_UROW]
-        for a in range(w):
-            for c in range(w):
-                out[ur + a, ur + c] = sc[se + O0_OFF + w * a + c]
 
 
 @njit(cache=True, inline="always")
@@ -761,13 +774,12 @@ def pvr_assemble(bk, sc, out):
     zero, P7)."""
     out[:, :] = 0.0
     R0 = SLOT_W * (bk[H_NB] + bk[H_NE] + 1)  # row scratch: ᶜK (0:6), W = ᶜK ⁰Ω_c (6:12)
-    pvr_branch_inverse_inertias(bk, sc)  # lines 16–17
+    pvr_branch_inverse_inertias(bk, sc, out)  # lines 16–17 and 28
     off_cnode = bk[H_CNODE]
     for n in range(bk[H_NC]):  # lines 18–26, one branching link c at a time, children before parents
         o = off_cnode + CN_W * n
-        pvr_cemps_to_branch(bk, sc, bk[o + CN_G0], bk[o + CN_NG], R0)
+        pvr_cemps_to_branch(bk, sc, bk[o + CN_G0], bk[o + CN_NG], R0, bk[o + CN_UP])
         pvr_branch_blocks(bk, sc, out, bk[o + CN_G0], bk[o + CN_NG], R0)
-    pvr_diagonal_blocks(bk, sc, out)  # line 28
 
 
 @njit(cache=True)
