@@ -806,17 +806,6 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
     return 0
 
 
-@njit(cache=True)
-def pv_osimr_from_factors(ib, ws, K, bk, sc, out):
-    """PV-OSIMr after an ABA at the same configuration (ABA with any v, τ: its backward sweep leaves
-    the joint factors U_i = Iᴬ_i S_i, D_i⁻¹ and the placements in ``ws``, the same as lines 1–11):
-    only lines 3–4, 12–15 and 16–28 remain. Writes Λ⁻¹ (user order) into ``out``."""
-    pvr_seed_end_effectors(K, bk, sc)  # lines 3–4
-    for i in range(bk[H_NB], 0, -1):
-        pvr_link_step(ib, ws, bk, sc, i, ib[i, L.I_PARENT])  # lines 12–15
-    pvr_assemble(bk, sc, out)  # lines 16–28
-
-
 @kernel(
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], int64[::1], float64[::1], float64, "
     "float64[:, ::1])"

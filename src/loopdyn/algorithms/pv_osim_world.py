@@ -61,7 +61,7 @@ from .pv_osim import (
 )
 from .status import SINGULAR, STATUS_BASE
 
-__all__ = ["pv_osimr_world_core", "pv_osimr_world_kernel"]
+__all__ = ["pv_osimr_world_core", "pv_osimr_world_kernel", "world_link"]
 
 W_SW = L.W_TMP  # rows ≥ 1: the world motion subspace S_i, column k at W_SW + 6 k
 W_OO = L.W_TMP + 36  # rows ≥ 1: the link origin relative to the frame's origin (3)
@@ -73,7 +73,7 @@ W_OO = L.W_TMP + 36  # rows ≥ 1: the link origin relative to the frame's origi
 def world_link(ib, ws, i, q, origin):
     """Link i: its placement ``⁰X_i`` (rotation W_OR, origin relative to ``origin`` at W_OO) from its
     parent's, its rigid-body inertia in world coordinates as the initial articulated inertia (line 2)
-    and its world motion subspace ``S_i = ⁰X_i ⁱS_i``."""
+    and its world motion subspace ``S_i = ⁰X_i ⁱS_i``. Returns the compact world inertia."""
     R, p = jcalc(ib, ws, i, q)
     par = ib[i, L.I_PARENT]
     if par == 0:
@@ -86,7 +86,8 @@ def world_link(ib, ws, i, q, origin):
         op = (ws[par, W_OO] + t[0], ws[par, W_OO + 1] + t[1], ws[par, W_OO + 2] + t[2])
     ops.store9(ws, i, L.W_OR, oR)
     ops.store3(ws, i, W_OO, op)
-    ops.store_inertia_matrix(ws, i, L.W_IA, ops.inertia_to_parent(oR, op, ops.load10(ws, i, L.W_INER)))
+    Iw = ops.inertia_to_parent(oR, op, ops.load10(ws, i, L.W_INER))
+    ops.store_inertia_matrix(ws, i, L.W_IA, Iw)
     jt = ib[i, L.I_JTYPE]
     ax = ops.load3(ws, i, L.W_AXIS)
     if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:  # ω = ⁰R a through the link origin: v = o × ω
@@ -99,6 +100,7 @@ def world_link(ib, ws, i, q, origin):
     else:
         for k in range(ib[i, L.I_NV]):
             ops.store6(ws, i, W_SW + 6 * k, ops.motion_to_parent(oR, op, s_column(ib, ws, i, k)))
+    return Iw
 
 
 @njit(cache=True, inline="always")
