@@ -26,9 +26,9 @@ def world_kernel(lm, d, q, cons, added=0.0):
     rows = prepare(lm, cons)
     p = _packed(d, rows)
     out = np.empty(p.shape)
-    st = pv_osim_world.pv_osimr_world_kernel(
-        d.ib, d.ws, np.asarray(q, float), rows.K, p.bk, p.scratch("osimr"), added, out
-    )
+    sc = p.scratch("world_added")
+    sc[-1] = added
+    st = pv_osim_world.pv_osimr_world_kernel(d.ib, d.ws, np.asarray(q, float), p.bk, sc, out)
     assert st == 0
     return out
 

@@ -149,18 +149,27 @@ def run_pv_osim(
     :func:`run_efpa`."""
     p = _packed(data, rows)
     out = np.empty((p.m_user, p.m_user))
-    kern = pv_osim_world.pv_osimr_world_kernel if reduced else pv_osim.pv_osim_kernel
-    sc = p.scratch("osimr" if reduced else "osim")
-    run(kern, model, _TREE_Q, (data.ib, data.ws, q, rows.K, p.bk, sc, added, out))
+    if not reduced:
+        run(
+            pv_osim.pv_osim_kernel,
+            model,
+            _TREE_Q,
+            (data.ib, data.ws, q, rows.K, p.bk, p.scratch("osim"), added, out),
+        )
+        return out
+    sc = p.scratch("world_added" if added else "world")
+    if added:
+        sc[-1] = added  # the added inertia (the kernel reads it after the rows K)
+    run(pv_osim_world.pv_osimr_world_kernel, model, _TREE_Q, (data.ib, data.ws, q, p.bk, sc, out))
     return out
 
 
 def _world_call(data, constraints, model) -> tuple:
-    """``(K, bk, shape of Λ⁻¹, thread-local scratch holder, packed structure)`` for the default tree
-    path of :func:`delassus`, kept with the prepared rows (one lookup per call)."""
+    """``(bk, shape of Λ⁻¹, thread-local scratch holder, packed structure)`` for the default tree path
+    of :func:`delassus`, kept with the prepared rows (one lookup per call)."""
     rows = prepare(model, constraints)
     p = _packed(data, rows)
-    fast = rows.compiled["pvw"] = (rows.K, p.bk, p.shape, p.local, p)
+    fast = rows.compiled["pvw"] = (p.bk, p.shape, p.local, p)
     return fast
 
 
@@ -256,14 +265,14 @@ def delassus(model, data, q, constraints, method: str | None = None) -> np.ndarr
     if method is None and not model.has_constraints:  # the default on a tree: PV-OSIMr, directly
         if data.source_key is not model._key:
             check_data(model, data)
-        K, bk, shape, local, p = prepare(model, constraints).compiled.get("pvw") or _world_call(
+        bk, shape, local, p = prepare(model, constraints).compiled.get("pvw") or _world_call(
             data, constraints, model
         )
-        sc = getattr(local, "osimr", None)
+        sc = getattr(local, "world", None)
         if sc is None:
-            sc = p.scratch("osimr")
+            sc = p.scratch("world")
         out = np.empty(shape)
-        args = (data.ib, data.ws, q, K, bk, sc, 0.0, out)
+        args = (data.ib, data.ws, q, bk, sc, out)
         try:  # the fast path of algorithms.call.run, inlined
             st = pv_osim_world.pv_osimr_world_kernel(*args)
         except TypeError:

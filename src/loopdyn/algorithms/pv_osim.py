@@ -280,13 +280,20 @@ class PackedStructure:
         return SLOT_W * self.nslot + ROW_W * self.m_int
 
     def scratch(self, which: str) -> np.ndarray:
-        """Per-thread float scratch (allocated once)."""
+        """Per-thread float scratch (allocated once): ``"osimr"`` (PV-OSIMr), ``"osim"`` (PV-OSIM: the
+        m × m accumulator after it), ``"world"`` / ``"world_added"`` (the world-coordinate PV-OSIMr of
+        :mod:`loopdyn.algorithms.pv_osim_world`: then the rows ``K`` (m × 6, row-major) and the added
+        inertia — 0 in ``"world"``, set per call in ``"world_added"``)."""
         buf = getattr(self.local, which, None)
         if buf is None:
             n = self.scratch_size
             if which == "osim":
                 n += self.m_int * self.m_int
+            elif which.startswith("world"):
+                n += 6 * self.m_user + 1
             buf = np.zeros(n)
+            if which.startswith("world"):
+                buf[self.scratch_size : n - 1] = np.asarray(self.rows.K).reshape(-1)
             setattr(self.local, which, buf)
         return buf
 

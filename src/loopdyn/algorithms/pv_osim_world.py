@@ -368,13 +368,16 @@ def pv_osimr_world_core(ib, ws, q, K, bk, sc, added, out):
     return 0
 
 
-@kernel(
-    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], int64[::1], float64[::1], float64, "
-    "float64[:, ::1])"
-)
-def pv_osimr_world_kernel(ib, ws, q, K, bk, sc, added, out):
-    ib, ws, q, K, bk, sc, added, out = borrowed((ib, ws, q, K, bk, sc, added, out))
+@kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], int64[::1], float64[::1], float64[:, ::1])")
+def pv_osimr_world_kernel(ib, ws, q, bk, sc, out):
+    """``sc`` is the ``"world"`` scratch of :class:`~loopdyn.algorithms.pv_osim.PackedStructure`: the
+    PV-OSIMr scratch, then the rows ``K`` (m × 6) and the added inertia (fewer arguments: a shorter
+    dispatch)."""
+    ib, ws, q, bk, sc, out = borrowed((ib, ws, q, bk, sc, out))
     st = check_configuration(ib, q)
     if st != 0:
         return st
-    return pv_osimr_world_core(ib, ws, q, K, bk, sc, added, out)
+    m = out.shape[0]
+    n = sc.shape[0]
+    K = sc[n - 1 - 6 * m : n - 1].reshape((m, 6))
+    return pv_osimr_world_core(ib, ws, q, K, bk, sc, sc[n - 1], out)
