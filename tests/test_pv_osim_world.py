@@ -2,7 +2,8 @@
 trees) against independent oracles: ``J M⁻¹ Jᵀ`` from frame Jacobians and the CRBA, the link-coordinate
 PV-OSIMr kernel, Pinocchio's ``computeDelassusMatrix``, and the penalised system ``J (M + a JᵀJ)⁻¹ Jᵀ``
 for the added inertia; the free-flyer shortcut ``Ω = (Iᴬ)⁻¹`` at the root and inside the tree, with and
-without armature."""
+without armature. The contact kernel (world-coordinate ABA and PV-OSIMr) against a dense KKT solve with
+a free flyer inside the tree, and a robot 1 km from the world origin."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import loopdyn
 from loopdyn import Constraint, delassus
 from loopdyn.algorithms import pv_osim, pv_osim_world
 from loopdyn.constraint_rows import prepare
+from loopdyn.contact import constraint_acceleration
 from loopdyn.delassus_methods import _packed
 
 TOL = 1e-9
@@ -155,3 +157,55 @@ def test_robots_vs_pinocchio(robot):
             assert rel_err(X, G) < TOL
             assert rel_err(X, Gp) < TOL
             check_psd(X, robot)
+
+
+# ----------------------------------------------------------------------------------------------
+# the contact kernel, also in world coordinates (loopdyn.algorithms.contact)
+def _kkt(lm, d, q, v, tau, cons, f_ext):
+    """Dense KKT ``[[M, −Jᵀ], [J, 0]] [ddq; λ] = [τ − c; −γ]`` (CRBA, RNEA, the independent J and the
+    NumPy constraint accelerations)."""
+    nv = lm.nv
+    J = independent_jacobian(lm, d, q, cons)
+    c = loopdyn.rnea(lm, d, q, v, np.zeros(nv), f_ext)
+    gamma = constraint_acceleration(lm, d, q, v, np.zeros(nv), cons)
+    A = np.block([[loopdyn.crba(lm, d, q), -J.T], [J, np.zeros((J.shape[0],) * 2)]])
+    x = np.linalg.solve(A, np.r_[tau - c, -gamma])
+    return x[:nv], x[nv:]
+
+
+@pytest.mark.parametrize("armature", [False, True])
+def test_contact_free_flyer_inside_the_tree(armature):
+    """``constrained_forward_dynamics`` with a free flyer inside the tree (with and without armature),
+    external forces on every link, against the dense KKT solve."""
+    rng = np.random.default_rng(41 + armature)
+    lm = _free_in_tree(rng, armature)
+    d = lm.create_data()
+    off = (np.eye(3), [0.2, -0.1, 0.3])  # points off the joint axes (independent rows)
+    for cons in (
+        [Constraint("c", "3d", off), Constraint("g", "6d")],
+        [Constraint("f", "3d", off), Constraint("e", "3d", off)],
+    ):
+        q, v, tau = trees.random_state(rng, lm)
+        f_ext = rng.normal(size=(lm.njoints, 6))
+        ddq, lam = loopdyn.constrained_forward_dynamics(lm, d, q, v, tau, cons, f_ext=f_ext)
+        ddq_r, lam_r = _kkt(lm, d, q, v, tau, cons, f_ext)
+        assert rel_err(ddq, ddq_r) < TOL
+        assert rel_err(lam, lam_r) < TOL
+
+
+def test_far_from_the_origin():
+    """A floating robot 1 km from the world origin: the frame's origin at link 1 keeps Λ⁻¹ and the
+    contact solution as accurate as at the origin (the result does not depend on the base position)."""
+    lm, _ = trees.robot_case("solo12", with_pinocchio=False)
+    d = lm.create_data()
+    cons = [Constraint(f, "3d") for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")]
+    rng = np.random.default_rng(8)
+    q, v, tau = trees.random_state(rng, lm)
+    q[:3] = 0.0
+    G0 = independent_delassus(lm, d, q, cons)
+    ddq_r, lam_r = _kkt(lm, d, q, v, tau, cons, None)
+    q[:3] = [1000.0, -700.0, 300.0]
+    assert rel_err(delassus(lm, d, q, cons), G0) < 1e-12
+    ddq, lam = loopdyn.constrained_forward_dynamics(lm, d, q, v, tau, cons)
+    assert rel_err(ddq, ddq_r) < TOL
+    assert rel_err(lam, lam_r) < TOL
