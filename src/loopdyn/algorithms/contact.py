@@ -48,6 +48,9 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
+from .cluster_dynamics import c_aba_core
+from .cluster_kinematics import c_fk_core, validate_cluster_state
+from .cluster_pv_osimr import c_pv_osimr_core
 from .common import external_force, gravity_seed, jcalc, kernel
 from .pv_osim import (
     EE_DIM,
@@ -78,7 +81,14 @@ from .pv_osim_world import (
 from .rnea import validate_qva
 from .status import DAMPED_NOT_PD, REDUNDANT_CONSTRAINTS, SINGULAR, STATUS_BASE
 
-__all__ = ["ContactProgram", "contact_kernel", "contact_program"]
+__all__ = [
+    "ContactProgram",
+    "LoopProgram",
+    "contact_kernel",
+    "contact_loops_kernel",
+    "contact_program",
+    "loop_program",
+]
 
 #: a pivot of the Cholesky factor of Λ⁻¹ below this (relative to the largest diagonal entry, squared,
 #: times m) is taken as a dependent constraint row
@@ -383,3 +393,203 @@ def contact_kernel(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam):
     if st != 0:
         return st
     return contact_core(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam)
+
+
+# ---------------------------------------------------------------------------------------------
+# models with loops: the cluster cores chained in one kernel
+@dataclass
+class LoopProgram:
+    """A prepared constraint list compiled for :func:`contact_loops_kernel` (a model with loops).
+
+    * ``cf`` — as :class:`ContactProgram`: the rows ``K`` (m × 6) then the frames;
+    * ``ci`` — header ``(nc, len(ports), len(order), scratch of the cluster PV-OSIMr)``, then the
+      constraint bodies (nc), row offsets (nc + 1), ``"3d"`` flags (nc), and the cluster PV-OSIMr's
+      ``ports`` and ``order``;
+    * ``T``, ``cemp``, ``asm`` — the cluster PV-OSIMr's other tables
+      (:class:`~loopdyn.algorithms.cluster_pv_osimr.ClusterStructure`);
+    * per-thread float scratch: the cluster PV-OSIMr's buffer, Λ⁻¹ (m × m), the external forces plus the
+      constraint wrenches ((nbodies + 1) × 6).
+    """
+
+    m: int
+    cf: np.ndarray
+    ci: np.ndarray
+    T: np.ndarray
+    cemp: np.ndarray
+    asm: np.ndarray
+    size: int
+    local: threading.local = field(default_factory=threading.local)
+
+    def scratch(self) -> np.ndarray:
+        """This thread's scratch (allocated once)."""
+        buf = getattr(self.local, "sc", None)
+        if buf is None:
+            buf = self.local.sc = np.zeros(self.size)
+        return buf
+
+
+def loop_program(ib, structure, body, row, K, frames, classical) -> LoopProgram:
+    """Compile a constraint list on a model with loops (``structure``: its cluster PV-OSIMr structure)."""
+    nc = len(body)
+    m = int(row[-1])
+    ports = np.asarray(structure.ports, dtype=np.int64)
+    order = np.asarray(structure.order, dtype=np.int64)
+    head = np.array([nc, len(ports), len(order), structure.size], dtype=np.int64)
+    flags = np.array([1 if c else 0 for c in classical], dtype=np.int64)
+    ci = np.concatenate([head, np.asarray(body, np.int64), np.asarray(row, np.int64), flags, ports, order])
+    cf = np.zeros((m + 2 * nc, 6))
+    cf[:m] = K
+    cf[m:] = np.asarray(frames, dtype=float).reshape(2 * nc, 6)
+    nb = int(ib[0, L.I0_NBODIES])
+    size = structure.size + m * m + 6 * (nb + 1)
+    return LoopProgram(m, np.ascontiguousarray(cf), ci, structure.table, structure.cemp, structure.asm, size)
+
+
+@njit(cache=True, inline="always")
+def body_frame_bias(ws, cf, cbody, crow, classical, lam):
+    """``lam ← k − (J a0 + γ)`` from the body motions of a forward kinematics at (q, v, a0) without
+    gravity (link coordinates): ``K_e a_b`` and, for ``"3d"``, ``Rᵀ (ω × (v + ω × p))``."""
+    m = lam.shape[0]
+    for e in range(cbody.shape[0]):
+        b = cbody[e]
+        if b == 0:
+            continue
+        a = ops.load6(ws, b, L.W_A)
+        r0 = crow[e]
+        for r in range(r0, crow[e + 1]):
+            lam[r] -= ops.dot6(ops.load6(cf, r, 0), a)
+        if classical[e]:
+            fr = m + 2 * e
+            R = (cf[fr, 0], cf[fr, 1], cf[fr, 2], cf[fr, 3], cf[fr, 4], cf[fr, 5],
+                 cf[fr + 1, 0], cf[fr + 1, 1], cf[fr + 1, 2])  # fmt: skip
+            p = (cf[fr + 1, 3], cf[fr + 1, 4], cf[fr + 1, 5])
+            vb = ops.load6(ws, b, L.W_V)
+            w = (vb[0], vb[1], vb[2])
+            vp = ops.cross3(w, p)
+            c = ops.rot_t_vec(R, ops.cross3(w, (vb[3] + vp[0], vb[4] + vp[1], vb[5] + vp[2])))
+            for k in range(3):
+                lam[r0 + k] -= c[k]
+
+
+@njit(cache=True, inline="always")
+def constraint_wrenches(fext, cf, cbody, crow, lam, f2):
+    """``f2 = f_ext + Σ_e K_eᵀ λ_e`` per body (Pinocchio's ``[force; torque]`` rows, link coordinates):
+    ``Jᵀ λ`` as external forces, since ``J_e = K_e J_b``."""
+    f2[:, :] = 0.0
+    if fext.shape[0] != 0:
+        f2[:, :] = fext
+    for e in range(cbody.shape[0]):
+        b = cbody[e]
+        if b == 0:
+            continue
+        w = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        for r in range(crow[e], crow[e + 1]):
+            w = ops.add6(w, ops.scale6(ops.load6(cf, r, 0), lam[r]))
+        for k in range(3):
+            f2[b, k] += w[3 + k]
+            f2[b, 3 + k] += w[k]
+
+
+@njit(cache=True)
+def contact_loops_core(
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam
+):
+    """Constrained forward dynamics of a model with loops on validated inputs (independent coordinates):
+    C-ABA → ``a0``; cluster forward kinematics at (q, v, a0) → the bias ``k − (J a0 + γ)``; cluster
+    PV-OSIMr → Λ⁻¹; the damped Cholesky solve → λ; C-ABA again with the constraint wrenches
+    ``K_eᵀ λ_e`` added to the external forces → ``ddq`` (= ``H⁻¹ (τ − C + Jᵀ λ)``)."""
+    nc = ci[0]
+    o = 4
+    cbody = ci[o : o + nc]
+    crow = ci[o + nc : o + 2 * nc + 1]
+    classical = ci[o + 2 * nc + 1 : o + 3 * nc + 1]
+    o += 3 * nc + 1
+    ports = ci[o : o + ci[1]]
+    order = ci[o + ci[1] : o + ci[1] + ci[2]]
+    m = lam.shape[0]
+    nbuf = ci[3]
+    nb = ib[0, L.I0_NBODIES]
+    buf = sc[:nbuf]
+    G = sc[nbuf : nbuf + m * m].reshape((m, m))
+    f2 = sc[nbuf + m * m : nbuf + m * m + 6 * (nb + 1)].reshape((nb + 1, 6))
+    st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddq)  # a0
+    if st != 0:
+        return st
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddq, False)
+    if st != 0:
+        return st
+    body_frame_bias(ws, cf, cbody, crow, classical, lam)
+    st = c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, cf[:m], T, ports,
+                         order, cemp, asm, buf, G)  # fmt: skip
+    if st != 0:
+        return st
+    st = damped_cholesky(G, m, mu)
+    if st != 0:
+        return st
+    cholesky_solve(G, m, lam)
+    constraint_wrenches(fext, cf, cbody, crow, lam, f2)
+    return c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, f2, ddq)
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
+    "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64, float64[:, ::1], int64[::1], int64[:, ::1], int64[:, ::1], int64[:, ::1], float64[::1], "
+    "float64[::1], float64[::1])"
+)
+def contact_loops_kernel(
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam
+):
+    arrays = (
+        ib,
+        ws,
+        ic,
+        cb,
+        wc,
+        code,
+        consts,
+        table,
+        outputs,
+        q,
+        v,
+        tau,
+        fext,
+        cf,
+        ci,
+        T,
+        cemp,
+        asm,
+        sc,
+        ddq,
+        lam,
+    )
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam = (
+        borrowed(arrays)
+    )
+    st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
+    if st != 0:
+        return st
+    return contact_loops_core(
+        ib,
+        ws,
+        ic,
+        cb,
+        wc,
+        code,
+        consts,
+        table,
+        outputs,
+        q,
+        v,
+        tau,
+        fext,
+        mu,
+        cf,
+        ci,
+        T,
+        cemp,
+        asm,
+        sc,
+        ddq,
+        lam,
+    )
