@@ -540,32 +540,9 @@ def contact_loops_core(
 def contact_loops_kernel(
     ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam
 ):
-    arrays = (
-        ib,
-        ws,
-        ic,
-        cb,
-        wc,
-        code,
-        consts,
-        table,
-        outputs,
-        q,
-        v,
-        tau,
-        fext,
-        cf,
-        ci,
-        T,
-        cemp,
-        asm,
-        sc,
-        ddq,
-        lam,
-    )
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam = (
-        borrowed(arrays)
-    )
+    (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq,
+     lam) = borrowed((ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, cf, ci, T, cemp, asm,
+                      sc, ddq, lam))  # fmt: skip
     st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:
         return st
