@@ -187,7 +187,7 @@ def world_aba_backward(ib, ws, tau, bk, sc):
         for k in range(nv):
             ws[i, L.W_UU + k] = tau[iv + k] - ops.dot6(ops.load6(ws, i, W_SW + 6 * k), pA)
         par = ib[i, L.I_PARENT]
-        pvw_link_step(ib, ws, bk, sc, i, par, False, L.W_U)
+        pvw_link_step(ib, ws, bk, sc, i, par, False)
         if par == 0:
             continue
         c = ops.load6(ws, i, L.W_C)

@@ -16,7 +16,7 @@ transform remains:
 * lines 3–4: the end-effector rows ``K_e`` (on the link's ``[ω; v]`` in its own axes) become world
   rows ``K_e ⁱX_0``, i.e. each row moved to the world like a force (``⁰X*_i``);
 * a free-flyer joint without armature has an invertible ``S``: ``Ω_i = S D⁻¹ Sᵀ = (Iᴬ_i)⁻¹`` (one
-  6 × 6 Cholesky inverse, no ``U`` or ``D``), and ``P_i = 0``, ``Iᴬ_i − U D⁻¹ Uᵀ = 0`` — nothing of a
+  6 × 6 ``L D Lᵀ`` inverse, no ``U`` or ``D``), and ``P_i = 0``, ``Iᴬ_i − U D⁻¹ Uᵀ = 0`` — nothing of a
   free-floating subtree reaches its parent.
 
 The Delassus path needs no velocity, so there is no bias force. The blocks ``ᶜK_e1 ⁰Ω_c ᶜK_e2ᵀ``
@@ -24,10 +24,17 @@ The Delassus path needs no velocity, so there is no bias force. The blocks ``ᶜ
 :func:`loopdyn.algorithms.pv_osim.pvr_assemble` unchanged, on the same packed branching structure
 and scratch layout.
 
-Workspace (``ws``) per link i: ``W_OR``, ``W_OP`` its placement in the world; ``W_IA`` the world
-articulated inertia (6 × 6, row-major, symmetric); ``W_TMP + 6 k`` (rows ≥ 1) the k-th column of the
-world motion subspace ``S_i``; ``W_U``, ``W_DINV`` as in :func:`loopdyn.algorithms.aba.joint_dinv`
-(for a free-flyer without armature ``W_DINV`` holds ``(Iᴬ_i)⁻¹``, 6 × 6).
+"World" means the world's axes with the origin moved to link 1's origin (a root): the sums of
+inertias about a far-away origin would lose about ``2 log10(|p| / size)`` digits; this way the result
+does not depend on where the robot stands (a floating base 1 km away gives the same Λ⁻¹ to 1e-12).
+The core is compiled with fused multiply-adds (``fastmath={"contract"}``), nothing else relaxed.
+
+Workspace (``ws``) per link i: ``W_OR`` its rotation in the world; ``W_OO`` (= ``W_TMP + 36``, rows
+≥ 1) its origin relative to link 1's; ``W_IA`` the world articulated inertia (6 × 6, row-major,
+symmetric); ``W_SW`` (= ``W_TMP + 6 k``, rows ≥ 1) the k-th column of the world motion subspace
+``S_i``; ``W_U``, ``W_DINV`` as in :func:`loopdyn.algorithms.aba.joint_dinv` (for a free-flyer without
+armature ``W_DINV`` holds ``(Iᴬ_i)⁻¹``, 6 × 6, by :func:`sym6_inverse`). ``W_OP`` is not written (it
+keeps the world placement of the last forward kinematics).
 """
 
 from __future__ import annotations
@@ -242,9 +249,9 @@ def world_inertia_to_parent(ib, ws, i, par):
 # ---------------------------------------------------------------------------------------------
 # lines 12–15: the propagators (world coordinates)
 @njit(cache=True, inline="always")
-def pvw_propagate_1dof(ws, sc, i, par, w, si, sb, uc):
+def pvw_propagate_1dof(ws, sc, i, par, w, si, sb):
     """Lines 13–15 for a 1-dof link inside a chain: ``W = Sᵀ Pb``, ``^{π(i)}Ω_{D(i)} = Ob + Wᵀ D⁻¹ W``
-    (eq. 16) and ``^{π(i)}P_{D(i)} = Pb − U D⁻¹ W`` (eq. 17, no change of frame); U at column ``uc``."""
+    (eq. 16) and ``^{π(i)}P_{D(i)} = Pb − U D⁻¹ W`` (eq. 17, no change of frame)."""
     s = ops.load6(ws, i, W_SW)
     dinv = ws[i, L.W_DINV]
     for c in range(w):  # W = Sᵀ Pb, in slot 0
@@ -256,14 +263,14 @@ def pvw_propagate_1dof(ws, sc, i, par, w, si, sb, uc):
             sc[si + OD_OFF + w * a + c] = v
             sc[si + OD_OFF + w * c + a] = v
     if par > 0:  # eq. 17
-        U = ops.load6(ws, i, uc)
+        U = ops.load6(ws, i, L.W_U)
         for c in range(w):
             g = ops.sub6(ops.load6_at(sc, sb + PD_OFF + 6 * c), ops.scale6(U, dinv * sc[c]))
             ops.store6_at(sc, si + PD_OFF + 6 * c, g)
 
 
 @njit(cache=True, inline="always")
-def pvw_propagate_general(ws, sc, i, nv, par, w, si, sb, in_n, uc):
+def pvw_propagate_general(ws, sc, i, nv, par, w, si, sb, in_n):
     """Lines 13–15 for any joint: ``(Pb, Ob)`` are ``(1₆, 0)`` when i ∈ N (lines 6–7), else the chain
     child's; ``W = Sᵀ Pb``, ``Y = D⁻¹ W``, ``^{π(i)}Ω_{D(i)} = Ob + Wᵀ Y`` (eq. 16),
     ``^{π(i)}P_{D(i)} = Pb − U Y`` (eq. 17)."""
@@ -290,7 +297,7 @@ def pvw_propagate_general(ws, sc, i, nv, par, w, si, sb, in_n, uc):
         for c in range(w):
             g = ops.unit6(c) if in_n else ops.load6_at(sc, sb + PD_OFF + 6 * c)
             for k in range(nv):
-                g = ops.sub6(g, ops.scale6(ops.load6(ws, i, uc + 6 * k), sc[Yb + 6 * k + c]))
+                g = ops.sub6(g, ops.scale6(ops.load6(ws, i, L.W_U + 6 * k), sc[Yb + 6 * k + c]))
             ops.store6_at(sc, si + PD_OFF + 6 * c, g)
 
 
@@ -319,9 +326,9 @@ def pvw_propagate_free(ws, sc, i, par, w, si, sb, in_n):
 
 
 @njit(cache=True, inline="always")
-def pvw_link_step(ib, ws, bk, sc, i, par, free, uc):
-    """Lines 12–15 for link i once its factors are in ``ws`` (world ``U_i`` at column ``uc``):
-    nothing unless ES(i) ≠ ∅."""
+def pvw_link_step(ib, ws, bk, sc, i, par, free):
+    """Lines 12–15 for link i once its world factors ``S_i``, ``U_i``, ``D_i⁻¹`` are in ``ws``: nothing
+    unless ES(i) ≠ ∅."""
     o = bk[H_LINK] + LINK_W * i
     flags = bk[o + LK_FLAGS]
     if flags & F_HAS:
@@ -332,9 +339,9 @@ def pvw_link_step(ib, ws, bk, sc, i, par, free, uc):
         if free:
             pvw_propagate_free(ws, sc, i, par, w, SLOT_W * i, sb, in_n)
         elif nv == 1 and not in_n:
-            pvw_propagate_1dof(ws, sc, i, par, w, SLOT_W * i, sb, uc)
+            pvw_propagate_1dof(ws, sc, i, par, w, SLOT_W * i, sb)
         else:
-            pvw_propagate_general(ws, sc, i, nv, par, w, SLOT_W * i, sb, in_n, uc)
+            pvw_propagate_general(ws, sc, i, nv, par, w, SLOT_W * i, sb, in_n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,11 +364,11 @@ def pv_osimr_world_core(ib, ws, q, K, bk, sc, added, out):
         if free:  # line 8: Ω_i = (Iᴬ_i)⁻¹; nothing reaches the parent (lines 9–11)
             if not sym6_inverse(ws, i, L.W_IA, L.W_DINV):
                 return SINGULAR * STATUS_BASE + i
-            pvw_link_step(ib, ws, bk, sc, i, par, True, L.W_U)
+            pvw_link_step(ib, ws, bk, sc, i, par, True)
             continue
         if not world_factor(ib, ws, i):  # line 8
             return SINGULAR * STATUS_BASE + i
-        pvw_link_step(ib, ws, bk, sc, i, par, False, L.W_U)  # lines 12–15
+        pvw_link_step(ib, ws, bk, sc, i, par, False)  # lines 12–15
         if par > 0:  # lines 9–11
             world_inertia_to_parent(ib, ws, i, par)
     pvr_assemble(bk, sc, out)  # lines 16–28
