@@ -31,6 +31,11 @@ or τ) serve three times:
 5. **ddq** = a0 + Δ with ``Δ = M⁻¹ Jᵀ λ`` by the ABA's second and third sweeps on the forces alone
    (:func:`force_response`: no inertia, velocity or bias term; RBDA Table 7.1 with ``c = 0``).
 
+The tree core is compiled with fused multiply-adds (``fastmath={"contract"}``), nothing else relaxed.
+On a model with loops, :func:`contact_loops_kernel` chains the cluster cores unchanged (C-ABA, cluster
+forward kinematics, cluster PV-OSIMr), the same Cholesky, and C-ABA again with ``Jᵀ λ`` entered as the
+constraint wrenches ``K_eᵀ λ_e`` on the constrained bodies.
+
 The constraint set is compiled once per prepared constraint list (:func:`contact_program`): the
 PV-OSIMr structure ``bk`` with the constraint records appended (``ci``), and the rows ``K`` with the
 frames (``cf``).
