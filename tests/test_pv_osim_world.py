@@ -209,3 +209,22 @@ def test_far_from_the_origin():
     ddq, lam = loopdyn.constrained_forward_dynamics(lm, d, q, v, tau, cons)
     assert rel_err(ddq, ddq_r) < TOL
     assert rel_err(lam, lam_r) < TOL
+
+
+def test_world_placements_left_as_after_forward_kinematics():
+    """The world kernels leave W_OR / W_OP as a forward kinematics at the same q would."""
+    lm, _ = trees.robot_case("talos_reduced", with_pinocchio=False)
+    d = lm.create_data()
+    rng = np.random.default_rng(9)
+    q, v, tau = trees.random_state(rng, lm)
+    q[:3] = [3.0, -2.0, 0.5]
+    loopdyn.forward_kinematics(lm, d, q)
+    ref = d.oMi
+    q2, v2, tau2 = trees.random_state(rng, lm)
+    loopdyn.forward_kinematics(lm, d, q2)
+    cons = [Constraint("left_sole_link", "6d"), Constraint("right_sole_link", "3d")]
+    delassus(lm, d, q, cons)
+    assert np.abs(d.oMi - ref).max() < 1e-12
+    loopdyn.forward_kinematics(lm, d, q2)
+    loopdyn.constrained_forward_dynamics(lm, d, q, v, tau, cons)
+    assert np.abs(d.oMi - ref).max() < 1e-12

@@ -33,8 +33,8 @@ Workspace (``ws``) per link i: ``W_OR`` its rotation in the world; ``W_OO`` (= `
 ≥ 1) its origin relative to link 1's; ``W_IA`` the world articulated inertia (6 × 6, row-major,
 symmetric); ``W_SW`` (= ``W_TMP + 6 k``, rows ≥ 1) the k-th column of the world motion subspace
 ``S_i``; ``W_U``, ``W_DINV`` as in :func:`loopdyn.algorithms.aba.joint_dinv` (for a free-flyer without
-armature ``W_DINV`` holds ``(Iᴬ_i)⁻¹``, 6 × 6, by :func:`sym6_inverse`). ``W_OP`` is not written (it
-keeps the world placement of the last forward kinematics).
+armature ``W_DINV`` holds ``(Iᴬ_i)⁻¹``, 6 × 6, by :func:`sym6_inverse`). ``W_OR`` and ``W_OP`` are
+left holding the world placements at q, as after a forward kinematics.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ W_OO = L.W_TMP + 36  # rows ≥ 1: the link origin relative to the frame's origi
 # lines 1–2: placements, world inertias and motion subspaces (forward sweep)
 @njit(cache=True, inline="always")
 def world_link(ib, ws, i, q, origin):
-    """Link i: its placement ``⁰X_i`` (rotation W_OR, origin relative to ``origin`` at W_OO) from its
+    """Link i: its placement ``⁰X_i`` (W_OR, W_OP; its origin relative to ``origin`` at W_OO) from its
     parent's, its rigid-body inertia in world coordinates as the initial articulated inertia (line 2)
     and its world motion subspace ``S_i = ⁰X_i ⁱS_i``. Returns the compact world inertia."""
     R, p = jcalc(ib, ws, i, q)
@@ -93,6 +93,7 @@ def world_link(ib, ws, i, q, origin):
         op = (ws[par, W_OO] + t[0], ws[par, W_OO + 1] + t[1], ws[par, W_OO + 2] + t[2])
     ops.store9(ws, i, L.W_OR, oR)
     ops.store3(ws, i, W_OO, op)
+    ops.store3(ws, i, L.W_OP, (op[0] + origin[0], op[1] + origin[1], op[2] + origin[2]))
     Iw = ops.inertia_to_parent(oR, op, ops.load10(ws, i, L.W_INER))
     ops.store_inertia_matrix(ws, i, L.W_IA, Iw)
     jt = ib[i, L.I_JTYPE]
