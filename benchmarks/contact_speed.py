@@ -12,7 +12,11 @@ Per-call medians measured interleaved in one process (:func:`loopdyn.bench.timin
   constraint (the z row is redundant in the plane: proximal iterations with μ = 1e-12, as in
   ``benchmarks/cluster_dynamics.py``). loopdyn has no five-bar model, so there is none here.
 
-Each row also checks the two results agree. Usage: ``python benchmarks/contact_speed.py [--quick]``.
+Each row also checks the two results agree. A second table times ``constrained_forward_dynamics`` on a
+model with loops (Mini Cheetah: geared rotors, four point feet; one compiled call) against one C-ABA
+on the same model (Pinocchio has no geared-rotor constraint to compare with): the call runs two C-ABAs,
+the cluster forward kinematics and the cluster PV-OSIMr. Usage:
+``python benchmarks/contact_speed.py [--quick]``.
 """
 
 from __future__ import annotations
@@ -152,6 +156,32 @@ def _loops(pin, repeats, target):
     return {("four_bar", "C-ABA vs constraintDynamics"): _row("four_bar (3-D loop)", "C-ABA", t, err)}
 
 
+def _loop_contact(repeats, target):
+    """constrained_forward_dynamics on Mini Cheetah (loops: rotor clusters) against its C-ABA."""
+    model = ld.robots.mini_cheetah()
+    data = model.create_data()
+    feet = [
+        ld.Constraint(f"{leg}_knee_link", "3d", (np.eye(3), [0.0, 0.0, -0.2]))
+        for leg in ("FL", "FR", "HL", "HR")
+    ]
+    rng = np.random.default_rng(0)
+    q = ld.random_configuration(model, rng)
+    v, tau = rng.standard_normal(model.nv), rng.standard_normal(model.nv)
+    t = interleaved(
+        {
+            "cfd": lambda: ld.constrained_forward_dynamics(model, data, q, v, tau, feet),
+            "c-aba": lambda: ld.aba(model, data, q, v, tau),
+        },
+        repeats=repeats,
+        target=target,
+    )
+    print("\n| robot | constrained_forward_dynamics µs | C-ABA µs | ratio |")
+    print("|---|---:|---:|---:|")
+    cfd, aba = t["cfd"], t["c-aba"]
+    print(f"| mini_cheetah (4 feet, loops) | {cfd * 1e6:.2f} | {aba * 1e6:.2f} | {cfd / aba:.2f} |")
+    return {("mini_cheetah", "constrained_forward_dynamics / C-ABA"): cfd / aba}
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test)")
@@ -168,6 +198,7 @@ def main(argv=None) -> dict:
     print("|---|---|---:|---:|---:|---:|")
     ratios = _trees(pin, repeats, target)
     ratios.update(_loops(pin, repeats, target))
+    ratios.update(_loop_contact(repeats, target))
     return ratios
 
 

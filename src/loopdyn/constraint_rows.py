@@ -142,26 +142,29 @@ def _resolve(model, c: Constraint) -> tuple[int, np.ndarray, np.ndarray]:
 # (id(model), constraints) → (model key when built, rows); a model change makes its entries stale
 _ROWS_CACHE: dict = {}
 _ROWS_CACHE_SIZE = 256
-# id(model) → (model key, constraints, rows) of the model's last call: the hot path of a control loop
-# (the same constraint list every cycle) costs one dict lookup and one tuple comparison, whose
-# element comparisons stop at identity
+# id(model) → (model key, constraints, rows, constraints as a list) of the model's last call: the hot
+# path of a control loop (the same constraint list every cycle) costs one dict lookup and one
+# sequence comparison, whose element comparisons stop at identity
 _LAST: dict = {}
 
 
 def prepare(model, constraints) -> ConstraintRows:
     """The :class:`ConstraintRows` of ``constraints`` (a sequence of :class:`Constraint`) on ``model``,
     cached per (model state, constraint list)."""
+    last = _LAST.get(id(model))
+    cls = constraints.__class__
+    if last is not None and last[0] is model._key and (cls is list or cls is tuple):
+        # a list is compared with a list copy of the last call's constraints (no tuple made per call)
+        if last[3 if cls is list else 1] == constraints:
+            return last[2]
     try:
         cons = constraints if type(constraints) is tuple else tuple(constraints)
     except TypeError:
         raise InputError("constraints must be a sequence of loopdyn Constraint objects") from None
-    last = _LAST.get(id(model))
-    if last is not None and last[0] is model._key and last[1] == cons:
-        return last[2]
     rows = _prepare(model, cons)
     if len(_LAST) >= _ROWS_CACHE_SIZE:
         _LAST.clear()
-    _LAST[id(model)] = (model._key, cons, rows)
+    _LAST[id(model)] = (model._key, cons, rows, list(cons))
     return rows
 
 

@@ -21,12 +21,14 @@ from the frame accelerations of a forward-kinematics pass with ``(q, v, a0)``, a
   position) in the frame's axes: spatial linear acceleration + ``ω × v``;
 * a custom ``K_e`` — ``K_e`` times the spatial acceleration, as for ``"6d"``.
 
-On a tree the whole solve is one compiled call (:mod:`loopdyn.algorithms.contact`): one ABA, the
-bias from its body accelerations, Λ⁻¹ by PV-OSIMr reusing the ABA's articulated-body factors, an
-in-kernel Cholesky of ``Λ⁻¹ + μ I`` and ``M⁻¹ Jᵀ λ`` by the ABA's last two sweeps on the forces alone.
-The constraint list is compiled once (kept with its :class:`~loopdyn.constraint_rows.ConstraintRows`),
-so a call costs a cache lookup, the allocation of the results and one kernel dispatch. On a model
-with loops the cluster algorithms are chained from Python (see :func:`constrained_forward_dynamics`).
+On a tree the whole solve is one compiled call (:mod:`loopdyn.algorithms.contact`, in world
+coordinates): one ABA, the bias from its body accelerations, Λ⁻¹ by PV-OSIMr reusing the ABA's
+articulated-body factors, an in-kernel Cholesky of ``Λ⁻¹ + μ I`` and ``M⁻¹ Jᵀ λ`` by the ABA's last two
+sweeps on the forces alone. On a model with loops it is one compiled call too
+(:func:`loopdyn.algorithms.contact.contact_loops_kernel`): C-ABA, cluster forward kinematics, cluster
+PV-OSIMr, the Cholesky and C-ABA with the constraint wrenches. The constraint list is compiled once
+(kept with its :class:`~loopdyn.constraint_rows.ConstraintRows`), so a call costs a cache lookup, the
+allocation of the results and one kernel dispatch.
 """
 
 from __future__ import annotations
@@ -34,14 +36,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
+from .algorithms import cluster_pv_osimr
 from .algorithms import contact as contact_kernels
-from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, as_float_vector
+from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
 from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
-from .constraint_rows import ConstraintRows, jacobian, prepare
-from .delassus_methods import resolve_method, run_c_pv_osimr
+from .constraint_rows import ConstraintRows, prepare
+from .delassus_methods import resolve_method
 from .dynamics import aba
 from .errors import InputError, RedundantConstraintsError, ShapeError
 from .kinematics import forward_kinematics
@@ -49,9 +51,6 @@ from .model import layout as L
 
 __all__ = ["RedundantConstraintsError", "constrained_forward_dynamics", "constraint_acceleration"]
 
-# a pivot of the Cholesky factor of Λ⁻¹ below this (relative to the largest diagonal entry, squared)
-# is taken as a dependent constraint row (the same test as the compiled tree path)
-_RANK_TOL = contact_kernels.RANK_TOL
 
 
 def _frame_motions(data, rows: ConstraintRows):
@@ -158,8 +157,9 @@ def constrained_forward_dynamics(
     On a tree: one compiled call (:mod:`loopdyn.algorithms.contact`) — one ABA, the bias from its body
     accelerations, PV-OSIMr reusing the ABA's factors for Λ⁻¹ (O(n + m²)), the m × m Cholesky (O(m³))
     and the ABA's last two sweeps on the forces ``Jᵀλ``. On a model with loops (``q``, ``v``, ``tau``
-    and ``ddq`` in its cluster coordinates; constraints on any body, rotors included): C-ABA, cluster
-    forward kinematics, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA again with ``τ + Jᵀλ``.
+    and ``ddq`` in its cluster coordinates; constraints on any body, rotors included), one compiled
+    call as well: C-ABA, cluster forward kinematics, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA
+    again with the constraint wrenches ``K_eᵀλ_e`` added to the external forces (``Jᵀλ``).
     """
     if data.source_key is not model._key:
         check_data(model, data)
@@ -188,39 +188,33 @@ def constrained_forward_dynamics(
     return ddq, lam
 
 
+def _loop_program(model, data, rows: ConstraintRows) -> contact_kernels.LoopProgram:
+    prog = rows.compiled.get("contact_loops")
+    if prog is None:
+        structure = cluster_pv_osimr.cluster_structure(model, data, rows.body, rows.row)
+        classical = [k == "3d" for k in rows.kinds]
+        prog = contact_kernels.loop_program(
+            data.ib, structure, rows.body, rows.row, rows.K, rows.frames, classical
+        )
+        rows.compiled["contact_loops"] = prog
+    return prog
+
+
+_LOOP_ARGS = KernelArgs(9, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
+
+
 def _cluster_dynamics(model, data, q, v, tau, rows: ConstraintRows, desired, mu: float, f_ext):
-    """Models with loops: C-ABA, the bias by cluster forward kinematics, cluster PV-OSIMr for Λ⁻¹, the
-    Cholesky, and C-ABA again with ``τ + Jᵀλ``."""
+    """Models with loops, in one compiled call (:func:`loopdyn.algorithms.contact.contact_loops_kernel`):
+    C-ABA, the bias by cluster forward kinematics, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA
+    again with the constraint wrenches ``K_eᵀ λ_e`` among the external forces."""
     m = rows.m
-    q = as_float_vector(q, "q")
-    v = as_float_vector(v, "v")
-    a0 = aba(model, data, q, v, tau, f_ext)
     k = _desired(desired, m)
     if m == 0:
-        return a0, k
-    rhs = k - _bias(model, data, q, v, a0, rows)
-    G = run_c_pv_osimr(model, data, q, rows)
-    G[np.diag_indices(m)] += mu
-    lam_c = _solve_spd(G, rhs, mu)
-    J = jacobian(model, data, q, rows)
-    tau_c = as_float_vector(tau, "tau") + J.T @ lam_c
-    return aba(model, data, q, v, tau_c, f_ext), lam_c
-
-
-def _solve_spd(G, rhs, mu):
-    m = G.shape[0]
-    scale = max(float(np.abs(np.diag(G)).max()), np.finfo(float).tiny)
-    hint = (
-        "the constraints are redundant (linearly dependent rows, e.g. several contacts on one rigid "
-        "link or a constraint on the world): the Delassus matrix is singular; use the damped form, "
-        "mu > 0 (e.g. mu=1e-8), or remove the redundant rows"
-    )
-    try:
-        c, low = cho_factor(G, lower=True, check_finite=False)
-    except LinAlgError:
-        if mu > 0.0:
-            raise InputError(f"the damped Delassus matrix is not positive definite (mu={mu})") from None
-        raise RedundantConstraintsError(hint) from None
-    if mu == 0.0 and float(np.diag(c).min()) ** 2 <= _RANK_TOL * m * scale:
-        raise RedundantConstraintsError(hint)
-    return cho_solve((c, low), rhs, check_finite=False)
+        return aba(model, data, q, v, tau, f_ext), k
+    prog = _loop_program(model, data, rows)
+    ddq = np.empty(data.nv)
+    fext = data.no_forces if f_ext is None else f_ext
+    args = (*data.cluster_arrays, q, v, tau, fext, mu, prog.cf, prog.ci, prog.T, prog.cemp, prog.asm,
+            prog.scratch(), ddq, k)  # fmt: skip
+    run(contact_kernels.contact_loops_kernel, model, _LOOP_ARGS, args)
+    return ddq, k

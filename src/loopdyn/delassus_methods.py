@@ -8,7 +8,7 @@ it through :func:`loopdyn.algorithms.call.run`. The kernels:
 =============  ===================================================  ====================================
 method         algorithm                                            kernel module
 =============  ===================================================  ====================================
-``pv-osimr``   PV-OSIMr (Sathya et al. 2023), O(n + m²)             :mod:`loopdyn.algorithms.pv_osim`
+``pv-osimr``   PV-OSIMr (Sathya et al. 2023), O(n + m²), world      :mod:`loopdyn.algorithms.pv_osim_world`
 ``pv-osim``    PV-OSIM, O(n + m² d)                                 :mod:`loopdyn.algorithms.pv_osim`
 ``efpa``       EFPA (Wensing, Featherstone, Orin 2012)              :mod:`loopdyn.algorithms.efpa`
 ``ltl``        LTL-OSIM (Featherstone 2010)                         :mod:`loopdyn.algorithms.ltl_osim`
@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from .algorithms import cluster_delassus, cluster_pv_osimr, efpa, ltl_osim, pv_osim
+from .algorithms import cluster_delassus, cluster_pv_osimr, efpa, ltl_osim, pv_osim, pv_osim_world
 from .algorithms.call import CONFIGURATION, KernelArgs, run
+from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 from .constraint_rows import ConstraintRows, jacobian, prepare
 from .dynamics import crba
@@ -143,14 +144,33 @@ def run_ltl(model, data, q, rows: ConstraintRows):
 def run_pv_osim(
     model, data, q, rows: ConstraintRows, added: float = 0.0, reduced: bool = False
 ) -> np.ndarray:
-    """Λ⁻¹ by PV-OSIM (``reduced=False``, O(n + m² d)) or PV-OSIMr (``reduced=True``, O(n + m²)) on a
-    tree; ``added`` as for :func:`run_efpa`."""
+    """Λ⁻¹ by PV-OSIM (``reduced=False``, O(n + m² d), link coordinates) or PV-OSIMr (``reduced=True``,
+    O(n + m²), world coordinates: :mod:`loopdyn.algorithms.pv_osim_world`) on a tree; ``added`` as for
+    :func:`run_efpa`."""
     p = _packed(data, rows)
     out = np.empty((p.m_user, p.m_user))
-    kern = pv_osim.pv_osimr_kernel if reduced else pv_osim.pv_osim_kernel
-    sc = p.scratch("osimr" if reduced else "osim")
-    run(kern, model, _TREE_Q, (data.ib, data.ws, q, rows.K, p.bk, sc, added, out))
+    if not reduced:
+        run(
+            pv_osim.pv_osim_kernel,
+            model,
+            _TREE_Q,
+            (data.ib, data.ws, q, rows.K, p.bk, p.scratch("osim"), added, out),
+        )
+        return out
+    sc = p.scratch("world_added" if added else "world")
+    if added:
+        sc[-1] = added  # the added inertia (the kernel reads it after the rows K)
+    run(pv_osim_world.pv_osimr_world_kernel, model, _TREE_Q, (data.ib, data.ws, q, p.bk, sc, out))
     return out
+
+
+def _world_call(data, constraints, model) -> tuple:
+    """``(bk, shape of Λ⁻¹, thread-local scratch holder, packed structure)`` for the default tree path
+    of :func:`delassus`, kept with the prepared rows (one lookup per call)."""
+    rows = prepare(model, constraints)
+    p = _packed(data, rows)
+    fast = rows.compiled["pvw"] = (p.bk, p.shape, p.local, p)
+    return fast
 
 
 def _packed(data, rows: ConstraintRows) -> pv_osim.PackedStructure:
@@ -245,11 +265,20 @@ def delassus(model, data, q, constraints, method: str | None = None) -> np.ndarr
     if method is None and not model.has_constraints:  # the default on a tree: PV-OSIMr, directly
         if data.source_key is not model._key:
             check_data(model, data)
-        rows = prepare(model, constraints)
-        p = _packed(data, rows)
-        out = np.empty((p.m_user, p.m_user))
-        args = (data.ib, data.ws, q, rows.K, p.bk, p.scratch("osimr"), 0.0, out)
-        run(pv_osim.pv_osimr_kernel, model, _TREE_Q, args)
+        bk, shape, local, p = prepare(model, constraints).compiled.get("pvw") or _world_call(
+            data, constraints, model
+        )
+        sc = getattr(local, "world", None)
+        if sc is None:
+            sc = p.scratch("world")
+        out = np.empty(shape)
+        args = (data.ib, data.ws, q, bk, sc, out)
+        try:  # the fast path of algorithms.call.run, inlined
+            st = pv_osim_world.pv_osimr_world_kernel(*args)
+        except TypeError:
+            st = pv_osim_world.pv_osimr_world_kernel(*_TREE_Q.coerce(model, args))
+        if st:
+            raise_for_status(model, st, _TREE_Q.names)
         return out
     m = resolve_method(model, data, method)
     return m.runner(model, data, q, prepare(model, constraints), constraints)

@@ -240,17 +240,19 @@ EE_W = 4
 # nodes j ∈ N∖{0}, ascending (NODE_W ints): slot j, A(j), top(j), width
 ND_J, ND_A, ND_TOP, ND_W = range(4)
 NODE_W = 4
-# real branching links c, descending (CN_W ints): c, first group, number of groups
-CN_C, CN_G0, CN_NG = range(3)
-CN_W = 3
+# real branching links c, descending (CN_W ints): c, first group, number of groups, A(c) > 0 (the
+# CEMPs at c are carried further up)
+CN_C, CN_G0, CN_NG, CN_UP = range(4)
+CN_W = 4
 # groups (compressed children u of c; GR_W ints): top(u), first and end internal row of ES'(u), u is an EE
 GR_TOP, GR_LO, GR_HI, GR_EE = range(4)
 GR_W = 4
 # float scratch (1-D): per slot (0 … nb+ne) SLOT_W floats — PD (6 × w, column c at 6 c),
-# OD (w × w at 36), ⁰Ω (w × w at 72); slot 0 is the kernels' small scratch. Then per internal row
-# ROW_W floats, then (PV-OSIM) the m × m accumulator.
-SLOT_W = 108
-PD_OFF, OD_OFF, O0_OFF = 0, 36, 72
+# OD (w × w at 36), ⁰Ω (w × w at 72), and for the top s of a node j with A(j) > 0 the product
+# T = ⁰Ω_A(j) PD (6 × w, column c at 108 + 6 c); slot 0 is the kernels' small scratch. Then per
+# internal row ROW_W floats, then (PV-OSIM) the m × m accumulator.
+SLOT_W = 144
+PD_OFF, OD_OFF, O0_OFF, T_OFF = 0, 36, 72, 108
 ROW_W = 18  # PV-OSIM: K, FS, Y (6 each); PV-OSIMr: ᶜK, W
 TILE = 8  # rows per band in the assembly loops
 
@@ -267,6 +269,10 @@ class PackedStructure:
     m_int: int
     nslot: int
     local: threading.local = field(default_factory=threading.local)
+    shape: tuple = field(init=False)  # (m_user, m_user): the shape of Λ⁻¹
+
+    def __post_init__(self):
+        self.shape = (self.m_user, self.m_user)
 
     @property
     def scratch_size(self) -> int:
@@ -274,13 +280,20 @@ class PackedStructure:
         return SLOT_W * self.nslot + ROW_W * self.m_int
 
     def scratch(self, which: str) -> np.ndarray:
-        """Per-thread float scratch (allocated once)."""
+        """Per-thread float scratch (allocated once): ``"osimr"`` (PV-OSIMr), ``"osim"`` (PV-OSIM: the
+        m × m accumulator after it), ``"world"`` / ``"world_added"`` (the world-coordinate PV-OSIMr of
+        :mod:`loopdyn.algorithms.pv_osim_world`: then the rows ``K`` (m × 6, row-major) and the added
+        inertia — 0 in ``"world"``, set per call in ``"world_added"``)."""
         buf = getattr(self.local, which, None)
         if buf is None:
             n = self.scratch_size
             if which == "osim":
                 n += self.m_int * self.m_int
+            elif which.startswith("world"):
+                n += 6 * self.m_user + 1
             buf = np.zeros(n)
+            if which.startswith("world"):
+                buf[self.scratch_size : n - 1] = np.asarray(self.rows.K).reshape(-1)
             setattr(self.local, which, buf)
         return buf
 
@@ -373,7 +386,7 @@ def packed_structure_of(ib: np.ndarray, cbody, crow, owner=None) -> PackedStruct
     g = 0
     for n, c in enumerate(cnodes):
         o = off_cnode + CN_W * n
-        bk[o + CN_C], bk[o + CN_G0], bk[o + CN_NG] = c, g, len(grp[c])
+        bk[o + CN_C], bk[o + CN_G0], bk[o + CN_NG], bk[o + CN_UP] = c, g, len(grp[c]), int(s.A[c - 1] > 0)
         for u in grp[c]:
             og = off_group + GR_W * g
             lo, hi = rows(u)
@@ -625,39 +638,64 @@ def pvr_propagate_general(ib, ws, sc, i, nv, par, w, si, sb, in_n):
 
 
 @njit(cache=True, inline="always")
-def pvr_branch_inverse_inertias(bk, sc):
+def pvr_branch_inverse_inertias(bk, sc, out):
     """Lines 16–17 (eq 18), ascending over N∖{0}: ⁰Ω_j = ^{A}Ω_j + ^{A}P_jᵀ ⁰Ω_A ^{A}P_j, with
-    ^{A(j)}P_j = PD[top(j)] and ^{A(j)}Ω_j = OD[top(j)]; ⁰Ω_j = OD[top(j)] when A(j) = 0."""
-    Wb = 0  # slot 0 scratch: T = ⁰Ω_A PD (6 × w, column c at 6 c)
+    ^{A(j)}P_j = PD[top(j)] and ^{A(j)}Ω_j = OD[top(j)]; ⁰Ω_j = OD[top(j)] when A(j) = 0. The product
+    T = ⁰Ω_A PD is kept in top(j)'s slot: its columns are the rows of ᶜK_e ⁰Ω_c the blocks of eq. 13
+    need (line 25). For an EE j, ⁰Ω_j is the diagonal block Λ⁻¹_{j,j} (line 28; this also covers E5:
+    no cca(e, e) = e lookup) and goes straight into ``out``."""
+    nb = bk[H_NB]
     off_node = bk[H_NODE]
+    off_ee = bk[H_EE]
     for n in range(bk[H_NN]):
         o = off_node + NODE_W * n
-        sj = SLOT_W * bk[o + ND_J]
+        j = bk[o + ND_J]
+        sj = SLOT_W * j
         a_ = bk[o + ND_A]
         st = SLOT_W * bk[o + ND_TOP]
         w = bk[o + ND_W]
+        ur = bk[off_ee + EE_W * (j - nb - 1) + EE_UROW] if j > nb else -1
         if a_ == 0:
-            for k in range(w * w):
-                sc[sj + O0_OFF + k] = sc[st + OD_OFF + k]
+            for r in range(w):
+                for c in range(w):
+                    if ur >= 0:
+                        out[ur + r, ur + c] = sc[st + OD_OFF + w * r + c]
+                    else:
+                        sc[sj + O0_OFF + w * r + c] = sc[st + OD_OFF + w * r + c]
             continue
-        sa = SLOT_W * a_
+        so = SLOT_W * a_ + O0_OFF
+        Tb = st + T_OFF
+        o0 = ops.load6_at(sc, so)  # ⁰Ω_A, row by row (held across the columns)
+        o1 = ops.load6_at(sc, so + 6)
+        o2 = ops.load6_at(sc, so + 12)
+        o3 = ops.load6_at(sc, so + 18)
+        o4 = ops.load6_at(sc, so + 24)
+        o5 = ops.load6_at(sc, so + 30)
         for c in range(w):  # T = ⁰Ω_A PD
             pc = ops.load6_at(sc, st + PD_OFF + 6 * c)
-            for r in range(6):
-                sc[Wb + 6 * c + r] = ops.dot6(ops.load6_at(sc, sa + O0_OFF + 6 * r), pc)
+            t = (ops.dot6(o0, pc), ops.dot6(o1, pc), ops.dot6(o2, pc),
+                 ops.dot6(o3, pc), ops.dot6(o4, pc), ops.dot6(o5, pc))  # fmt: skip
+            ops.store6_at(sc, Tb + 6 * c, t)
         for r in range(w):
             pr = ops.load6_at(sc, st + PD_OFF + 6 * r)
             for c in range(r, w):
-                v = sc[st + OD_OFF + w * r + c] + ops.dot6(pr, ops.load6_at(sc, Wb + 6 * c))
-                sc[sj + O0_OFF + w * r + c] = v
-                sc[sj + O0_OFF + w * c + r] = v
+                v = sc[st + OD_OFF + w * r + c] + ops.dot6(pr, ops.load6_at(sc, Tb + 6 * c))
+                if ur >= 0:
+                    out[ur + r, ur + c] = v
+                    out[ur + c, ur + r] = v
+                else:
+                    sc[sj + O0_OFF + w * r + c] = v
+                    sc[sj + O0_OFF + w * c + r] = v
 
 
 @njit(cache=True, inline="always")
-def pvr_cemps_to_branch(bk, sc, g0, ng, R0):
+def pvr_cemps_to_branch(bk, sc, g0, ng, R0, up):
     """Lines 20–22 for one branching link c: bring the CEMPs of the EEs below every compressed child u
     of c up to c (line 20: ^{c}K_e = PD[top(e)]ᵀ for an EE child; line 22, eq 19:
-    ^{c}K_e = ^{u}K_e PD[top(u)]ᵀ, row ↦ Σ_b row[b] PD[:, b])."""
+    ^{c}K_e = ^{u}K_e PD[top(u)]ᵀ, row ↦ Σ_b row[b] PD[:, b]), and beside each the row
+    ``W = ᶜK_e ⁰Ω_c`` from the kept T = ⁰Ω_c PD[top(u)] (⁰Ω_c symmetric): ``Σ_b ᵘK_e[b] T[:, b]``.
+    An EE child's rows are read in place (the columns of PD and T, :func:`group_rows`); they are
+    copied to the row scratch only when c's CEMPs go further up (``up``)."""
     off_group = bk[H_GROUP]
     for g in range(g0, g0 + ng):
         og = off_group + GR_W * g
@@ -665,74 +703,58 @@ def pvr_cemps_to_branch(bk, sc, g0, ng, R0):
         lo = bk[og + GR_LO]
         hi = bk[og + GR_HI]
         if bk[og + GR_EE]:  # line 20
-            for r in range(lo, hi):
-                ops.store6_at(sc, R0 + ROW_W * r, ops.load6_at(sc, st + PD_OFF + 6 * (r - lo)))
+            if up:
+                for r in range(lo, hi):
+                    ro = R0 + ROW_W * r
+                    ops.store6_at(sc, ro, ops.load6_at(sc, st + PD_OFF + 6 * (r - lo)))
+                    ops.store6_at(sc, ro + 6, ops.load6_at(sc, st + T_OFF + 6 * (r - lo)))
         else:  # line 22
             for r in range(lo, hi):
                 ro = R0 + ROW_W * r
                 kr = ops.load6_at(sc, ro)
                 acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                wacc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
                 for b in range(6):
                     acc = ops.add6(acc, ops.scale6(ops.load6_at(sc, st + PD_OFF + 6 * b), kr[b]))
+                    wacc = ops.add6(wacc, ops.scale6(ops.load6_at(sc, st + T_OFF + 6 * b), kr[b]))
                 ops.store6_at(sc, ro, acc)
+                ops.store6_at(sc, ro + 6, wacc)
 
 
 @njit(cache=True, inline="always")
-def pvr_branch_blocks(bk, sc, out, cc, g0, ng, R0):
+def group_rows(bk, og, R0):
+    """Where the rows of a group are: ``(ᶜK base, W base, stride)`` with row r's ᶜK at
+    ``base + stride · r`` — the columns of PD and T of an EE child, else the row scratch."""
+    if bk[og + GR_EE]:
+        st = SLOT_W * bk[og + GR_TOP] - 6 * bk[og + GR_LO]
+        return st + PD_OFF, st + T_OFF, 6
+    return R0, R0 + 6, ROW_W
+
+
+@njit(cache=True, inline="always")
+def pvr_branch_blocks(bk, sc, out, g0, ng, R0):
     """Lines 25–26 for one branching link c: the blocks Λ⁻¹_{e1,e2} = ᶜK_e1 ⁰Ω_c ᶜK_e2ᵀ (eq. 13) between
-    the groups of c — every off-diagonal pair with cca = c exactly once. W = ᶜK ⁰Ω_c (⁰Ω_c symmetric) is
-    formed for the rows of every group but the largest one, which only needs its ᶜK: each pair of
-    groups uses W on one side and ᶜK on the other."""
+    the groups of c — every off-diagonal pair with cca = c exactly once — as ``W_e1 · ᶜK_e2`` with the
+    rows W = ᶜK ⁰Ω_c of :func:`pvr_cemps_to_branch`."""
     off_group = bk[H_GROUP]
     off_rmap = bk[H_RMAP]
-    gbig = g0
-    for g in range(g0 + 1, g0 + ng):
-        og = off_group + GR_W * g
-        ob = off_group + GR_W * gbig
-        if bk[og + GR_HI] - bk[og + GR_LO] > bk[ob + GR_HI] - bk[ob + GR_LO]:
-            gbig = g
-    sO = SLOT_W * cc + O0_OFF
-    for g in range(g0, g0 + ng):
-        if g == gbig:
-            continue
-        og = off_group + GR_W * g
-        for r in range(bk[og + GR_LO], bk[og + GR_HI]):
-            ro = R0 + ROW_W * r
-            kr = ops.load6_at(sc, ro)
-            for a in range(6):
-                sc[ro + 6 + a] = ops.dot6(ops.load6_at(sc, sO + 6 * a), kr)
     for g1 in range(g0, g0 + ng):
+        oa = off_group + GR_W * g1
+        hi_a = bk[oa + GR_HI]
+        _ka, wa, sa = group_rows(bk, oa, R0)
         for g2 in range(g1 + 1, g0 + ng):
-            ga = g2 if g1 == gbig else g1  # the side with W
-            gb = g1 if g1 == gbig else g2
-            oa = off_group + GR_W * ga
-            ob = off_group + GR_W * gb
-            hi_a = bk[oa + GR_HI]
+            ob = off_group + GR_W * g2
+            kb, _wb, sb = group_rows(bk, ob, R0)
             for a0 in range(bk[oa + GR_LO], hi_a, TILE):  # bands of TILE rows (transposed stores in cache)
                 a1 = min(a0 + TILE, hi_a)
                 for r2 in range(bk[ob + GR_LO], bk[ob + GR_HI]):
-                    k2 = ops.load6_at(sc, R0 + ROW_W * r2)
+                    k2 = ops.load6_at(sc, kb + sb * r2)
                     u2 = bk[off_rmap + r2]
                     for r1 in range(a0, a1):
-                        v = ops.dot6(ops.load6_at(sc, R0 + ROW_W * r1 + 6), k2)
+                        v = ops.dot6(ops.load6_at(sc, wa + sa * r1), k2)
                         u1 = bk[off_rmap + r1]
                         out[u1, u2] = v  # line 25
                         out[u2, u1] = v  # line 26
-
-
-@njit(cache=True, inline="always")
-def pvr_diagonal_blocks(bk, sc, out):
-    """Line 28: the diagonal blocks Λ⁻¹_{e,e} = ⁰Ω_e (this also covers E5: no cca(e, e) = e lookup)."""
-    nb = bk[H_NB]
-    off_ee = bk[H_EE]
-    for k in range(bk[H_NE]):
-        o = off_ee + EE_W * k
-        se = SLOT_W * (nb + 1 + k)
-        w = bk[o + EE_DIM]
-        ur = bk[o + EE_UROW]
-        for a in range(w):
-            for c in range(w):
-                out[ur + a, ur + c] = sc[se + O0_OFF + w * a + c]
 
 
 @njit(cache=True, inline="always")
@@ -759,13 +781,12 @@ def pvr_assemble(bk, sc, out):
     zero, P7)."""
     out[:, :] = 0.0
     R0 = SLOT_W * (bk[H_NB] + bk[H_NE] + 1)  # row scratch: ᶜK (0:6), W = ᶜK ⁰Ω_c (6:12)
-    pvr_branch_inverse_inertias(bk, sc)  # lines 16–17
+    pvr_branch_inverse_inertias(bk, sc, out)  # lines 16–17 and 28
     off_cnode = bk[H_CNODE]
     for n in range(bk[H_NC]):  # lines 18–26, one branching link c at a time, children before parents
         o = off_cnode + CN_W * n
-        pvr_cemps_to_branch(bk, sc, bk[o + CN_G0], bk[o + CN_NG], R0)
-        pvr_branch_blocks(bk, sc, out, bk[o + CN_C], bk[o + CN_G0], bk[o + CN_NG], R0)
-    pvr_diagonal_blocks(bk, sc, out)  # line 28
+        pvr_cemps_to_branch(bk, sc, bk[o + CN_G0], bk[o + CN_NG], R0, bk[o + CN_UP])
+        pvr_branch_blocks(bk, sc, out, bk[o + CN_G0], bk[o + CN_NG], R0)
 
 
 @njit(cache=True)
@@ -790,17 +811,6 @@ def pv_osimr_core(ib, ws, q, K, bk, sc, added, out):
             inertia_to_parent(ib, ws, i, par)
     pvr_assemble(bk, sc, out)  # lines 16–28
     return 0
-
-
-@njit(cache=True)
-def pv_osimr_from_factors(ib, ws, K, bk, sc, out):
-    """PV-OSIMr after an ABA at the same configuration (ABA with any v, τ: its backward sweep leaves
-    the joint factors U_i = Iᴬ_i S_i, D_i⁻¹ and the placements in ``ws``, the same as lines 1–11):
-    only lines 3–4, 12–15 and 16–28 remain. Writes Λ⁻¹ (user order) into ``out``."""
-    pvr_seed_end_effectors(K, bk, sc)  # lines 3–4
-    for i in range(bk[H_NB], 0, -1):
-        pvr_link_step(ib, ws, bk, sc, i, ib[i, L.I_PARENT])  # lines 12–15
-    pvr_assemble(bk, sc, out)  # lines 16–28
 
 
 @kernel(
