@@ -200,7 +200,7 @@ def _loop_program(model, data, rows: ConstraintRows) -> contact_kernels.LoopProg
     return prog
 
 
-_LOOP_ARGS = KernelArgs(9, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
+_LOOP_ARGS = KernelArgs(5, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
 
 
 def _cluster_dynamics(model, data, q, v, tau, rows: ConstraintRows, desired, mu: float, f_ext):

@@ -54,7 +54,7 @@ from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
 from .cluster_dynamics import c_aba_core
-from .cluster_kinematics import c_fk_core, validate_cluster_state
+from .cluster_kinematics import c_fk_core, tapes, validate_cluster_state
 from .cluster_pv_osimr import c_pv_osimr_core
 from .common import external_force, gravity_seed, jcalc, kernel
 from .pv_osim import (
@@ -537,17 +537,16 @@ def contact_loops_core(
 
 
 @kernel(
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], "
-    "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "float64[::1], float64[::1], float64[::1], float64[:, ::1], "
     "float64, float64[:, ::1], int64[::1], int64[:, ::1], int64[:, ::1], int64[:, ::1], float64[::1], "
     "float64[::1], float64[::1])"
 )
-def contact_loops_kernel(
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam
-):
-    (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq,
-     lam) = borrowed((ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, cf, ci, T, cemp, asm,
-                      sc, ddq, lam))  # fmt: skip
+def contact_loops_kernel(ib, ws, ic, cb, wc, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam):
+    (ib, ws, ic, cb, wc, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam) = borrowed(
+        (ib, ws, ic, cb, wc, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam)
+    )
+    code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:
         return st
