@@ -307,21 +307,6 @@ def damped_cholesky(G, m, mu):
 
 
 @njit(cache=True, inline="always")
-def cholesky_solve(Lf, m, x):
-    """``x ← (L Lᵀ)⁻¹ x`` with the factor of :func:`damped_cholesky`."""
-    for i in range(m):
-        s = x[i]
-        for k in range(i):
-            s -= Lf[i, k] * x[k]
-        x[i] = s / Lf[i, i]
-    for i in range(m - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, m):
-            s -= Lf[k, i] * x[k]
-        x[i] = s / Lf[i, i]
-
-
-@njit(cache=True, inline="always")
 def force_response(ib, ws, ci, sc, lam, ddq):
     """Step 5: ``ddq += M⁻¹ Jᵀ λ`` with the ABA's world factors (RBDA Table 7.1, second and third
     loops, with the constraint forces as the only bias: ``pᴬ_b = −K_eᵀ λ_e``, the world rows ``K_e``
@@ -383,7 +368,7 @@ def contact_core(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam):
     st = damped_cholesky(G, m, mu)  # step 4: λ
     if st != 0:
         return st
-    cholesky_solve(G, m, lam)
+    ops.cholesky_solve_vector(G, m, lam)
     force_response(ib, ws, ci, sc, lam, ddq)  # step 5: ddq = a0 + M⁻¹ Jᵀ λ
     return 0
 
@@ -531,7 +516,7 @@ def contact_loops_core(
     st = damped_cholesky(G, m, mu)
     if st != 0:
         return st
-    cholesky_solve(G, m, lam)
+    ops.cholesky_solve_vector(G, m, lam)
     constraint_wrenches(fext, cf, cbody, crow, lam, f2)
     return c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, f2, ddq)
 

@@ -163,21 +163,6 @@ def cholesky_solve(Lf, n, B, p):
 
 
 @njit(cache=True, inline="always")
-def cholesky_solve_vector(Lf, n, b):
-    """``b ← (L Lᵀ)⁻¹ b`` for a vector (forward substitution by rows, backward by columns)."""
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= Lf[i, k] * b[k]
-        b[i] = s / Lf[i, i]
-    for i in range(n - 1, -1, -1):
-        bi = b[i] / Lf[i, i]
-        b[i] = bi
-        for k in range(i):  # the column i of Lᵀ x = y, i.e. row i of L
-            b[k] -= Lf[i, k] * bi
-
-
-@njit(cache=True, inline="always")
 def matmul(A, B, out):
     """``out = A B`` (dense; row updates, so the inner loop runs over the columns of B)."""
     n, p = A.shape[0], B.shape[1]
@@ -339,7 +324,7 @@ def projection_kernel(ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix
         y[i] = tau[i] - y[i]
     if not cholesky_in_place(A, nv):
         return NOT_PD_PROJECTED
-    cholesky_solve_vector(A, nv, y)
+    ops.cholesky_solve_vector(A, nv, y)
     for i in range(nv):
         out[i] = y[i]
     g_vec(G, y, g, out[nv : nv + nvs])
@@ -360,7 +345,7 @@ def lifted_forces(ix, sc, tau):
         return False
     for i in range(nv):
         y[i] = tau[i]
-    cholesky_solve_vector(A, nv, y)
+    ops.cholesky_solve_vector(A, nv, y)
     for r in range(nvs):
         s = -C[r]
         for i in range(nv):
@@ -385,7 +370,7 @@ def schur_solve(ix, sc, X, lam):
         for c in range(K.shape[1]):
             s += K[r, c] * X[c, nc]
         lam[r] -= s
-    cholesky_solve_vector(S, nc, lam)
+    ops.cholesky_solve_vector(S, nc, lam)
     return True
 
 
@@ -436,7 +421,7 @@ def lagrange_ltl(ix, sc, lam):
     if nc:
         if not cholesky_in_place(S, nc):
             return NOT_PD_SCHUR
-        cholesky_solve_vector(S, nc, lam)
+        ops.cholesky_solve_vector(S, nc, lam)
     for r in range(nvs):  # w = z + Y λ, then L⁻¹ w
         s = X[r, nc]
         for c in range(nc):

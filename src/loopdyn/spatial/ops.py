@@ -589,6 +589,22 @@ def gen6_to_parent(w, src, sstride, Ra, pa, Rb, pb, out, dst, dstride, scratch, 
             out[dst + r * dstride + c] += col[r]
 
 
+@njit(cache=True, inline="always")
+def cholesky_solve_vector(Lf, n, x):
+    """``x ← (L Lᵀ)⁻¹ x`` in place, for the Cholesky factor L in the lower triangle of the 2-D ``Lf``
+    (n × n; the upper triangle is not read): forward substitution by rows, backward by columns."""
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= Lf[i, k] * x[k]
+        x[i] = s / Lf[i, i]
+    for i in range(n - 1, -1, -1):
+        xi = x[i] / Lf[i, i]
+        x[i] = xi
+        for k in range(i):  # column i of Lᵀ, i.e. row i of L
+            x[k] -= Lf[i, k] * xi
+
+
 @njit(cache=True)
 def spd_inverse(w, src, n, out, dst, scratch, scr):
     """out[dst:dst+n²] = A⁻¹ (row-major) for the small symmetric positive-definite A (n ≤ 6) stored
