@@ -19,8 +19,8 @@ ran at 0.5–0.9× one thread's throughput as soon as another process kept a cor
 A bad row (wrong size, NaN, non-unit quaternion, a loop not closed…) raises the exception the
 single-state function would raise, its message starting with ``row k:`` (the first bad row).
 
-``constrained_forward_dynamics`` over a batch is not provided yet: it needs a compiled contact kernel,
-which does not exist yet.
+``constrained_forward_dynamics`` over a batch is not provided yet (call it per state: it is one
+compiled call per state, for trees and for models with loops).
 """
 
 from __future__ import annotations
