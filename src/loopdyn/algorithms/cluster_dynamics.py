@@ -421,14 +421,6 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
 
 
 @njit(cache=True, inline="always")
-def _coord(ib, ic, cb, k, j):
-    """Spanning velocity index of the j-th spanning coordinate of cluster k."""
-    if ic[k, L.C_KIND] == L.SINGLE_BODY:
-        return ib[cb[ic[k, L.C_FIRST]], L.I_IV] + j
-    return ib[cb[ic[k, L.C_FIRST] + j], L.I_IV]
-
-
-@njit(cache=True, inline="always")
 def _armature(ic, wc, k, j):
     """Armature of the j-th spanning coordinate of cluster k (from the cluster's table)."""
     return wc[ic[k, L.C_ARM] + j]
