@@ -106,8 +106,23 @@ CI_W = 4
 
 # ---------------------------------------------------------------------------------------------
 # the compiled constraint set (pure Python; once per prepared constraint list)
+class ThreadScratch:
+    """Per-thread float scratch of ``size`` entries for a compiled constraint program (a mixin: the
+    dataclass provides ``size`` and ``local``)."""
+
+    size: int
+    local: threading.local
+
+    def scratch(self) -> np.ndarray:
+        """This thread's scratch (allocated once)."""
+        buf = getattr(self.local, "sc", None)
+        if buf is None:
+            buf = self.local.sc = np.zeros(self.size)
+        return buf
+
+
 @dataclass
-class ContactProgram:
+class ContactProgram(ThreadScratch):
     """A prepared constraint list compiled for :func:`contact_kernel`.
 
     * ``cf`` (m + 2 nc, 6) — the rows ``K`` acting on the body motion ``[ω; v]`` (first m rows), then
@@ -122,13 +137,6 @@ class ContactProgram:
     ci: np.ndarray
     size: int
     local: threading.local = field(default_factory=threading.local)
-
-    def scratch(self) -> np.ndarray:
-        """This thread's scratch (allocated once)."""
-        buf = getattr(self.local, "sc", None)
-        if buf is None:
-            buf = self.local.sc = np.zeros(self.size)
-        return buf
 
 
 def contact_program(ib, body, row, K, frames, classical) -> ContactProgram:
@@ -388,7 +396,7 @@ def contact_kernel(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam):
 # ---------------------------------------------------------------------------------------------
 # models with loops: the cluster cores chained in one kernel
 @dataclass
-class LoopProgram:
+class LoopProgram(ThreadScratch):
     """A prepared constraint list compiled for :func:`contact_loops_kernel` (a model with loops).
 
     * ``cf`` — as :class:`ContactProgram`: the rows ``K`` (m × 6) then the frames;
@@ -409,13 +417,6 @@ class LoopProgram:
     asm: np.ndarray
     size: int
     local: threading.local = field(default_factory=threading.local)
-
-    def scratch(self) -> np.ndarray:
-        """This thread's scratch (allocated once)."""
-        buf = getattr(self.local, "sc", None)
-        if buf is None:
-            buf = self.local.sc = np.zeros(self.size)
-        return buf
 
 
 def loop_program(ib, structure, body, row, K, frames, classical) -> LoopProgram:
