@@ -261,7 +261,7 @@ def test_reference_robots(name):
 
         model = tello_humanoid(REFERENCE / "tello_humanoid.urdf")
     else:
-        model = loopdyn.load_urdf(REFERENCE / f"{name}.urdf")
+        model = loopdyn.load_urdf(REFERENCE / f"{name}.urdf", inertia="accept")
     d = model.create_data()
     rng = np.random.default_rng(11)
     parents = {b.parent for b in model.bodies}

@@ -187,7 +187,7 @@ def _reference_model(name):
         from loopdyn.robots.tello_model import tello_humanoid
 
         return tello_humanoid(REFERENCE / "tello_humanoid.urdf")
-    return loopdyn.load_urdf(REFERENCE / f"{name}.urdf")
+    return loopdyn.load_urdf(REFERENCE / f"{name}.urdf", inertia="accept")
 
 
 @pytest.mark.parametrize("name", REFERENCE_FILES)

@@ -36,7 +36,7 @@ def edited_reference(tmp_path: Path, name: str, edit) -> loopdyn.Model:
     edit(tree.getroot())
     out = tmp_path / f"{name}_edited.urdf"
     tree.write(out)
-    return loopdyn.load_urdf(out)
+    return loopdyn.load_urdf(out, inertia="accept")
 
 
 def rel_err(a, b) -> float:
@@ -133,13 +133,13 @@ def rz(angle: float) -> np.ndarray:
 # the new humanoids against their reference files
 @pytest.mark.parametrize("name", list(FILES))
 def test_humanoid_same_as_reference_file(name):
-    ref = loopdyn.load_urdf(reference_path(FILES[name]))
+    ref = loopdyn.load_urdf(reference_path(FILES[name]), inertia="accept")
     assert_same_model(getattr(robots, name)(parameters="current"), ref)
 
 
 @pytest.mark.parametrize("name", list(FILES))
 def test_humanoid_same_dynamics_as_reference_file(name):
-    ref = loopdyn.load_urdf(reference_path(FILES[name]))
+    ref = loopdyn.load_urdf(reference_path(FILES[name]), inertia="accept")
     model = getattr(robots, name)(parameters="current")
     assert model.velocity_names == ref.velocity_names
     assert_same_dynamics(model, ref)
@@ -541,6 +541,21 @@ def test_info_cli_errors(capsys, tmp_path):
     assert main(["info", str(tmp_path / "missing.urdf")]) == 2  # not a built-in name: the URDF path
     assert main(["info", str(tmp_path / "missing.urdf"), "--parameters", "paper"]) == 2
     assert "built-in robots only" in capsys.readouterr().err
+
+
+def test_info_cli_file_options(capsys):
+    """--inertia and --mimic reach the loaders: hyq's base link is refused by default and loads with
+    --inertia accept; panda's finger mimic is refused by default and coupled with --mimic coupling."""
+    if not {"hyq", "panda"} <= set(robots.example_robots()):
+        pytest.skip("example-robot-data is not installed")
+    assert main(["info", "hyq"]) == 2
+    assert "'base_link'" in capsys.readouterr().err
+    assert main(["info", "hyq", "--inertia", "accept"]) == 0
+    assert "nv 18" in capsys.readouterr().out
+    assert main(["info", "panda"]) == 2
+    assert "mimic='coupling'" in capsys.readouterr().err
+    assert main(["info", "panda", "--mimic", "coupling"]) == 0
+    assert "nq 8, nv 8" in capsys.readouterr().out
 
 
 def test_uniform_gt_chain_is_the_reference_rotor_chain():

@@ -319,7 +319,8 @@ def test_rerooted_tree_reverses_joints_as_the_definition_says():
 @pytest.fixture(scope="module")
 def cassie():
     path = _need(CASSIE) / "cassie.sdf"
-    return path, loopdyn.load_sdf(path)
+    # its foot-reference links violate the triangle inequality: loaded as written
+    return path, loopdyn.load_sdf(path, inertia="accept")
 
 
 @pytest.fixture(scope="module")
@@ -452,7 +453,7 @@ def test_cassie_c_aba_matches_pinocchio_constraint_dynamics(file):
     from loopdyn.baselines.lagrange import lift_forces
 
     path = _need(CASSIE) / file
-    m = loopdyn.load_sdf(path)
+    m = loopdyn.load_sdf(path, inertia="accept")  # cassie.sdf's foot-reference links are not physical
     spec = SdfSpec(Path(path).read_text())
     pm = _pin_tree(pin, m)
     pd = pm.createData()
@@ -515,7 +516,7 @@ def test_cassie_matches_the_projection_baseline(which, request):
 
 def test_cut_joints_override(cassie, cassie_v2):
     path, default = cassie
-    m = loopdyn.load_sdf(path, cut_joints=["left-knee-spring-joint"])
+    m = loopdyn.load_sdf(path, cut_joints=["left-knee-spring-joint"], inertia="accept")
     assert "left-knee-spring-joint" in m.sdf_cut_joints and "left-shin-spring-joint" not in m.sdf_cut_joints
     assert "left-shin-spring-joint" in default.sdf_cut_joints
     kinds = {c.name: getattr(c, "kind", None) for c in m.constraints}
@@ -629,9 +630,11 @@ def test_physical_inertia_option():
         1,
     )
     doc = _doc(bad + _rev("ja", "base", "a") + _rev("jb", "base", "b"))
-    loopdyn.load_sdf(doc)
+    loopdyn.load_sdf(doc, inertia="accept")
     with pytest.raises(SDFError, match="link 'base'.*triangle inequality"):
         loopdyn.load_sdf(doc, inertia="physical")
+    with pytest.raises(SDFError, match="link 'base'.*triangle inequality.*inertia='accept'"):
+        loopdyn.load_sdf(doc)  # the default
 
 
 @pytest.mark.parametrize("canonical", ["base", "b"])

@@ -1,5 +1,6 @@
-"""``load_urdf(..., inertia="physical")`` refuses rotational inertias that no rigid body has (principal
-moments violating the triangle inequality); ``inertia="accept"`` (default) loads them as Pinocchio does."""
+"""``load_urdf(..., inertia="physical")`` (the default) refuses rotational inertias that no rigid body
+has (principal moments violating the triangle inequality); ``inertia="accept"`` loads them as
+Pinocchio does."""
 
 from __future__ import annotations
 
@@ -47,10 +48,14 @@ def test_violating_link_is_refused_with_its_name_and_line():
     assert "inertia='accept'" in str(info.value)
 
 
-def test_accept_loads_the_tensor_as_written_and_is_the_default():
-    xml = _robot(0.01, 0.01, 0.05)
-    for model in (load_urdf(xml), load_urdf(xml, inertia="accept")):
-        np.testing.assert_array_equal(model.bodies[0].inertia.inertia, np.diag([0.01, 0.01, 0.05]))
+def test_refusal_is_the_default():
+    with pytest.raises(URDFError, match="'rod'.*triangle inequality.*inertia='accept'"):
+        load_urdf(_robot(0.01, 0.01, 0.05))
+
+
+def test_accept_loads_the_tensor_as_written():
+    model = load_urdf(_robot(0.01, 0.01, 0.05), inertia="accept")
+    np.testing.assert_array_equal(model.bodies[0].inertia.inertia, np.diag([0.01, 0.01, 0.05]))
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -95,4 +100,6 @@ def test_grbda_mini_cheetah_hip_links_are_reported():
     name = str(info.value).split("link '")[1].split("'")[0]
     lines = path.read_text().splitlines()
     assert f'name="{name}"' in lines[info.value.line - 1]
-    load_urdf(path)  # accepted by default
+    with pytest.raises(URDFError, match=r"_hip_link"):
+        load_urdf(path)  # refused by default too
+    load_urdf(path, inertia="accept")

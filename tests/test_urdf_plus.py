@@ -67,7 +67,7 @@ REFERENCE = [
     "filename, nv, nq, nv_span, nclusters, ncouplings, nloops", REFERENCE, ids=[r[0] for r in REFERENCE]
 )
 def test_reference_file_sizes(filename, nv, nq, nv_span, nclusters, ncouplings, nloops):
-    model = load_urdf(ref(filename))
+    model = load_urdf(ref(filename), inertia="accept")
     assert model.nv == nv
     assert model.nq == nq
     assert model.spanning_nv == nv_span
@@ -90,7 +90,7 @@ def test_reference_file_spanning_tree_matches_pinocchio(filename):
     """URDF+ additions do not change the tree: urdfdom (Pinocchio) ignores them."""
     pin = pytest.importorskip("pinocchio")
     path = ref(filename)
-    model = load_urdf(path)
+    model = load_urdf(path, inertia="accept")  # GRBDA's files have non-physical inertias
     pm = pin.buildModelFromUrdf(str(path))
     assert model.joint_names == list(pm.names)
     assert model.spanning_nq == pm.nq and model.spanning_nv == pm.nv
@@ -106,8 +106,8 @@ def test_floating_base_flag_on_a_file_with_its_own_floating_joint_adds_a_second_
     """mini_cheetah.urdf already has ``base_to_floating_base`` (floating): floating_base=True would
     make the massless ``base`` link a second free body, nv = 24 instead of 18."""
     path = ref("mini_cheetah.urdf")
-    assert load_urdf(path).nv == 18
-    doubled = load_urdf(path, floating_base=True)
+    assert load_urdf(path, inertia="accept").nv == 18
+    doubled = load_urdf(path, floating_base=True, inertia="accept")
     assert doubled.nv == 24
     assert [b.joint.kind for b in doubled.bodies[:2]] == ["free-flyer", "free-flyer"]
 
@@ -225,7 +225,7 @@ def test_mit_humanoid_leg_clusters():
 
 def test_mini_cheetah_and_jvrc1_clusters_are_geared_pairs():
     for filename, pairs in (("mini_cheetah.urdf", 12), ("jvrc1_humanoid.urdf", 25)):
-        model = load_urdf(ref(filename))
+        model = load_urdf(ref(filename), inertia="accept")
         clusters = multi(model)
         assert len(clusters) == pairs
         for c in clusters:
@@ -543,7 +543,7 @@ def test_random_configurations_satisfy_the_constraints(filename):
     state = pytest.importorskip("loopdyn.model.state")
     if not all(hasattr(state, f) for f in ("random_configuration", "constraint_residual")):
         pytest.skip("loopdyn.model.state has no random_configuration / constraint_residual yet")
-    model = load_urdf(ref(filename))
+    model = load_urdf(ref(filename), inertia="accept")
     rng = np.random.default_rng(7)
     for _ in range(10):
         q = state.random_configuration(model, rng)

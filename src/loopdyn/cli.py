@@ -37,6 +37,18 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="built-in robots: the reference file's parameters (default) or the paper's",
     )
+    i.add_argument(
+        "--inertia",
+        choices=("physical", "accept"),
+        default="physical",
+        help="URDF/SDF files: refuse inertias that violate the triangle inequality (default) or accept them",
+    )
+    i.add_argument(
+        "--mimic",
+        choices=("error", "independent", "coupling"),
+        default="error",
+        help="URDF files: how <mimic> joints are loaded (see loopdyn.load_urdf)",
+    )
     args = parser.parse_args(argv)
 
     if args.command == "bench":
@@ -85,9 +97,9 @@ def _info(args) -> int:
             if io.mjcf.is_mjcf(path):  # an MJCF (MuJoCo) file: .mjcf, or .xml with a <mujoco> root
                 model = io.load_mjcf(path, floating_base=True if floating else None)
             elif str(path).lower().endswith(".sdf"):
-                model = io.load_sdf(path, floating_base=True if floating else None)
+                model = io.load_sdf(path, floating_base=True if floating else None, inertia=args.inertia)
             else:
-                model = io.load_urdf(path, floating_base=floating)
+                model = io.load_urdf(path, floating_base=floating, inertia=args.inertia, mimic=args.mimic)
         except (OSError, ValueError, NotImplementedError, ImportError) as exc:
             print(f"loopdyn: {exc}", file=sys.stderr)
             return 2

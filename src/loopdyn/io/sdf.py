@@ -393,7 +393,7 @@ def load_sdf(
     cut_joints=None,
     root_joint_name: str = "root_joint",
     gravity=(0.0, 0.0, -9.81),
-    inertia: str = "accept",
+    inertia: str = "physical",
 ) -> Model:
     """Build a :class:`~loopdyn.model.model.Model` from an SDF document (see the module docstring for
     the conventions, the choice of cut joints and how gearboxes are read).
@@ -413,8 +413,10 @@ def load_sdf(
     gravity:
         Gravity vector of the model, in the world frame.
     inertia:
-        ``"accept"`` (default) or ``"physical"``: as in :func:`~loopdyn.io.urdf.load_urdf`, refuse
-        links whose rotational inertia violates the triangle inequality.
+        ``"physical"`` (default) or ``"accept"``: as in :func:`~loopdyn.io.urdf.load_urdf`,
+        ``"physical"`` refuses a link whose rotational inertia violates the triangle inequality
+        (:class:`~loopdyn.errors.SDFError` naming the link and its line); ``"accept"`` loads it as
+        written.
 
     Returns
     -------

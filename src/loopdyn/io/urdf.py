@@ -78,7 +78,7 @@ from ..spatial.inertia import Inertia
 
 __all__ = ["load_urdf"]
 
-MIMIC_MODES = ("error", "independent")
+MIMIC_MODES = ("error", "independent", "coupling")
 INERTIA_MODES = ("physical", "accept")
 LOOP_MODES = ("exact", "point")
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
@@ -188,6 +188,7 @@ class _Joint:
     mimic: str | None
     line: int
     independent: bool = True  # URDF+ ``independent`` attribute
+    mimic_multiplier: float = 1.0  # ``<mimic multiplier>``, used by ``mimic="coupling"``
 
 
 @dataclass
@@ -329,16 +330,20 @@ class _Reader:
         mimic_el = element.find("mimic")
         if mimic_el is not None:
             mimic = self.attribute(mimic_el, "joint", what)
-            for key in ("multiplier", "offset"):
+            factors = {"multiplier": 1.0, "offset": 0.0}
+            for key in factors:
                 if key in mimic_el.attrib:
-                    self.number(mimic_el.attrib[key], mimic_el, f"{what}: mimic {key}")
+                    factors[key] = self.number(mimic_el.attrib[key], mimic_el, f"{what}: mimic {key}")
+            if mimic_mode == "coupling" and jtype != "fixed":
+                self.check_mimic_coupling(mimic_el, what, jtype, factors)
             # a fixed joint has no coordinate to couple: Pinocchio ignores its <mimic> (talos_reduced
             # has such joints), and so do we
             if mimic_mode == "error" and jtype != "fixed":
                 exc = UnsupportedFeatureError(
                     f"{_where(self.source, mimic_el.line)}{what} mimics joint {mimic!r}: <mimic> joints "
-                    "are not supported; pass mimic='independent' to load it as an independent joint "
-                    "(as Pinocchio's buildModelFromUrdf does by default)"
+                    "are not loaded by default; pass mimic='coupling' to couple it to the joint it "
+                    "mimics (exact, one coordinate less) or mimic='independent' to load it as an "
+                    "independent joint (as Pinocchio's buildModelFromUrdf does by default)"
                 )
                 exc.line, exc.source = mimic_el.line, self.source
                 raise exc
@@ -366,7 +371,27 @@ class _Reader:
             raise self.error(f"{what}: {exc}", element) from None
         # URDF+: default true; GRBDA reads only the exact strings "true"/"True" as true
         independent = element.attrib.get("independent", "true") in ("true", "True")
-        return _Joint(name, jtype, links[0], links[1], R, p, joint, mimic, element.line, independent)
+        if mimic_mode != "coupling" or jtype == "fixed":
+            mimic = None
+        multiplier = factors["multiplier"] if mimic is not None else 1.0
+        return _Joint(name, jtype, links[0], links[1], R, p, joint, mimic, element.line, independent, multiplier)
+
+    def check_mimic_coupling(self, mimic_el: _Element, what: str, jtype: str, factors: dict) -> None:
+        """Refuse a ``<mimic>`` that ``mimic="coupling"`` cannot represent exactly."""
+        why = None
+        if jtype not in ("revolute", "prismatic"):
+            why = f"it is a {jtype!r} joint (a coupled joint must be revolute or prismatic)"
+        elif factors["offset"] != 0.0:
+            why = f"its offset is {factors['offset']:g} (a coupling has no offset)"
+        elif factors["multiplier"] == 0.0:
+            why = "its multiplier is 0"
+        if why is not None:
+            exc = UnsupportedFeatureError(
+                f"{_where(self.source, mimic_el.line)}{what}: its <mimic> cannot be loaded as a "
+                f"coupling: {why}; pass mimic='independent' to load it as an independent joint"
+            )
+            exc.line, exc.source = mimic_el.line, self.source
+            raise exc
 
     # ------------------------------------------------------------------------------------------
     # URDF+ constraints
@@ -585,7 +610,7 @@ def load_urdf(
     loops: str = "exact",
     root_joint_name: str = "root_joint",
     gravity=(0.0, 0.0, -9.81),
-    inertia: str = "accept",
+    inertia: str = "physical",
 ) -> Model:
     """Build a :class:`~loopdyn.model.model.Model` from a URDF document.
 
@@ -602,6 +627,10 @@ def load_urdf(
         ``"error"`` (default): a moving joint with a ``<mimic>`` element raises
         :class:`~loopdyn.errors.UnsupportedFeatureError`. ``"independent"``: the ``<mimic>`` element is
         ignored and the joint is an ordinary independent joint (Pinocchio's default behaviour).
+        ``"coupling"``: the joint is geared to the joint it mimics, ``q = multiplier · q_mimicked``
+        (an explicit constraint with a constant G, like a geared motor), so it has no coordinate of
+        its own in the independent state; both joints must be revolute or prismatic and the offset
+        zero (UnsupportedFeatureError naming the joint otherwise).
         ``<mimic>`` on a ``fixed`` joint is always ignored.
     loops:
         How URDF+ ``<loop>`` elements are read. ``"exact"`` (default): the loop ``type`` is honoured
@@ -614,13 +643,14 @@ def load_urdf(
     gravity:
         Gravity vector of the model, in the world frame.
     inertia:
-        ``"physical"``: a link whose principal moments of inertia about its centre of mass violate
-        the triangle inequality (``I1 + I2 >= I3`` for every ordering, which every rigid body
-        satisfies) is refused with a :class:`~loopdyn.errors.URDFError` naming the link and its line.
-        ``"accept"`` (default): such inertias are loaded as written, as Pinocchio does; they only
-        need to be positive semi-definite. Many shipped files have such links (example-robot-data's
-        hyq, go1, anymal, icub; GRBDA's mini_cheetah, jvrc1 and double_pendulum), which is why the
-        check is opt-in. See :func:`check_physical_inertia`.
+        ``"physical"`` (default): a link whose principal moments of inertia about its centre of mass
+        violate the triangle inequality (``I1 + I2 >= I3`` for every ordering, which every rigid body
+        satisfies) is refused with a :class:`~loopdyn.errors.URDFError` naming the link and its line,
+        as MuJoCo's compiler refuses it. ``"accept"``: such inertias are loaded as written, as
+        Pinocchio does; they only need to be positive semi-definite. Many shipped files have such
+        links (example-robot-data's anymal, go1, b1, hyq, allegro, pr2, icub; GRBDA's mini_cheetah,
+        jvrc1 and double_pendulum): load those with ``inertia="accept"`` if the non-physical
+        inertia is intended. See :func:`check_physical_inertia`.
 
     Returns
     -------
@@ -732,7 +762,37 @@ def load_urdf(
             raise URDFError(f"joint {joint.name!r}: {exc}", line=joint.line, source=src) from None
     if constraints:
         _add_constraints(model, list(constraints.values()), links, joints, src)
+    mimics = [joint for joint in order if joint.mimic is not None]
+    if mimics:
+        _add_mimic_couplings(model, mimics, joints, src)
     return model
+
+
+def _add_mimic_couplings(model: Model, mimics: list[_Joint], joints: dict[str, _Joint], src: str | None) -> None:
+    """``mimic="coupling"``: gear each mimicking joint to the joint it mimics (explicit constraint
+    ``q_joint = multiplier · q_mimicked``) and rebuild the clusters."""
+    for joint in mimics:
+        target = joints.get(joint.mimic)
+        if target is None or target.type not in ("revolute", "prismatic"):
+            why = "no such joint" if target is None else f"it is a {target.type!r} joint"
+            raise UnsupportedFeatureError(
+                f"{_where(src, joint.line)}joint {joint.name!r} mimics joint {joint.mimic!r}, which "
+                f"cannot carry a coupling ({why}); pass mimic='independent'"
+            )
+        try:
+            model.add_explicit_constraint(
+                f"{joint.name}_mimic", (joint.mimic, joint.name), (joint.mimic,), [[1.0], [joint.mimic_multiplier]]
+            )
+        except ModelError as exc:
+            raise URDFError(f"joint {joint.name!r}: <mimic>: {exc}", line=joint.line, source=src) from None
+    try:
+        model.clusters()
+    except UnsupportedFeatureError as exc:
+        err = UnsupportedFeatureError(f"{_where(src, mimics[0].line)}<mimic> couplings: {exc}")
+        err.line, err.source = mimics[0].line, src
+        raise err from None
+    except ModelError as exc:
+        raise URDFError(f"<mimic> couplings: {exc}", line=mimics[0].line, source=src) from None
 
 
 # ----------------------------------------------------------------------------------------------
