@@ -15,26 +15,37 @@ from loopdyn.errors import UnsupportedFeatureError
 
 pin = pytest.importorskip("pinocchio")
 
-LINK = "<link name='{n}'><inertial><mass value='{m}'/><origin xyz='{c}'/>" \
-       "<inertia ixx='{i}' iyy='{i}' izz='{i}' ixy='0' ixz='0' iyz='0'/></inertial></link>"
-JOINT = "<joint name='{n}' type='{t}'><parent link='{p}'/><child link='{c}'/>" \
-        "<origin xyz='{o}' rpy='{r}'/><axis xyz='{a}'/><limit lower='-3' upper='3' effort='1' velocity='1'/>" \
-        "{extra}</joint>"
+LINK = (
+    "<link name='{n}'><inertial><mass value='{m}'/><origin xyz='{c}'/>"
+    "<inertia ixx='{i}' iyy='{i}' izz='{i}' ixy='0' ixz='0' iyz='0'/></inertial></link>"
+)
+JOINT = (
+    "<joint name='{n}' type='{t}'><parent link='{p}'/><child link='{c}'/>"
+    "<origin xyz='{o}' rpy='{r}'/><axis xyz='{a}'/><limit lower='-3' upper='3' effort='1' velocity='1'/>"
+    "{extra}</joint>"
+)
 
 
 def _gripper(multiplier: float, jtype: str = "revolute", offset: float = 0.0) -> str:
     """A base arm joint carrying a palm with two fingers in separate branches; finger 2 mimics 1."""
     links = "".join(
         LINK.format(n=n, m=m, c=c, i=i)
-        for n, m, c, i in [("base", 2.0, "0 0 0", 0.1), ("palm", 1.2, "0.05 0 0.1", 0.02),
-                           ("f1", 0.3, "0.02 0.01 0.03", 0.004), ("f2", 0.25, "-0.01 0.02 0.04", 0.003)]
+        for n, m, c, i in [
+            ("base", 2.0, "0 0 0", 0.1),
+            ("palm", 1.2, "0.05 0 0.1", 0.02),
+            ("f1", 0.3, "0.02 0.01 0.03", 0.004),
+            ("f2", 0.25, "-0.01 0.02 0.04", 0.003),
+        ]
     )
     mimic = f"<mimic joint='j_f1' multiplier='{multiplier}' offset='{offset}'/>"
     joints = (
-        JOINT.format(n="j_palm", t="revolute", p="base", c="palm", o="0 0 0.3", r="0 0.2 0", a="0 1 0", extra="")
+        JOINT.format(
+            n="j_palm", t="revolute", p="base", c="palm", o="0 0 0.3", r="0 0.2 0", a="0 1 0", extra=""
+        )
         + JOINT.format(n="j_f1", t=jtype, p="palm", c="f1", o="0.04 0 0.1", r="0.1 0 0", a="1 0 0", extra="")
-        + JOINT.format(n="j_f2", t=jtype, p="palm", c="f2", o="-0.04 0 0.1", r="0 0 0.3", a="0.6 0.8 0",
-                       extra=mimic)
+        + JOINT.format(
+            n="j_f2", t=jtype, p="palm", c="f2", o="-0.04 0 0.1", r="0 0 0.3", a="0.6 0.8 0", extra=mimic
+        )
     )
     return f"<robot name='gripper'>{links}{joints}</robot>"
 
@@ -42,8 +53,10 @@ def _gripper(multiplier: float, jtype: str = "revolute", offset: float = 0.0) ->
 def _G(pin_model, mimics: dict[str, tuple[str, float]]) -> tuple[np.ndarray, list[int]]:
     """G (spanning v from the kept coordinates) and the kept spanning indices, from the mimic table."""
     nv = pin_model.nv
-    dependent = {pin_model.joints[pin_model.getJointId(j)].idx_v: (
-        pin_model.joints[pin_model.getJointId(t)].idx_v, k) for j, (t, k) in mimics.items()}
+    dependent = {
+        pin_model.joints[pin_model.getJointId(j)].idx_v: (pin_model.joints[pin_model.getJointId(t)].idx_v, k)
+        for j, (t, k) in mimics.items()
+    }
     kept = [i for i in range(nv) if i not in dependent]
     G = np.zeros((nv, len(kept)))
     for col, i in enumerate(kept):
@@ -56,9 +69,17 @@ def _G(pin_model, mimics: dict[str, tuple[str, float]]) -> tuple[np.ndarray, lis
 def _check_against_pinocchio(source, floating: bool, mimics: dict, states: int = 20) -> None:
     model = loopdyn.load_urdf(source, floating_base=floating, mimic="coupling")
     if isinstance(source, str) and source.lstrip().startswith("<"):
-        pm = pin.buildModelFromXML(source, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromXML(source)
+        pm = (
+            pin.buildModelFromXML(source, pin.JointModelFreeFlyer())
+            if floating
+            else pin.buildModelFromXML(source)
+        )
     else:
-        pm = pin.buildModelFromUrdf(source, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(source)
+        pm = (
+            pin.buildModelFromUrdf(source, pin.JointModelFreeFlyer())
+            if floating
+            else pin.buildModelFromUrdf(source)
+        )
     pd = pm.createData()
     data = model.create_data()
     G, kept = _G(pm, mimics)
@@ -79,12 +100,14 @@ def _check_against_pinocchio(source, floating: bool, mimics: dict, states: int =
         scale = np.abs(H).max()
         np.testing.assert_allclose(loopdyn.crba(model, data, q), H, rtol=0, atol=1e-12 * scale)
         tau_ref = G.T @ pin.rnea(pm, pd, q_span, G @ v, G @ a)
-        np.testing.assert_allclose(loopdyn.rnea(model, data, q, v, a), tau_ref, rtol=0,
-                                   atol=1e-10 * max(1.0, np.abs(tau_ref).max()))
+        np.testing.assert_allclose(
+            loopdyn.rnea(model, data, q, v, a), tau_ref, rtol=0, atol=1e-10 * max(1.0, np.abs(tau_ref).max())
+        )
         h = G.T @ pin.rnea(pm, pd, q_span, G @ v, np.zeros(pm.nv))
         a_ref = np.linalg.solve(H, tau - h)
-        np.testing.assert_allclose(loopdyn.aba(model, data, q, v, tau), a_ref, rtol=0,
-                                   atol=1e-9 * max(1.0, np.abs(a_ref).max()))
+        np.testing.assert_allclose(
+            loopdyn.aba(model, data, q, v, tau), a_ref, rtol=0, atol=1e-9 * max(1.0, np.abs(a_ref).max())
+        )
 
 
 @pytest.mark.parametrize("multiplier", [1.0, -2.5])

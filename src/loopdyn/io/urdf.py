@@ -374,7 +374,9 @@ class _Reader:
         if mimic_mode != "coupling" or jtype == "fixed":
             mimic = None
         multiplier = factors["multiplier"] if mimic is not None else 1.0
-        return _Joint(name, jtype, links[0], links[1], R, p, joint, mimic, element.line, independent, multiplier)
+        return _Joint(
+            name, jtype, links[0], links[1], R, p, joint, mimic, element.line, independent, multiplier
+        )
 
     def check_mimic_coupling(self, mimic_el: _Element, what: str, jtype: str, factors: dict) -> None:
         """Refuse a ``<mimic>`` that ``mimic="coupling"`` cannot represent exactly."""
@@ -768,7 +770,9 @@ def load_urdf(
     return model
 
 
-def _add_mimic_couplings(model: Model, mimics: list[_Joint], joints: dict[str, _Joint], src: str | None) -> None:
+def _add_mimic_couplings(
+    model: Model, mimics: list[_Joint], joints: dict[str, _Joint], src: str | None
+) -> None:
     """``mimic="coupling"``: gear each mimicking joint to the joint it mimics (explicit constraint
     ``q_joint = multiplier · q_mimicked``) and rebuild the clusters."""
     for joint in mimics:
@@ -781,7 +785,10 @@ def _add_mimic_couplings(model: Model, mimics: list[_Joint], joints: dict[str, _
             )
         try:
             model.add_explicit_constraint(
-                f"{joint.name}_mimic", (joint.mimic, joint.name), (joint.mimic,), [[1.0], [joint.mimic_multiplier]]
+                f"{joint.name}_mimic",
+                (joint.mimic, joint.name),
+                (joint.mimic,),
+                [[1.0], [joint.mimic_multiplier]],
             )
         except ModelError as exc:
             raise URDFError(f"joint {joint.name!r}: <mimic>: {exc}", line=joint.line, source=src) from None
