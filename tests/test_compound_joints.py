@@ -302,3 +302,77 @@ def test_compound_joint_inside_a_loop():
     v = np.ones(m.nv)
     tau = ld.rnea(m, d, q, v, np.zeros(m.nv))
     assert np.allclose(ld.aba(m, d, q, v, tau), 0.0, atol=1e-9)
+
+
+PLANAR_URDF = """<robot name="slider">
+  <link name="ground"/>
+  <joint name="plane" type="planar"><parent link="ground"/><child link="puck"/>
+    <origin xyz="0.1 0.2 0.3" rpy="0.3 -0.2 0.5"/><axis xyz="0 0 1"/></joint>
+  <link name="puck"><inertial><mass value="1.5"/><origin xyz="0.05 0.02 0.01"/>
+    <inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0" izz="0.04"/></inertial></link>
+  <joint name="pin" type="revolute"><parent link="puck"/><child link="arm"/>
+    <origin xyz="0.2 0 0.1"/><axis xyz="0 1 0"/><limit lower="-2" upper="2" effort="10" velocity="5"/></joint>
+  <link name="arm"><inertial><mass value="0.7"/><origin xyz="0.1 0 0"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>
+</robot>"""
+
+
+def test_urdf_planar_joint_against_pinocchio():
+    """Pinocchio's URDF parser makes the same ``planar`` joint a JointModelPlanar (normal z)."""
+    m = ld.load_urdf(PLANAR_URDF)
+    pm = pin.buildModelFromXML(PLANAR_URDF)
+    d, pd = m.create_data(), pm.createData()
+    assert m.compound_joint("plane").joint == ld.Planar((0, 0, 1)) and m.nv == pm.nv == 4
+    specs = [{"kind": "planar", "joint": "plane"}, {"kind": "revolute", "joint": "pin"}]
+    smap = StateMap(specs, m)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        q, v, a = rng.uniform(-2, 2, m.nq), rng.normal(size=m.nv), rng.normal(size=m.nv)
+        qp, vp, ap, T = smap(q, v, a)
+        tau = ld.rnea(m, d, q, v, a)
+        _close(tau, T.T @ pin.rnea(pm, pd, qp, vp, ap), "rnea")
+        Mp = pin.crba(pm, pd, qp)
+        _close(ld.crba(m, d, q), T.T @ (np.triu(Mp) + np.triu(Mp, 1).T) @ T, "crba")
+        _close(smap(q, v, ld.aba(m, d, q, v, tau))[2], pin.aba(pm, pd, qp, vp, np.linalg.solve(T.T, tau)),
+               "aba")
+
+
+def _sdf(axis2="0 1 0", parent="base", child="arm"):
+    return f"""<sdf version="1.7"><model name="u">
+  <link name="base"><pose>0 0 0 0 0 0</pose><inertial><mass>2</mass></inertial></link>
+  <joint name="weld" type="fixed"><parent>world</parent><child>base</child></joint>
+  <link name="arm"><pose>0.3 0 0.2 0 0 0</pose>
+    <inertial><pose>0.1 0.02 0 0 0 0</pose><mass>1.2</mass>
+      <inertia><ixx>0.01</ixx><ixy>0.001</ixy><ixz>0</ixz><iyy>0.02</iyy><iyz>0</iyz><izz>0.03</izz></inertia>
+    </inertial></link>
+  <joint name="u" type="universal"><parent>{parent}</parent><child>{child}</child>
+    <axis><xyz>1 0 0</xyz><limit><lower>-1</lower><upper>1</upper></limit></axis>
+    <axis2><xyz>{axis2}</xyz><limit><lower>-0.5</lower><upper>0.7</upper></limit></axis2></joint>
+</model></sdf>"""
+
+
+def test_sdf_universal_joint_against_pinocchio():
+    m = ld.load_sdf(_sdf())
+    rec = m.compound_joint("u")
+    assert rec.joint == ld.Universal((1, 0, 0), (0, 1, 0), lower=(-1, -0.5), upper=(1, 0.7))
+    assert np.array_equal(m.lower_position_limit, [-1, -0.5])
+    pm = pin.Model()
+    j = pm.addJoint(0, pin.JointModelUniversal(np.array([1.0, 0, 0]), np.array([0, 1.0, 0])),
+                    pin.SE3(np.eye(3), np.array([0.3, 0, 0.2])), "u")
+    I_c = np.array([[0.01, 0.001, 0], [0.001, 0.02, 0], [0, 0, 0.03]])
+    pm.appendBodyToJoint(j, pin.Inertia(1.2, np.array([0.1, 0.02, 0]), I_c), pin.SE3.Identity())
+    d, pd = m.create_data(), pm.createData()
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        q, v, a = rng.uniform(-2, 2, 2), rng.normal(size=2), rng.normal(size=2)
+        tau = ld.rnea(m, d, q, v, a)
+        _close(tau, pin.rnea(pm, pd, q, v, a), "rnea")
+        _close(ld.aba(m, d, q, v, tau), pin.aba(pm, pd, q, v, tau), "aba")
+        _close(ld.crba(m, d, q), np.triu(pin.crba(pm, pd, q)) + np.triu(pin.crba(pm, pd, q), 1).T, "crba")
+
+
+def test_sdf_universal_bad_input():
+    with pytest.raises(ld.errors.SDFError, match="joint 'u'.*parallel"):
+        ld.load_sdf(_sdf(axis2="2 0 0"))
+    with pytest.raises(ld.errors.UnsupportedFeatureError, match="joint 'u'.*universal"):
+        ld.load_sdf(_sdf(parent="arm", child="base"))  # the tree reverses the joint

@@ -47,6 +47,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .joints import Joint, Prismatic, Revolute, RevoluteUnbounded
+from .placement import as_placement
 
 #: sine of the angle below which two axes count as parallel
 PARALLEL_TOL = 1e-8
@@ -270,8 +271,6 @@ class Compound(CompoundJoint):
     kind = "compound"
 
     def expand(self, name: str):
-        from .model import as_placement
-
         try:
             items = list(self.hinges)
         except TypeError:

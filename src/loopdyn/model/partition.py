@@ -401,7 +401,9 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
         maps work in the cluster-state layout.
     joints:
         Names of the joints to partition (each Spherical or FreeFlyer); default every Spherical and
-        FreeFlyer joint.
+        FreeFlyer joint. A compound joint (:mod:`loopdyn.model.compound`: Universal, Gimbal, Planar,
+        Compound) is already stored as its chain of 1-DoF sub-hinges: naming it is allowed and leaves
+        it as it is (partitioning is the identity on it), and the result keeps every compound joint.
     free_flyer_rotation:
         ``"spherical"`` (default): a free flyer becomes 3 prismatic sub-hinges and a Spherical joint;
         ``"euler"``: 3 prismatic and 3 revolute sub-hinges (z, y, x Euler angles).
@@ -442,6 +444,8 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
         for name in joints:
             if not isinstance(name, str) or name not in names:
                 raise ModelError(f"partition: no joint named {name!r} in model {model.name!r}")
+            if model.compound_joint(name) is not None:
+                continue  # already a chain of 1-DoF sub-hinges: partitioning is the identity on it
             if names[name].joint.code not in (SPHERICAL, FREEFLYER):
                 raise ModelError(
                     f"partition: joint {name!r} is {names[name].joint.kind!r}; only spherical and free-flyer "
@@ -510,6 +514,8 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
         if (f.name, f.kind) in auto:
             continue
         out.add_frame(f.name, int(body_map[f.body]), (f.rotation, f.translation), kind=f.kind)
+    for rec in model.compound_joints:  # compound joints are unchanged (their bodies renumbered)
+        out.compound_joints.append(replace(rec, bodies=tuple(int(body_map[i]) for i in rec.bodies)))
     if model.has_constraints:  # loops and couplings refer to bodies and joints by name: unchanged
         out.constraints = list(model.constraints)
         out.declared_clusters = list(model.declared_clusters)
