@@ -216,3 +216,38 @@ def test_merge_skips_massless_links_named_by_constraints_and_rejects_non_models(
     assert not ld.merge(m).compound_joints
     with pytest.raises(ModelError, match="merge expects a loopdyn Model"):
         ld.merge("robot.urdf")
+
+
+def test_merge_inside_a_loop_keeps_the_cluster_state():
+    """Two revolutes and a massless link on a loop: merged into a Universal joint recorded over the same
+    sub-hinges, with the same cluster-state layout and identical dynamics; built directly with
+    ``Universal`` the model has the same bodies too."""
+    inertia = ld.Inertia(1.0, (0.2, 0.0, 0.0), np.diag([0.01, 0.02, 0.02]))
+
+    def build(universal: bool) -> ld.Model:
+        m = ld.Model("loop")
+        m.add_body("crank", 0, ld.Revolute((0, 0, 1)), None, inertia)
+        if universal:
+            m.add_body("rod", "crank", ld.Universal((0, 0, 1), (0, 1, 0)), (np.eye(3), [0.4, 0, 0]), inertia,
+                       joint_name="u")
+        else:
+            m.add_body("u/1", "crank", ld.Revolute((0, 0, 1)), (np.eye(3), [0.4, 0, 0]), None)
+            m.add_body("rod", "u/1", ld.Revolute((0, 1, 0)), None, inertia, joint_name="u")
+        m.add_body("rocker", 0, ld.Revolute((0, 0, 1)), (np.eye(3), [0.4, 0.4, 0]), inertia)
+        m.add_loop("close", "rod", "rocker", "point", (np.eye(3), [0.4, 0, 0]), (np.eye(3), [0.4, 0, 0]))
+        m.set_reference_configuration([np.pi / 2, -np.pi / 2, 0.0, np.pi / 2])
+        return m
+
+    plain, direct = build(False), build(True)
+    merged = ld.merge(plain)
+    assert [(r.name, r.joint, r.bodies) for r in merged.compound_joints] == [
+        (r.name, r.joint, r.bodies) for r in direct.compound_joints]
+    assert merged.velocity_names == plain.velocity_names and merged.nv == plain.nv
+    assert np.array_equal(merged.compiled().ws, direct.compiled().ws)
+    q = ld.project_configuration(plain, ld.neutral(plain))
+    v = np.full(plain.nv, 0.7)
+    tau = np.linspace(-1.0, 1.0, plain.nv)
+    ddq = ld.aba(plain, plain.create_data(), q, v, tau)
+    assert np.array_equal(ld.aba(merged, merged.create_data(), q, v, tau), ddq)
+    # and the accelerations satisfy the closed-loop equations: rnea of the result gives τ back
+    assert np.allclose(ld.rnea(plain, plain.create_data(), q, v, ddq), tau, rtol=0, atol=1e-10)
