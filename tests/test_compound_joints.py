@@ -376,3 +376,18 @@ def test_sdf_universal_bad_input():
         ld.load_sdf(_sdf(axis2="2 0 0"))
     with pytest.raises(ld.errors.UnsupportedFeatureError, match="joint 'u'.*universal"):
         ld.load_sdf(_sdf(parent="arm", child="base"))  # the tree reverses the joint
+
+
+def test_generic_compound_of_continuous_joints():
+    """A Compound of two continuous sub-hinges at an offset: q = two (cos, sin) pairs; its errors name
+    the compound joint."""
+    m = ld.Model("cc")
+    j = ld.Compound(((ld.RevoluteUnbounded((1, 0, 0)), None),
+                     (ld.RevoluteUnbounded((0, 1, 0)), (np.eye(3), [0.1, 0, 0]))))
+    m.add_body("rotor", 0, j, None, ld.Inertia(1.0, (0, 0, 0.1), np.eye(3) * 0.01), joint_name="knee")
+    assert (m.nq, m.nv, j.nq, j.nv) == (4, 2, 4, 2) and np.array_equal(j.neutral(), [1, 0, 1, 0])
+    assert m.bodies[1].translation.tolist() == [0.1, 0.0, 0.0]
+    with pytest.raises(ld.errors.ConfigurationError, match=r"sub-hinge 1 of 2 of compound joint 'knee'"):
+        ld.rnea(m, m.create_data(), np.array([2.0, 0.0, 1.0, 0.0]), np.zeros(2), np.zeros(2))
+    assert j == ld.Compound(((ld.RevoluteUnbounded((1, 0, 0)), None),
+                             (ld.RevoluteUnbounded((0, 1, 0)), (np.eye(3), [0.1, 0, 0]))))
