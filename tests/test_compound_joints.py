@@ -253,6 +253,7 @@ def test_gimbal_lock_error_names_the_joint():
         (ld.Planar((0, 0, 0)), "planar normal .* zero length"),
         (ld.Planar((0, 0, 1), x_axis=(1, 0, 1)), "not perpendicular"),
         (ld.Universal((1, 0, 0), (0, 1, 0), lower=(1, 2, 3)), "lower must be"),
+        (ld.Gimbal(upper="high"), "upper must be"),
         (ld.Compound(()), "needs a sequence"),
         (ld.Compound(((ld.Spherical(), None),)), "sub-hinge 1 must be"),
     ],

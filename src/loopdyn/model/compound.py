@@ -93,7 +93,10 @@ def _per_coordinate(value, n: int, joint: str, what: str) -> list:
     """``None``, a scalar or ``n`` values → a list of ``n`` values (``None`` for absent)."""
     if value is None:
         return [None] * n
-    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    try:
+        arr = np.atleast_1d(np.asarray(value, dtype=float))
+    except (TypeError, ValueError):
+        arr = np.full(n + 1, np.nan)  # reported below
     if arr.shape == (1,):
         arr = np.full(n, arr[0])
     if arr.shape != (n,) or np.any(np.isnan(arr)):
