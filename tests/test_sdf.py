@@ -599,8 +599,8 @@ def test_errors_name_the_element_and_its_line():
     ("body", "match"),
     [
         (
-            _LINKS + _rev("ja", "base", "a").replace("revolute", "universal") + _rev("jb", "base", "b"),
-            "joint 'ja' is of type 'universal'",
+            _LINKS + _rev("ja", "base", "a").replace("revolute", "revolute2") + _rev("jb", "base", "b"),
+            "joint 'ja' is of type 'revolute2'",
         ),
         (_LINKS + "<include><uri>model://x</uri></include>", "<include>"),
         (_LINKS + '<model name="inner"/>', "<model>"),

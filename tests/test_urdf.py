@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loopdyn.errors import InputError, LoopdynError, UnsupportedFeatureError, URDFError
+from loopdyn.errors import InputError, UnsupportedFeatureError, URDFError
 from loopdyn.io import load_urdf
 from loopdyn.io.urdf import rpy_to_matrix
 
@@ -526,10 +526,16 @@ def test_bad_inertial():
     )
 
 
-def test_planar_joint_is_unsupported():
+def test_planar_joint_is_a_planar_compound_joint():
+    """``planar`` (once refused) loads as loopdyn.Planar about <axis> (default x, as any URDF axis);
+    Pinocchio's comparison is in test_compound_joints.py."""
     xml = _robot(_link("a") + _link("b") + _joint("slide_plane", "a", "b", "planar"))
-    err = _raises(xml, "slide_plane.*planar", 4, UnsupportedFeatureError)
-    assert isinstance(err, LoopdynError) and isinstance(err, NotImplementedError)
+    model = load_urdf(xml)
+    rec = model.compound_joint("slide_plane")
+    assert rec.joint.kind == "planar" and np.allclose(rec.joint.normal, (1, 0, 0))
+    assert model.body_names == ["universe", "slide_plane/1", "slide_plane/2", "b"] and model.nv == 3
+    bad = _robot(_link("a") + _link("b") + _joint("p", "a", "b", "planar", '<axis xyz="0 0 0"/>'))
+    _raises(bad, "joint 'p': the axis has zero length", 7)
 
 
 def test_mimic_is_unsupported_by_default():

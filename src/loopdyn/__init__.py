@@ -25,7 +25,19 @@ from .kinematics import (
     frame_velocity,
     update_frame_placements,
 )
-from .model import Fixed, FreeFlyer, Model, Prismatic, Revolute, RevoluteUnbounded, Spherical
+from .model import (
+    Compound,
+    Fixed,
+    FreeFlyer,
+    Gimbal,
+    Model,
+    Planar,
+    Prismatic,
+    Revolute,
+    RevoluteUnbounded,
+    Spherical,
+    Universal,
+)
 from .model.configuration import (
     difference,
     integrate,
@@ -35,6 +47,7 @@ from .model.configuration import (
     random_configuration,
 )
 from .model.data import Data
+from .model.merge import merge
 from .model.partition import PartitionMap, partition
 from .model.state import (
     ProjectionError,
@@ -61,6 +74,11 @@ __all__ = [
     "spanning_tree",
     "to_spanning",
     "Fixed",
+    "Compound",
+    "Gimbal",
+    "Planar",
+    "Universal",
+    "merge",
     "baselines",
     "batch",
     "difference",

@@ -68,15 +68,17 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
         )
     if kind == BAD_UNIT_COMPLEX:
         b = model.bodies[index - 1]
+        label = model.joint_label(index) if hasattr(model, "joint_label") else repr(b.joint_name)
         raise ConfigurationError(
-            f"q: (cos, sin) of continuous joint {b.joint_name!r} (q[{b.idx_q}:{b.idx_q + 2}]) is not "
+            f"q: (cos, sin) of continuous joint {label} (q[{b.idx_q}:{b.idx_q + 2}]) is not "
             f"unit-norm within {UNIT_TOL:g}"
         )
     if kind == SINGULAR:
         b = model.bodies[index - 1]
+        label = model.joint_label(index) if hasattr(model, "joint_label") else repr(b.joint_name)
         raise InputError(
-            f"the articulated inertia seen by joint {b.joint_name!r} is not positive definite "
-            "(a massless subtree or a singular mechanism)"
+            f"the articulated inertia seen by joint {label} is not positive definite "
+            "(a massless subtree, a singular mechanism, or a compound joint at its gimbal lock)"
         )
     if kind == REDUNDANT_CONSTRAINTS:
         raise RedundantConstraintsError(

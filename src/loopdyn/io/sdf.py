@@ -21,7 +21,10 @@ Conventions (SDFormat 1.4 to 1.9, one ``<model>`` per file):
 * Joint types: ``revolute`` → :class:`~loopdyn.model.joints.Revolute` (limits of ±1e16 or more are
   read as no limit), ``continuous`` → :class:`~loopdyn.model.joints.RevoluteUnbounded`,
   ``prismatic``, ``ball`` → :class:`~loopdyn.model.joints.Spherical`, ``fixed`` (the child link is
-  merged into its parent), ``gearbox`` → a coupling (below). ``revolute2``, ``universal`` and ``screw``
+  merged into its parent), ``universal`` → :class:`~loopdyn.model.compound.Universal` about ``<axis>``
+  then ``<axis2>`` (each with its own ``<limit>``; two revolute sub-hinges with a massless body
+  ``<joint>/1``; refused when the tree reverses the joint), ``gearbox`` → a coupling (below).
+  ``revolute2`` and ``screw``
   joints, nested models, ``<include>`` and ``<frame>`` elements raise
   :class:`~loopdyn.errors.UnsupportedFeatureError`. ``<dynamics>`` (damping, friction, springs) is
   ignored: loopdyn models have no passive joint forces.
@@ -76,6 +79,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError, ModelError, SDFError, UnsupportedFeatureError
+from ..model.compound import Universal
 from ..model.joints import Fixed, FreeFlyer, Joint, Prismatic, Revolute, RevoluteUnbounded, Spherical
 from ..model.model import BODY_FRAME, FIXED_JOINT_FRAME, Model
 from ..spatial.inertia import Inertia
@@ -84,8 +88,8 @@ from .urdf import INERTIA_MODES, check_physical_inertia, rpy_to_matrix
 __all__ = ["load_sdf"]
 
 WORLD = "world"
-JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball", "fixed", "gearbox")
-UNSUPPORTED_JOINT_TYPES = ("revolute2", "universal", "screw")
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball", "fixed", "gearbox", "universal")
+UNSUPPORTED_JOINT_TYPES = ("revolute2", "screw")
 LOOP_KIND = {
     "revolute": "revolute",
     "continuous": "revolute",
@@ -210,9 +214,18 @@ class _Joint:
     axis: np.ndarray | None  # unit, in the joint frame (revolute, continuous, prismatic, gearbox)
     limits: dict
     line: int
-    axis2: np.ndarray | None = None  # gearbox: in the joint frame
+    axis2: np.ndarray | None = None  # gearbox, universal: in the joint frame
+    limits2: dict = field(default_factory=dict)  # universal: the limits of <axis2>
     reference: str | None = None  # gearbox
     ratio: float = 0.0  # gearbox
+
+
+def _universal(axis1, axis2, limits1: dict, limits2: dict) -> Universal:
+    """A :class:`Universal` joint with the per-axis limits of ``<axis>`` and ``<axis2>``."""
+    absent = {"lower": -np.inf, "upper": np.inf, "effort": np.inf, "velocity": np.inf}
+    kw = {k: None if k not in limits1 and k not in limits2 else (limits1.get(k, d), limits2.get(k, d))
+          for k, d in absent.items()}
+    return Universal(axis1, tuple(float(x) for x in axis2), **kw)
 
 
 class _Reader:
@@ -320,9 +333,9 @@ class _Reader:
             ("model", a) if in_model else ("joint", a) if expressed in ("", None) else ("link", expressed, a)
         )
 
-    def limits(self, joint_el: _Element, what: str) -> dict:
+    def limits(self, joint_el: _Element, what: str, tag: str = "axis") -> dict:
         out = {}
-        axis_el = joint_el.find("axis")
+        axis_el = joint_el.find(tag)
         limit_el = None if axis_el is None else axis_el.find("limit")
         if limit_el is None:
             return out
@@ -368,12 +381,14 @@ class _Reader:
             raise self.error(f"{what}: parent and child are the same link {child!r}", element)
         pose = self.pose(element, what, (child,))
         raw_axes = (None, None)
-        if jtype in ("revolute", "continuous", "prismatic", "gearbox"):
+        if jtype in ("revolute", "continuous", "prismatic", "gearbox", "universal"):
             raw_axes = (
                 self.axis(element, "axis", what),
-                self.axis(element, "axis2", what) if jtype == "gearbox" else None,
+                self.axis(element, "axis2", what) if jtype in ("gearbox", "universal") else None,
             )
         joint = _Joint(name, jtype, ends[0], child, pose, None, self.limits(element, what), element.line)
+        if jtype == "universal":
+            joint.limits2 = self.limits(element, what, "axis2")
         if jtype == "gearbox":
             ref_el = element.find("gearbox_reference_body")
             if ref_el is None or not ref_el.text:
@@ -622,6 +637,12 @@ class _Builder:
                 )
             elif joint.type == "revolute":
                 ld_joint = Revolute(axis, **joint.limits)
+            elif joint.type == "universal":
+                if reversed_:
+                    raise self.unsupported(
+                        f"{what}: a universal joint whose child link is the parent in the tree is not "
+                        "supported", joint.line)
+                ld_joint = _universal(axis, joint.axis2, joint.limits, joint.limits2)
             else:
                 ld_joint = Prismatic(axis, **joint.limits)
         except ModelError as exc:
@@ -743,6 +764,10 @@ class _Builder:
         X_P_J = _compose(_compose(_inverse(X_M_P), links[j.child].pose), X_C_J)
         pred = self._frame_on_body(j.parent, X_P_J)
         succ = self._frame_on_body(j.child, X_C_J)
+        if j.type not in LOOP_KIND:
+            raise self.unsupported(
+                f"joint {j.name!r}: a {j.type} joint cannot be cut to close a loop (loop joints are "
+                f"{', '.join(sorted(LOOP_KIND))}); name another joint of the loop in cut_joints", j.line)
         kind = LOOP_KIND[j.type]
         axis = (1.0, 0.0, 0.0) if j.axis is None else tuple(j.axis)
         try:

@@ -14,9 +14,12 @@ configuration vectors, joint indices and frame indices can be exchanged between 
   a ``body`` frame added). Without a floating base the root link is welded to the world: its inertia
   goes to the universe and it gets a ``body`` frame on body 0.
 * ``continuous`` joints become :class:`~loopdyn.model.joints.RevoluteUnbounded` (q = (cos, sin)),
-  ``floating`` joints :class:`~loopdyn.model.joints.FreeFlyer`.
+  ``floating`` joints :class:`~loopdyn.model.joints.FreeFlyer`, ``planar`` joints
+  :class:`~loopdyn.model.compound.Planar` with ``<axis>`` as the plane's normal (q = (x, y, θ), stored
+  as two prismatic and one revolute sub-hinge with massless bodies ``<joint>/1``, ``<joint>/2``; its
+  ``<limit>``, meaningless for a planar joint, is ignored).
 
-Unsupported: ``planar`` joints, and ``<mimic>`` on a moving joint unless ``mimic="independent"`` is
+Unsupported: ``<mimic>`` on a moving joint unless ``mimic="independent"`` is
 passed (the mimicking joint is then an ordinary independent joint, as in Pinocchio's default).
 ``<mimic>`` on a ``fixed`` joint is ignored, as Pinocchio ignores it.
 
@@ -72,6 +75,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError, ModelError, UnsupportedFeatureError, URDFError
+from ..model.compound import Planar
 from ..model.joints import Fixed, FreeFlyer, Joint, Prismatic, Revolute, RevoluteUnbounded
 from ..model.model import BODY_FRAME, Model
 from ..spatial.inertia import Inertia
@@ -82,7 +86,7 @@ MIMIC_MODES = ("error", "independent", "coupling")
 INERTIA_MODES = ("physical", "accept")
 LOOP_MODES = ("exact", "point")
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
-# URDF+ <loop type> → loopdyn loop kind (loops="exact"); "planar" is known but not supported
+# URDF+ <loop type> → loopdyn loop kind (loops="exact"); "planar" is known but not supported (as a loop)
 LOOP_TYPE_KINDS = {
     "revolute": "revolute",
     "continuous": "revolute",
@@ -184,7 +188,7 @@ class _Joint:
     child: str
     rotation: np.ndarray
     translation: np.ndarray
-    joint: Joint | None  # None for planar (rejected when the model is built)
+    joint: Joint
     mimic: str | None
     line: int
     independent: bool = True  # URDF+ ``independent`` attribute
@@ -351,15 +355,16 @@ class _Reader:
         limits = self.limits(element, jtype, what)
         if jtype in ("revolute", "prismatic") and limits is None:
             raise self.error(f"{what}: a {jtype} joint needs a <limit> element", element)
-        axis = self.axis(element, what) if jtype in ("revolute", "continuous", "prismatic") else None
-        joint: Joint | None
+        has_axis = jtype in ("revolute", "continuous", "prismatic", "planar")
+        axis = self.axis(element, what) if has_axis else None
+        joint: Joint
         try:
             if jtype == "fixed":
                 joint = Fixed()
             elif jtype == "floating":
                 joint = FreeFlyer()
             elif jtype == "planar":
-                joint = None
+                joint = Planar(axis)
             else:
                 if jtype == "continuous":
                     lim = limits or {}
@@ -669,7 +674,7 @@ def load_urdf(
         without a joint of its own, ``independent`` flags that do not fit a cluster's constraints.
         ``line`` is the offending line.
     UnsupportedFeatureError
-        A ``planar`` joint or loop (``loops="exact"``), a moving ``<mimic>`` joint with
+        A ``planar`` loop (``loops="exact"``), a moving ``<mimic>`` joint with
         ``mimic="error"``, a joint other than revolute/prismatic inside a cluster.
     FileNotFoundError
         ``source`` is a path that does not exist.
@@ -730,15 +735,6 @@ def load_urdf(
                 ) from None
 
     root, order = _tree_order(links, joints, reader, robot)
-    for joint in order:
-        if joint.joint is None:
-            exc = UnsupportedFeatureError(
-                f"{_where(src, joint.line)}joint {joint.name!r} is of type 'planar', which loopdyn "
-                "does not support"
-            )
-            exc.line, exc.source = joint.line, src
-            raise exc
-
     model = Model(robot_name, gravity=gravity)
     root_link = links[root]
     try:

@@ -1,5 +1,6 @@
 """Models: joints, the tree builder, the compiled layout and Data workspaces."""
 
+from .compound import Compound, CompoundJoint, CompoundRecord, Gimbal, Planar, Universal
 from .joints import (
     FIXED,
     FREEFLYER,
@@ -19,6 +20,12 @@ from .model import Body, Frame, Model
 
 __all__ = [
     "Body",
+    "Compound",
+    "CompoundJoint",
+    "CompoundRecord",
+    "Gimbal",
+    "Planar",
+    "Universal",
     "Fixed",
     "Frame",
     "FreeFlyer",

@@ -14,6 +14,9 @@ FreeFlyer            7     6    position of the child in the parent frame, quate
 Fixed                0     0    none: the child is merged into its parent (inertia lumped, a frame kept)
 ==================  ====  ====  =====================================================================
 
+Compound joints (``Universal``, ``Gimbal``, ``Planar``, ``Compound``: chains of these 1-DoF joints
+with massless bodies between them) are in :mod:`loopdyn.model.compound`.
+
 Each joint's motion is applied after its fixed placement in the parent body:
 ``parent_M_child = placement * joint_motion(q)``.
 """

@@ -9,14 +9,16 @@ Indices follow Pinocchio: body/joint 0 is the ``"universe"``; body ``i`` is move
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import ModelError, UnknownNameError, unknown_name
 from ..spatial.inertia import Inertia
 from . import layout as L
+from .compound import CompoundJoint, CompoundRecord
 from .joints import FIXED, FreeFlyer, Joint
+from .placement import as_placement, homogeneous
 
 # Frame kinds (as Pinocchio's FrameType)
 OP_FRAME = "op"
@@ -24,44 +26,6 @@ JOINT_FRAME = "joint"
 FIXED_JOINT_FRAME = "fixed_joint"
 BODY_FRAME = "body"
 FRAME_KINDS = (OP_FRAME, JOINT_FRAME, FIXED_JOINT_FRAME, BODY_FRAME)
-
-
-def as_placement(placement, what: str = "placement", error=ModelError) -> tuple[np.ndarray, np.ndarray]:
-    """``(R, p)`` from a 4×4 homogeneous matrix, an ``(R, p)`` pair (``R`` 3×3, or 9 numbers row-major)
-    or ``None`` (identity). Anything else raises ``error`` (default :class:`ModelError`) naming ``what``."""
-    if placement is None:
-        return np.eye(3), np.zeros(3)
-    try:
-        if isinstance(placement, tuple | list) and len(placement) == 2:
-            R = np.array(placement[0], dtype=float)
-            if R.shape == (9,):
-                R = R.reshape(3, 3)
-            p = np.array(placement[1], dtype=float).reshape(-1)
-        else:
-            T = np.asarray(placement, dtype=float)
-            if T.shape != (4, 4):
-                raise error(f"{what}: expected a 4x4 homogeneous matrix or (R, p), got shape {T.shape}")
-            if np.max(np.abs(T[3] - [0, 0, 0, 1])) > 1e-12:
-                raise error(f"{what}: last row of a homogeneous matrix must be [0, 0, 0, 1], got {T[3]}")
-            R, p = T[:3, :3].copy(), T[:3, 3].copy()
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, error):
-            raise
-        raise error(f"{what}: expected a 4x4 homogeneous matrix or (R, p) of real numbers: {exc}") from None
-    if R.shape != (3, 3) or p.shape != (3,):
-        raise error(f"{what}: rotation must be 3x3 and translation 3, got {R.shape} and {p.shape}")
-    if not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
-        raise error(f"{what}: contains NaN or inf")
-    if np.max(np.abs(R.T @ R - np.eye(3))) > 1e-9 or np.linalg.det(R) < 0:
-        raise error(f"{what}: rotation is not a proper rotation matrix (R^T R != I or det < 0):\n{R}")
-    return R, p
-
-
-def homogeneous(R: np.ndarray, p: np.ndarray) -> np.ndarray:
-    T = np.eye(4)
-    T[:3, :3] = R
-    T[:3, 3] = p
-    return T
 
 
 @dataclass
@@ -131,6 +95,9 @@ class Model:
         self._version = 0
         self._key = object()  # identity token: a Data is valid while its token is the model's
         self._compiled = None
+        #: compound joints (universal, gimbal, planar, chains recorded by ``merge``), each stored as its
+        #: chain of 1-DoF sub-hinges (:mod:`loopdyn.model.compound`)
+        self.compound_joints: list[CompoundRecord] = []
         #: True if the model has loop or coupling constraints (it is then a tree of clusters). Kept up
         #: to date by every change through the builder methods; read it, never set it. A plain
         #: attribute, not a property: every public function reads it to choose its kernel.
@@ -193,8 +160,9 @@ class Model:
 
     @property
     def velocity_names(self) -> list[str]:
-        """One name per velocity coordinate: the joint name, ``name[k]`` for multi-DoF joints; for a
-        model with constraints, the independent joints in state order."""
+        """One name per velocity coordinate: the joint name, ``name[k]`` for multi-DoF joints (and for
+        the sub-hinges of a compound joint ``name``); for a model with constraints, the independent
+        joints in state order."""
         if self.has_constraints:
             return self.clusters().velocity_names
         return self.spanning_velocity_names
@@ -203,8 +171,14 @@ class Model:
     def spanning_velocity_names(self) -> list[str]:
         """Velocity names of the spanning tree."""
         out = []
-        for b in self.bodies:
-            if b.joint.nv == 1:
+        compound = {}
+        for rec in self.compound_joints:
+            for k, i in enumerate(rec.bodies):
+                compound[i] = (rec.name, k)
+        for i, b in enumerate(self.bodies, start=1):
+            if i in compound:
+                out.append(f"{compound[i][0]}[{compound[i][1]}]")
+            elif b.joint.nv == 1:
                 out.append(b.joint_name)
             else:
                 out.extend(f"{b.joint_name}[{k}]" for k in range(b.joint.nv))
@@ -213,6 +187,25 @@ class Model:
     @property
     def frame_names(self) -> list[str]:
         return [f.name for f in self.frames]
+
+    def compound_joint(self, name: str) -> CompoundRecord | None:
+        """The compound joint called ``name`` (:class:`~loopdyn.model.compound.CompoundRecord`), or
+        ``None`` if ``name`` is not one."""
+        for rec in self.compound_joints:
+            if rec.name == name:
+                return rec
+        return None
+
+    def joint_label(self, index: int) -> str:
+        """``'name'`` of joint ``index``, and for a sub-hinge of a compound joint which one it is
+        (used by error messages)."""
+        name = self.bodies[index - 1].joint_name
+        for rec in self.compound_joints:
+            if index in rec.bodies:
+                k = rec.bodies.index(index)
+                return (f"{name!r} (sub-hinge {k + 1} of {len(rec.bodies)} of {rec.joint.kind} joint "
+                        f"{rec.name!r})")
+        return repr(name)
 
     def body_id(self, name: str) -> int:
         """Index of the body called ``name`` (0 for ``"universe"``)."""
@@ -312,7 +305,8 @@ class Model:
             Name of the joint (default: ``name``).
         independent:
             For a joint that ends up inside a cluster (a loop or a coupling): whether its coordinate is
-            one of the cluster's independent coordinates (URDF+ ``independent``). Ignored otherwise.
+            one of the cluster's independent coordinates (URDF+ ``independent``); for a compound joint,
+            of all its sub-hinges. Ignored otherwise.
         armature:
             Rotor inertia reflected through a transmission, added to the diagonal of the mass matrix
             (``M + diag(armature)``, Pinocchio's ``model.armature``): a scalar for every velocity
@@ -333,6 +327,8 @@ class Model:
             raise ModelError(f"duplicate body name {name!r}")
         if any(f.name == jname and f.kind in (JOINT_FRAME, FIXED_JOINT_FRAME) for f in self.frames):
             raise ModelError(f"duplicate joint name {jname!r}")
+        if isinstance(joint, CompoundJoint):
+            return self._add_compound(name, parent, joint, placement, inertia, jname, independent, armature)
         parent_body, Rf, pf = self._resolve_parent(parent)
         R, p = as_placement(placement, f"placement of joint {jname!r}")
         # the joint frame expressed in the parent *body* frame
@@ -368,6 +364,64 @@ class Model:
         self.frames.append(Frame(name, idx, np.eye(3), np.zeros(3), BODY_FRAME))
         self._touch()
         return idx
+
+    def _add_compound(self, name, parent, joint, placement, inertia, jname, independent, armature,
+                      names=None) -> int:
+        """Add the chain of sub-hinges of a compound joint (see :meth:`add_body`) and record it.
+        ``names``: (body name, joint name) of each sub-hinge but the last (default ``<jname>/k``)."""
+        subs = joint.expand(jname)  # validates the joint, errors name it
+        m = len(subs)
+        if names is None:
+            names = [(f"{jname}/{k}", f"{jname}/{k}") for k in range(1, m)]
+        names = [*names, (name, jname)]
+        for bname, jn in names:
+            self._check_new_name(bname, "body")
+            if any(f.name == bname and f.kind == BODY_FRAME for f in self.frames):
+                raise ModelError(f"duplicate body name {bname!r} (a sub-hinge body of joint {jname!r})")
+            if any(f.name == jn and f.kind in (JOINT_FRAME, FIXED_JOINT_FRAME) for f in self.frames):
+                raise ModelError(f"duplicate joint name {jn!r} (a sub-hinge of joint {jname!r})")
+        if len({n for n, _ in names}) != m or len({n for _, n in names}) != m:
+            raise ModelError(f"joint {jname!r}: its sub-hinge names {names} are not distinct")
+        nv = sum(j.nv for j, _ in subs)
+        arm = _armature_values(armature, nv, f"armature of joint {jname!r}")
+        arm = np.zeros(nv) if arm is None else arm
+        if inertia is not None and not isinstance(inertia, Inertia):
+            raise ModelError(f"{name}: inertia must be a loopdyn Inertia, got {inertia!r}")
+        R0, p0 = as_placement(placement, f"placement of joint {jname!r}")
+        self._resolve_parent(parent)  # fails before anything is added
+        bodies, iv = [], 0
+        for k, ((sub, (R, p)), (bname, jn)) in enumerate(zip(subs, names, strict=True)):
+            pl = (R0 @ R, R0 @ p + p0) if k == 0 else (R, p)
+            last = k == m - 1
+            parent = self.add_body(bname, parent, sub, pl, inertia if last else Inertia.zero(), joint_name=jn,
+                                   independent=independent, armature=arm[iv : iv + sub.nv])
+            iv += sub.nv
+            bodies.append(parent)
+        self.compound_joints.append(CompoundRecord(jname, joint, tuple(bodies)))
+        return parent
+
+    def copy(self) -> Model:
+        """A copy of the model (bodies, frames, constraints, compound joints; own arrays)."""
+        out = Model(self.name, self._gravity)
+        for key, value in self.__dict__.items():
+            if key not in out.__dict__:  # attributes added by loaders (e.g. sdf_cut_joints)
+                setattr(out, key, value)
+        out.bodies = [
+            replace(b, rotation=b.rotation.copy(), translation=b.translation.copy(),
+                    armature=None if b.armature is None else b.armature.copy())
+            for b in self.bodies
+        ]
+        out.frames = [replace(f, rotation=f.rotation.copy(), translation=f.translation.copy())
+                      for f in self.frames]
+        out.universe_inertia = self.universe_inertia
+        out.constraints = list(self.constraints)
+        out.declared_clusters = list(self.declared_clusters)
+        out.compound_joints = list(self.compound_joints)
+        out._constraint_tolerance = self._constraint_tolerance
+        out._reference = None if self._reference is None else self._reference.copy()
+        out._nq, out._nv = self._nq, self._nv
+        out._touch()
+        return out
 
     def add_frame(self, name: str, parent, placement=None, kind: str = OP_FRAME) -> int:
         """Add a frame rigidly attached to ``parent`` (body index, body name or frame name) at
@@ -664,6 +718,13 @@ class Model:
             lines.append(
                 f"  {i:3d} {b.name:24s} {b.joint_name:24s} {b.joint.kind:12s} "
                 f"{self.body_names[b.parent]:24s} {b.inertia.mass:8.3f}"
+            )
+        for rec in self.compound_joints:
+            i0 = self.bodies[rec.bodies[0] - 1]
+            nv = sum(self.bodies[i - 1].joint.nv for i in rec.bodies)
+            lines.append(
+                f"  compound joint {rec.name!r} ({rec.joint.kind}): sub-hinge bodies "
+                f"{[self.body_names[i] for i in rec.bodies]}, v[{i0.idx_v}:{i0.idx_v + nv}]"
             )
         if self.has_constraints:
             ct = self.clusters()

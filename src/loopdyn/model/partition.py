@@ -29,6 +29,10 @@ Choices made here (spec §1.4):
   revolutes above (``"euler"``: five massless bodies, the gimbal singularity as for spherical
   joints).
 
+Compound joints (:mod:`loopdyn.model.compound`: universal, gimbal, planar) are stored partitioned
+already; :func:`partition` leaves them as they are and keeps their records. Its inverse is
+:func:`loopdyn.model.merge.merge` (round trips described there).
+
 The partitioned model's velocities are the sub-hinge rates, a different set of generalized
 velocities from the original (quaternion) joints' — a change of variables ``v = T(q) v_p``, not a
 re-ordering (spec §1.4 "Caveat for 6-DoF joints"). :class:`PartitionMap` converts q, v, a and τ.
@@ -389,6 +393,31 @@ class PartitionMap:
                 f"{len(self.joints)} joints partitioned, {len(self.massless_bodies)} massless bodies>")
 
 
+def _selected(model: Model, joints, names: dict) -> set[str]:
+    """The names of the joints :func:`partition` splits (``joints``: None, a name or names)."""
+    if joints is None:
+        return {b.joint_name for b in model.bodies if b.joint.code in (SPHERICAL, FREEFLYER)}
+    if isinstance(joints, str):
+        joints = [joints]
+    try:
+        joints = list(joints)
+    except TypeError:
+        raise ModelError(f"partition: joints must be joint names, got {joints!r}") from None
+    selected = set()
+    for name in joints:
+        if not isinstance(name, str) or name not in names:
+            raise ModelError(f"partition: no joint named {name!r} in model {model.name!r}")
+        if model.compound_joint(name) is not None:
+            continue  # already a chain of 1-DoF sub-hinges: partitioning is the identity on it
+        if names[name].joint.code not in (SPHERICAL, FREEFLYER):
+            raise ModelError(
+                f"partition: joint {name!r} is {names[name].joint.kind!r}; only spherical and free-flyer "
+                "joints can be partitioned"
+            )
+        selected.add(name)
+    return selected
+
+
 def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherical",
               gimbal_tolerance: float = 1e-6) -> tuple[Model, PartitionMap]:
     """Split multi-DoF joints into chains of 1-DoF sub-hinges separated by massless bodies.
@@ -401,7 +430,9 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
         maps work in the cluster-state layout.
     joints:
         Names of the joints to partition (each Spherical or FreeFlyer); default every Spherical and
-        FreeFlyer joint.
+        FreeFlyer joint. A compound joint (:mod:`loopdyn.model.compound`: Universal, Gimbal, Planar,
+        Compound) is already stored as its chain of 1-DoF sub-hinges: naming it is allowed and leaves
+        it as it is (partitioning is the identity on it), and the result keeps every compound joint.
     free_flyer_rotation:
         ``"spherical"`` (default): a free flyer becomes 3 prismatic sub-hinges and a Spherical joint;
         ``"euler"``: 3 prismatic and 3 revolute sub-hinges (z, y, x Euler angles).
@@ -429,25 +460,7 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
     if not (np.isfinite(gimbal_tolerance) and 0.0 <= gimbal_tolerance < 1.0):
         raise ModelError(f"gimbal_tolerance must be in [0, 1), got {gimbal_tolerance!r}")
     names = {b.joint_name: b for b in model.bodies}
-    if joints is None:
-        selected = {b.joint_name for b in model.bodies if b.joint.code in (SPHERICAL, FREEFLYER)}
-    else:
-        if isinstance(joints, str):
-            joints = [joints]
-        try:
-            joints = list(joints)
-        except TypeError:
-            raise ModelError(f"partition: joints must be joint names, got {joints!r}") from None
-        selected = set()
-        for name in joints:
-            if not isinstance(name, str) or name not in names:
-                raise ModelError(f"partition: no joint named {name!r} in model {model.name!r}")
-            if names[name].joint.code not in (SPHERICAL, FREEFLYER):
-                raise ModelError(
-                    f"partition: joint {name!r} is {names[name].joint.kind!r}; only spherical and free-flyer "
-                    "joints can be partitioned"
-                )
-            selected.add(name)
+    selected = _selected(model, joints, names)
     if model.has_constraints:
         ct = model.clusters()
         for name in sorted(selected):
@@ -510,6 +523,8 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
         if (f.name, f.kind) in auto:
             continue
         out.add_frame(f.name, int(body_map[f.body]), (f.rotation, f.translation), kind=f.kind)
+    for rec in model.compound_joints:  # compound joints are unchanged (their bodies renumbered)
+        out.compound_joints.append(replace(rec, bodies=tuple(int(body_map[i]) for i in rec.bodies)))
     if model.has_constraints:  # loops and couplings refer to bodies and joints by name: unchanged
         out.constraints = list(model.constraints)
         out.declared_clusters = list(model.declared_clusters)
