@@ -526,3 +526,50 @@ def test_universal_loop_joint_arguments():
         m.add_loop("u", "forearm_2", "platform", "point", successor_axis=(1, 0, 0))
     with pytest.raises(ModelError, match="non-zero"):
         m.add_loop("u", "forearm_2", "platform", "universal", successor_axis=(0, 0, 0))
+
+
+def test_universal_loop_joint_equals_a_sub_hinge_and_a_revolute_loop_joint():
+    """The delta with its wrist 2 closed by a ``"universal"`` loop joint, and the same delta with that
+    wrist written as a revolute sub-hinge on a massless body (the forearm-fixed axis) closed on the
+    platform by a ``"revolute"`` loop joint (the platform-fixed axis): the same mechanism, so at the
+    same motor state (same assembly: same platform position) the same accelerations and mass matrix."""
+    model = loopdyn.robots.delta_robot()
+    other = loopdyn.robots.delta_robot()
+    (wrist,) = [c for c in other.constraints if c.name == "wrist_2"]
+    other.remove_constraint("wrist_2")
+    other.add_body(
+        "wrist_2_massless", wrist.predecessor, Revolute(wrist.axis), wrist.predecessor_placement,
+        Inertia.zero(), independent=False,
+    )  # fmt: skip
+    # the revolute loop joint's frames: both world-aligned at q = 0, where the forearm's orientation is
+    # R_f (the massless body's too) and the platform's the identity; its axis: the platform-fixed one
+    tree = loopdyn.spanning_tree(model)
+    td = tree.create_data()
+    loopdyn.forward_kinematics(tree, td, loopdyn.to_spanning(model, loopdyn.neutral(model))[0])
+    R_f = loopdyn.frame_placement(tree, td, wrist.predecessor)[:3, :3]
+    np.testing.assert_allclose(loopdyn.frame_placement(tree, td, "platform")[:3, :3], np.eye(3), atol=1e-15)
+    other.add_loop(
+        "wrist_2_revolute", "wrist_2_massless", wrist.successor, "revolute",
+        predecessor_placement=(R_f.T, np.zeros(3)), successor_placement=wrist.successor_placement,
+        axis=wrist.successor_axis,
+    )  # fmt: skip
+    assert other.nv == model.nv == 3 and other.spanning_nv == model.spanning_nv + 1
+    d1, d2 = model.create_data(), other.create_data()
+    t2 = loopdyn.spanning_tree(other)
+    t2d = t2.create_data()
+    rng = np.random.default_rng(8)
+    motors = [b.idx_q for b in model.bodies if b.joint_name.startswith("motor_")]
+    motors2 = [b.idx_q for b in other.bodies if b.joint_name.startswith("motor_")]
+    for _ in range(10):
+        q1 = loopdyn.random_configuration(model, rng)
+        q2 = loopdyn.neutral(other)
+        q2[motors2] = q1[motors]
+        q2 = loopdyn.project_configuration(other, q2)
+        loopdyn.forward_kinematics(tree, td, loopdyn.to_spanning(model, q1)[0])
+        loopdyn.forward_kinematics(t2, t2d, loopdyn.to_spanning(other, q2)[0])
+        x1 = loopdyn.frame_placement(tree, td, "platform_centre")
+        x2 = loopdyn.frame_placement(t2, t2d, "platform_centre")
+        np.testing.assert_allclose(x2, x1, rtol=0, atol=1e-10)  # the same assembly
+        v, tau = rng.normal(size=3), rng.normal(size=3)
+        assert rel_err(loopdyn.aba(other, d2, q2, v, tau), loopdyn.aba(model, d1, q1, v, tau)) <= TOL
+        assert rel_err(loopdyn.crba(other, d2, q2), loopdyn.crba(model, d1, q1)) <= TOL
