@@ -163,14 +163,16 @@ def delta_robot() -> Model:
     base plane z = 0, its actuated revolute ``motor_i`` turns about the horizontal tangent of that
     circle; the arm (0.15 m, 0.2 kg) points outward and 0.5 rad below horizontal at q = 0. The
     forearm (rod, 0.1 kg; the real robot's parallelogram idealised as one rod) has a universal joint at
-    each end whose axes are the parallelogram's two hinge directions: at the elbow ``elbow_i_1``
-    parallel to the motor axis, then ``elbow_i_2`` about the forearm's x (perpendicular to the rod,
+    each end whose axes are the parallelogram's two hinge directions: at the elbow ``forearm_i_1``
+    parallel to the motor axis, then ``forearm_i_2`` about the forearm's x (perpendicular to the rod,
     in the leg's plane); at the platform the same two directions in reverse order. Those axis
     directions make every leg keep the platform's orientation about two axes, and three legs keep it
     fixed: the platform (0.25 kg, radius 0.04) translates, 3 DoF.
 
-    Tree and loops: the platform hangs from leg 1 (``elbow_1`` 2 sub-hinges, ``forearm_1``,
-    ``wrist_1`` 2 sub-hinges, ``platform``; one massless body per universal joint, Jain's
+    Tree and loops (bodies depth first, as a URDF would give them): the platform hangs from leg 1
+    (``arm_1``; elbow sub-hinges ``forearm_1_1``, ``forearm_1_2`` with the massless body
+    ``forearm_1_massless1``; ``forearm_1``; wrist sub-hinges ``platform_1``, ``platform_2`` with
+    ``platform_massless1``; ``platform`` — one massless body per universal joint, Jain's
     partitioning: exact); legs 2 and 3 end at their forearms and are closed on the platform by the
     ``"universal"`` loop joints ``wrist_2`` and ``wrist_3`` (4 rows each). 11 spanning coordinates,
     8 constraint rows, 3 independent coordinates: the motor angles (regular at q = 0, where the
