@@ -397,6 +397,8 @@ TABLE = {
     "pbt_chain": (24, 6, 12, 12),
     "four_bar": (3, 1, 1, 3),
     "planar_leg_linkage": (4, 2, 2, 4),
+    "rssr_linkage": (5, 1, 2, 5),
+    "delta_robot": (11, 1, 3, 11),
     "double_pendulum": (2, 2, 2, 2),
     "aerial_manipulator": (7, 7, 12, 13),  # the higher-order paper's robot: N = 7, 12 DoF (spec §4)
 }
@@ -499,7 +501,7 @@ def test_twin_reflected_inertia_numbers():
     assert armature(robots.approximate("jvrc1"))["waist-roll-to-neck-yaw"] > 0.0  # the default gears it
 
 
-@pytest.mark.parametrize("name", ["four_bar", "planar_leg_linkage"])
+@pytest.mark.parametrize("name", ["four_bar", "planar_leg_linkage", "rssr_linkage", "delta_robot"])
 def test_linkages_have_no_twins(name):
     with pytest.raises(UnsupportedFeatureError):
         robots.build(name, "approximate")

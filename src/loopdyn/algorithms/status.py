@@ -75,6 +75,11 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
         )
     if kind == SINGULAR:
         b = model.bodies[index - 1]
+        if model.has_constraints:
+            tree = model.clusters()
+            c = tree.clusters[tree.body_cluster[index]]
+            if len(c.bodies) > 1:
+                _raise_singular_cluster(model, c)
         label = model.joint_label(index) if hasattr(model, "joint_label") else repr(b.joint_name)
         raise InputError(
             f"the articulated inertia seen by joint {label} is not positive definite "
@@ -102,3 +107,28 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
             f"q: cluster {bodies} is at a singular configuration: K_d (dependent joints {dep}) is singular"
         )
     raise InputError(f"kernel failed with status {status}")
+
+
+def _raise_singular_cluster(model, c) -> None:
+    """The articulated inertia of a multi-body cluster along its independent coordinates is singular
+    (C-ABA's 𝖣 = 𝖲ᵀ𝖨ᴬ𝖲 not positive definite): name the cluster, its independent joints and the
+    sub-hinge chains (revolutes separated by massless bodies: gimbals, universal joints) it holds,
+    whose singularity (two axes aligned) is the usual cause."""
+    names = [model.bodies[b - 1].name for b in c.bodies]
+    ind = [model.bodies[c.bodies[k] - 1].joint_name for k in c.independent]
+    chains = []
+    for b in c.bodies:
+        body = model.bodies[b - 1]
+        if body.inertia.mass == 0.0 and not body.inertia.inertia.any():
+            children = [k.joint_name for k in model.bodies if k.parent == b]
+            chains.append(f"{body.joint_name}→{'/'.join(children)}" if children else body.joint_name)
+    hint = (
+        f"; the sub-hinges around its massless bodies ({', '.join(chains)}) may be at a gimbal "
+        "singularity (two of their axes aligned)"
+        if chains
+        else ""
+    )
+    raise InputError(
+        f"cluster {names}: the mass matrix of its independent coordinates {ind} is singular at this "
+        f"configuration (their motions are dependent, or move no mass){hint}"
+    )

@@ -9,7 +9,9 @@ Three kinds, all first-class:
 * :class:`LinearConstraint` — any constant ``K q_J = 0`` over named joints.
 * :class:`LoopJoint` — a joint closing a loop between a frame on one body and a frame on another:
   ``"point"``/``"spherical"`` (origins coincide, 3 rows), ``"revolute"`` (+ axes aligned, 5 rows),
-  ``"prismatic"`` (orientations equal, relative position along the axis, 5 rows), ``"weld"`` (6 rows).
+  ``"prismatic"`` (orientations equal, relative position along the axis, 5 rows), ``"weld"`` (6 rows),
+  ``"universal"`` (origins coincide and an axis fixed in A stays perpendicular to an axis fixed in B,
+  4 rows).
   φ(q), K and k are derived from the kinematics.
 * :class:`ImplicitConstraint` — a user formula ``φ(q_J) = 0`` written with sympy functions; K and
   k = −K̇q̇ are derived symbolically.
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-LOOP_KINDS = ("point", "spherical", "revolute", "prismatic", "weld")
+LOOP_KINDS = ("point", "spherical", "revolute", "prismatic", "weld", "universal")
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,9 @@ class LinearConstraint:
 @dataclass(frozen=True)
 class LoopJoint:
     """A loop-closing joint of ``kind`` between frame A (``predecessor`` body at ``predecessor_placement``)
-    and frame B (``successor`` body at ``successor_placement``); ``axis`` in frame A for revolute and
-    prismatic loop joints."""
+    and frame B (``successor`` body at ``successor_placement``); ``axis`` in frame A for revolute,
+    prismatic and universal loop joints; ``successor_axis`` in frame B for universal ones (the cross
+    axis, fixed to the successor, perpendicular to ``axis`` at assembly)."""
 
     name: str
     kind: str
@@ -59,6 +62,7 @@ class LoopJoint:
     predecessor_placement: tuple = field(compare=False)  # (R, p)
     successor_placement: tuple = field(compare=False)
     axis: tuple = (1.0, 0.0, 0.0)
+    successor_axis: tuple | None = None
 
 
 @dataclass(frozen=True)

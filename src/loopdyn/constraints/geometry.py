@@ -79,6 +79,13 @@ def loop_joint_phi(model, loop, nca: int, symbols: dict) -> list:
     if loop.kind in ("point", "spherical"):
         return rows
     axis = np.asarray(loop.axis, float)
+    if loop.kind == "universal":
+        # Cardan joint: axis a (fixed in A) ⟂ axis b (fixed in B). {R : a·(R b) = 0} is exactly the
+        # set Rot(a, θ1) Rot(b, θ2) of a universal joint's relative orientations (R b ⟂ a is R b =
+        # Rot(a, θ1) b for some θ1, and then Rot(a, θ1)ᵀ R fixes b): one row, no second branch.
+        ax_a = Ra * _vector(axis)
+        ax_b = Rb * _vector(np.asarray(loop.successor_axis, float))
+        return rows + [(ax_a.T * ax_b)[0]]
     e1, e2 = _perpendicular_pair(axis)
     if loop.kind == "revolute":  # the axis of A is perpendicular to B's two normals ⇒ axes aligned
         ax_a = Ra * _vector(axis)
@@ -101,8 +108,9 @@ def loop_joint_branch(model, loop, nca: int, symbols: dict) -> list:
     half-turn, and the two axis rows of a revolute loop also at anti-parallel axes — configurations
     where the loop is open. These rows tell the two apart: ``(3 − tr Rr) / 4`` (0 aligned, 1 at a
     half-turn) and ``(1 − a_A · a_B) / 2`` (0 aligned axes, 1 opposite). They are quadratic at the
-    solution (never kept as constraint rows), and are checked with the kept rows."""
-    if loop.kind in ("point", "spherical"):
+    solution (never kept as constraint rows), and are checked with the kept rows. Point, spherical
+    and universal loop joints have none (their rows vanish on their joint's whole configuration set)."""
+    if loop.kind in ("point", "spherical", "universal"):
         return []
     a = model.body_id(loop.predecessor)
     b = model.body_id(loop.successor)

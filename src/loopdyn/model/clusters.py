@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError, UnsupportedFeatureError
-from .joints import PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
+from .joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
 from .layout import EXPLICIT, IMPLICIT, SINGLE_BODY  # the cluster kinds
 
 RANK_TOL = 1e-9
@@ -293,10 +293,7 @@ def _setup_constrained(model, c: Cluster) -> None:
     for b in c.bodies:
         j = model.bodies[b - 1]
         if j.joint.code not in (REVOLUTE, PRISMATIC):
-            raise UnsupportedFeatureError(
-                f"joint {j.joint_name!r} ({j.joint.kind}) is inside cluster {names}: only revolute and "
-                "prismatic joints can be part of a loop or a coupling"
-            )
+            raise UnsupportedFeatureError(_multi_dof_message(j, names, c.constraints))
     c.n = len(c.bodies)
     local = {b: k for k, b in enumerate(c.bodies)}
     if not c.constraints:  # a declared cluster without constraints: all coordinates independent
@@ -413,6 +410,36 @@ def _setup_constrained(model, c: Cluster) -> None:
     c.check_exprs = checks
     c.q_ref = q_ref
     _choose_partition(model, c, K[c.rows], names)
+
+
+def _multi_dof_message(j, names, constraints) -> str:
+    """Why a joint other than a 1-DoF revolute / prismatic one cannot sit inside a cluster, and what
+    to write instead.
+
+    Clusters are built on 1-DoF joints: their constraint tapes differentiate one angle or displacement
+    per body, the independent coordinates are a subset of those, and C-ABA's per-cluster motion
+    subspace has one column per body. A multi-DoF joint inside a loop is therefore written as a chain
+    of 1-DoF sub-hinges separated by massless bodies, which Jain's partitioning (Lemma 2.1, spec
+    §1.3–1.4) shows to be exact (M(k′) = 0): a ball joint as three revolutes (a gimbal, singular where
+    its first and last axes align), a universal joint as two. This also keeps every coordinate of a
+    cluster unconstrained, so no quaternion unit-norm condition has to be carried inside a cluster."""
+    cons = [k.name for k in constraints]
+    extra = ", free_flyer_rotation='euler'" if j.joint.code == FREEFLYER else ""
+    where = f"joint {j.joint_name!r} ({j.joint.kind}) is inside cluster {names} (constraints {cons})"
+    if j.joint.code == REVOLUTE_UNBOUNDED:
+        return (
+            f"{where}: only revolute and prismatic joints can be part of a loop or a coupling (it needs "
+            "an angle coordinate); use Revolute for this joint (no limits) instead of RevoluteUnbounded"
+        )
+    return (
+        f"{where}: only revolute and prismatic joints can be part of a loop or a coupling (clusters hold "
+        "1-DoF joints). Write it as a chain of 1-DoF sub-hinges separated by "
+        "massless bodies (exact, Jain's partitioning Lemma 2.1): a ball joint as three revolutes (a "
+        "gimbal; choose the axis order so the first and last axes stay apart in the operating range), "
+        "a free joint as three prismatic joints and such a gimbal — or build the model without its "
+        f"constraints, apply loopdyn.partition(model, [{j.joint_name!r}]{extra}) to it, and add the "
+        "constraints to the partitioned model"
+    )
 
 
 def _kd_conditioning(candidate, dep: list[int]) -> float:

@@ -547,10 +547,15 @@ class Model:
         predecessor_placement=None,
         successor_placement=None,
         axis=(1.0, 0.0, 0.0),
+        successor_axis=None,
     ) -> None:
         """Close a loop with a joint of ``kind`` (``"point"``, ``"spherical"``, ``"revolute"``,
-        ``"prismatic"``, ``"weld"``) between a frame on ``predecessor`` and a frame on ``successor``
-        (placements: 4×4 or ``(R, p)`` in each body's frame; ``axis`` in the predecessor frame)."""
+        ``"prismatic"``, ``"weld"``, ``"universal"``) between a frame on ``predecessor`` and a frame on
+        ``successor`` (placements: 4×4 or ``(R, p)`` in each body's frame; ``axis`` in the predecessor
+        frame). A ``"universal"`` (Cardan) loop joint keeps the two frames' origins together and its
+        ``axis`` (fixed to the predecessor) perpendicular to ``successor_axis`` (in the successor
+        frame, fixed to the successor): 4 rows; the two axes must be perpendicular in the assembled
+        mechanism (checked when the clusters are built: the loop must close)."""
         from ..constraints.definitions import LOOP_KINDS, LoopJoint
 
         self._check_constraint_name(name)
@@ -563,8 +568,18 @@ class Model:
         a = np.array(axis, dtype=float).reshape(-1)
         if a.shape != (3,) or not np.all(np.isfinite(a)) or np.linalg.norm(a) < 1e-12:
             raise ModelError(f"{name}: axis must be a non-zero 3-vector, got {axis!r}")
+        b = None
+        if kind == "universal":
+            if successor_axis is None:
+                raise ModelError(f"{name}: a universal loop joint needs successor_axis (successor frame)")
+            b = np.array(successor_axis, dtype=float).reshape(-1)
+            if b.shape != (3,) or not np.all(np.isfinite(b)) or np.linalg.norm(b) < 1e-12:
+                raise ModelError(f"{name}: successor_axis must be a non-zero 3-vector, got {successor_axis}")
+            b = tuple(b / np.linalg.norm(b))
+        elif successor_axis is not None:
+            raise ModelError(f"{name}: successor_axis only applies to a universal loop joint, not {kind!r}")
         self.constraints.append(
-            LoopJoint(name, kind, predecessor, successor, (Ra, pa), (Rb, pb), tuple(a / np.linalg.norm(a)))
+            LoopJoint(name, kind, predecessor, successor, (Ra, pa), (Rb, pb), tuple(a / np.linalg.norm(a)), b)
         )
         self._touch()
 

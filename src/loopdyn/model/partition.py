@@ -427,7 +427,9 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
     model:
         A model. On a model with loops or couplings the partitioned joints must be outside the
         clusters (they always are: clusters hold 1-DoF joints only); constraints are kept, and the
-        maps work in the cluster-state layout.
+        maps work in the cluster-state layout. A model whose loops contain a multi-DoF joint has no
+        cluster state to map from: partition its ``spanning_tree`` and close the loops on the result
+        again (``add_loop``) — UnsupportedFeatureError says so.
     joints:
         Names of the joints to partition (each Spherical or FreeFlyer); default every Spherical and
         FreeFlyer joint. A compound joint (:mod:`loopdyn.model.compound`: Universal, Gimbal, Planar,
@@ -462,7 +464,17 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
     names = {b.joint_name: b for b in model.bodies}
     selected = _selected(model, joints, names)
     if model.has_constraints:
-        ct = model.clusters()
+        try:
+            ct = model.clusters()
+        except UnsupportedFeatureError as exc:
+            # a multi-DoF joint inside a loop: the model has no cluster state for the map to start from
+            raise UnsupportedFeatureError(
+                f"partition: model {model.name!r} has a multi-DoF joint inside a loop, so it has no "
+                "cluster state for the coordinate maps to start from. Partition its spanning tree "
+                "instead, part, _ = loopdyn.partition(loopdyn.spanning_tree(model)), then close the "
+                "loops on part again (part.add_loop(...): the physical bodies keep their names). "
+                f"({exc})"
+            ) from exc
         for name in sorted(selected):
             c = ct.clusters[ct.body_cluster[model.joint_id(name)]]
             if len(c.bodies) > 1 or c.constraints:  # pragma: no cover - clusters hold 1-DoF joints only

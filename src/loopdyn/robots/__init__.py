@@ -2,7 +2,8 @@
 
 Built-in robots, one line each (spec §5): :func:`mini_cheetah`, :func:`mit_humanoid`,
 :func:`mit_humanoid_leg`, :func:`tello`, :func:`jvrc1`, :func:`gt_chain`, :func:`pbt_chain`,
-:func:`four_bar`, :func:`planar_leg_linkage`, :func:`double_pendulum`. By name:
+:func:`four_bar`, :func:`planar_leg_linkage`, :func:`rssr_linkage`, :func:`delta_robot`,
+:func:`double_pendulum`. By name:
 ``loopdyn.robots.list()`` (sizes and masses), ``build(name, variant="exact" | "approximate" |
 "unconstrained", **kwargs)``, ``approximate(name_or_model)``, ``unconstrained(name_or_model)``
 (:mod:`loopdyn.robots.registry`).
@@ -15,6 +16,7 @@ from .chains import revolute_chain_urdf
 from .examples import example_robot_file, example_robot_urdf, example_robots
 from .humanoids import jvrc1, mit_humanoid
 from .linkages import planar_leg_linkage
+from .parallel import delta_robot, rssr_linkage
 from .registry import RobotInfo, approximate, build, names, unconstrained
 from .registry import list_ as list  # noqa: A004 - loopdyn.robots.list()
 from .serial import gt_chain, pbt_chain
@@ -27,6 +29,7 @@ __all__ = [
     "aerial_times",
     "approximate",
     "build",
+    "delta_robot",
     "double_pendulum",
     "example_robot_file",
     "example_robot_urdf",
@@ -43,6 +46,7 @@ __all__ = [
     "pbt_chain",
     "planar_leg_linkage",
     "revolute_chain_urdf",
+    "rssr_linkage",
     "tello",
     "unconstrained",
 ]

@@ -16,7 +16,7 @@ Every built-in robot is also a one-line constructor of :mod:`loopdyn.robots` (``
 * :func:`approximate`, :func:`unconstrained` — the twins of a robot name or of a model.
 
 Approximate twins need rotors a cluster can drop: the implicit linkages (``four_bar``,
-``planar_leg_linkage``) have none, so their twins raise
+``planar_leg_linkage``, ``rssr_linkage``, ``delta_robot``) have none, so their twins raise
 :class:`~loopdyn.errors.UnsupportedFeatureError` (GRBDA throws for them too, spec §2.7.2).
 """
 
@@ -85,6 +85,16 @@ _REGISTRY: dict[str, _Entry] = {
     ),
     "planar_leg_linkage": _Entry(
         ".linkages", "planar_leg_linkage", "planar leg: revolute thigh and a four-bar shank linkage"
+    ),
+    "rssr_linkage": _Entry(
+        ".parallel",
+        "rssr_linkage",
+        "spatial four-bar R-S-S-R: crank, rod with a gimbal and a point loop joint as ball joints, rocker",
+    ),
+    "delta_robot": _Entry(
+        ".parallel",
+        "delta_robot",
+        "3-R-U-U delta robot: universal joints as sub-hinge chains and as universal loop joints",
     ),
     "double_pendulum": _Entry(
         ".builtin", "double_pendulum", "planar two-link pendulum on a fixed base, no constraint"
