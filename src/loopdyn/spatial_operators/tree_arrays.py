@@ -175,6 +175,32 @@ def raise_status(model, status: int, what: str) -> None:
     raise ShapeError(f"{what}: bad input (status {status})")
 
 
+def check_cluster_data(model, data) -> None:
+    """``data`` belongs to ``model`` (a model with loops: its cluster arrays are used)."""
+    if getattr(data, "source_key", None) is not model._key:
+        check_data(model, data)
+
+
+def raise_cluster_status(model, status: int, what: str) -> None:
+    """Raise the exception a cluster kernel's status stands for; a cluster whose articulated inertia
+    is singular along its motion (status SINGULAR, index: the cluster's first body) is named by its
+    joints."""
+    from ..algorithms import status as codes
+    from ..errors import SingularInertiaError
+
+    kind, index = divmod(int(status), codes.STATUS_BASE)
+    if kind == codes.SINGULAR:
+        ct = model.clusters()
+        c = next(c for c in ct.clusters if index in c.bodies)
+        names = [model.joint_names[b] for b in c.bodies]
+        raise SingularInertiaError(
+            f"{what}: the articulated inertia of the cluster of joints {names} is singular along its motion "
+            "(D = Sᵀ P S is not positive definite): the bodies it moves are massless or cannot resist its "
+            "motion"
+        )
+    codes.raise_for_status(model, status, ("q",))
+
+
 # ------------------------------------------------------------------------------------------------
 # kernels
 
