@@ -237,3 +237,67 @@ def test_singular_cluster_is_named_by_the_compliances():
     m = _singular_gear()
     with pytest.raises(SingularInertiaError, match="'link'.*'rotor'"):
         loopdyn.body_compliances(m, m.create_data(), loopdyn.neutral(m))
+
+
+@pytest.mark.parametrize("label,make", MODELS, ids=IDS)
+def test_factor_on_loops_reproduces_M_its_inverse_and_aba(label, make):
+    from loopdyn.spatial_operators import ClusterMassMatrixFactor, block_elimination_factor
+
+    m = make()
+    data = m.create_data()
+    rng = np.random.default_rng(17)
+    q = loopdyn.random_configuration(m, rng)
+    F = loopdyn.mass_matrix_factor(m, data, q)
+    assert isinstance(F, ClusterMassMatrixFactor)
+    ref = Reference(m, q)
+    assert _rel(F.matrix(), ref.M) < 1e-10 and _rel(F.inverse(), ref.Minv) < 1e-10
+    sign, logdet = np.linalg.slogdet(ref.M)
+    assert sign > 0 and abs(F.logdet() - logdet) < 1e-10 * max(1.0, abs(logdet))
+    L, D, Linv = F.factor_matrix(), F.D_matrix(), F.factor_inverse_matrix()
+    eye = np.eye(m.nv)
+    assert _rel(L @ D @ L.T, ref.M) < 1e-10 and _rel(Linv @ L, eye) < 1e-10
+    assert _rel(Linv.T @ np.linalg.inv(D) @ Linv, ref.Minv) < 1e-10
+    assert _rel(F.apply_factor(eye, transpose=True), L.T) < 1e-12
+    assert _rel(F.apply_factor_inverse(eye, transpose=True), Linv.T) < 1e-12
+    assert _rel(F.apply_D_inverse(eye), np.linalg.inv(D)) < 1e-10
+    # the unique unit block-triangular factors: those of the dense block elimination of crba's M
+    B = block_elimination_factor(m, data, q)
+    assert _rel(L, B.factor_matrix()) < 1e-10 and _rel(D, B.D_matrix()) < 1e-10
+    # solve = C-ABA at zero velocity without gravity (gravity compensated through loopdyn.gravity)
+    tau = rng.normal(size=(m.nv, 3))
+    grav = loopdyn.gravity(m, data, q)
+    ddq = np.stack([loopdyn.aba(m, data, q, np.zeros(m.nv), t + grav) for t in tau.T], 1)
+    assert _rel(F.solve(tau), ddq) < 1e-10 and _rel(F.solve(tau[:, 1]), ddq[:, 1]) < 1e-10
+    assert _rel(F.multiply(ddq), tau) < 1e-10
+
+
+def test_cluster_factor_keeps_its_own_arrays():
+    """A factor stays valid after its Data is used at another configuration."""
+    m = loopdyn.robots.mini_cheetah()
+    data = m.create_data()
+    rng = np.random.default_rng(2)
+    q1, q2 = loopdyn.random_configuration(m, rng), loopdyn.random_configuration(m, rng)
+    F1 = loopdyn.mass_matrix_factor(m, data, q1)
+    M1 = Reference(m, q1).M
+    loopdyn.mass_matrix_factor(m, data, q2)
+    loopdyn.body_compliances(m, data, q2)
+    loopdyn.aba(m, data, q2, np.zeros(m.nv), np.ones(m.nv))
+    assert _rel(F1.matrix(), M1) < 1e-10 and _rel(F1.solve(M1 @ np.arange(m.nv)), np.arange(m.nv)) < 1e-10
+
+
+def test_cluster_factor_input_checks():
+    m = loopdyn.robots.four_bar()
+    data = m.create_data()
+    F = loopdyn.mass_matrix_factor(m, data, loopdyn.neutral(m))
+    with pytest.raises(ShapeError):
+        F.solve(np.zeros(m.nv + 1))
+    with pytest.raises(NonFiniteError):
+        F.multiply(np.full(m.nv, np.inf))
+    assert F.solve(np.zeros((m.nv, 0))).shape == (m.nv, 0)
+    with pytest.raises(NonFiniteError):
+        loopdyn.mass_matrix_factor(m, data, np.full(m.nq, np.nan))
+    with pytest.raises(DataMismatchError):
+        loopdyn.mass_matrix_factor(m, loopdyn.robots.four_bar().create_data(), loopdyn.neutral(m))
+    with pytest.raises(SingularInertiaError, match="'link'.*'rotor'"):
+        g = _singular_gear()
+        loopdyn.mass_matrix_factor(g, g.create_data(), loopdyn.neutral(g))

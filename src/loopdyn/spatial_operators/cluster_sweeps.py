@@ -24,6 +24,8 @@ Spatial vectors are Featherstone-ordered ``[angular; linear]`` inside, in body f
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -31,16 +33,13 @@ from ..algorithms.borrow import borrowed
 from ..algorithms.cluster_dynamics import c_aba_backward, placement_in_output
 from ..algorithms.cluster_kinematics import c_fk_core, tapes, validate_cluster_state
 from ..algorithms.common import kernel
+from ..algorithms.status import SINGULAR, STATUS_BASE
 from ..model import layout as L
 from ..spatial import ops
-
-# status of the factor kernel when the Cholesky factor of a cluster's 𝖣 fails (index: the cluster)
-FACTOR_NOT_PD = 1 << 40
+from .tree_arrays import OP_D, OP_DINV, OP_L, OP_LINV, OP_LINVT, OP_LT, OP_M
 
 # columns of the compact cluster index of a factor (ClusterIndex.cl)
 X_FIRST, X_NB, X_M, X_IV, X_FOFF, X_PARENT = 0, 1, 2, 3, 4, 5
-# operator codes (the same as factorization.OP_*)
-OP_L, OP_LT, OP_LINV, OP_LINVT, OP_D, OP_DINV, OP_M, OP_MINV = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 @njit(cache=True)
@@ -290,3 +289,216 @@ def c_compliance_kernel(ib, ws, ic, cb, wc, q, out, off_diagonal):
     articulated_transforms(ib, ws, ic, cb, wc, G, goff, depth, Psi)
     all_blocks(ib, ic, ups, uoff, depth, Psi, out)
     return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# the innovations factorisation on the cluster tree (spec §2.7). A factor keeps, per cluster k at
+# fc[cl[k, X_FOFF]:], 𝖲 (6 n_b × m), G = 𝖴𝖣⁻¹ (6 n_b × m), 𝖣⁻¹ and the Cholesky factor of 𝖣 (m × m,
+# row-major), and per body i the placement (R, p) of i in its output body Λ(i) = bout[i] in pl[i]:
+# its own copies, valid after the Data is reused.
+
+
+@njit(cache=True)
+def cholesky_rows(src, o, m, dst, d):
+    """dst[d:] = the lower Cholesky factor of the m × m SPD matrix at src[o:] (row-major, upper part
+    zero). False if it is not positive definite."""
+    for r in range(m):
+        for c in range(m):
+            dst[d + r * m + c] = 0.0
+    for c in range(m):
+        s = src[o + c * m + c]
+        for k in range(c):
+            s -= dst[d + c * m + k] ** 2
+        if not s > 0.0:
+            return False
+        dst[d + c * m + c] = math.sqrt(s)
+        for r in range(c + 1, m):
+            t = src[o + r * m + c]
+            for k in range(c):
+                t -= dst[d + r * m + k] * dst[d + c * m + k]
+            dst[d + r * m + c] = t / dst[d + c * m + c]
+    return True
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "float64[::1], int64[:, ::1], float64[::1], float64[:, ::1])"
+)
+def c_factor_kernel(ib, ws, ic, cb, wc, q, cl, fc, pl):
+    """The factors of spec §2.7 at q (C-ABA's backward sweep at zero velocity), copied into the
+    factor's arrays. Returns a status (SINGULAR at a cluster's first body if 𝖣 is not positive
+    definite)."""
+    ib, ws, ic, cb, wc, q, cl, fc, pl = borrowed((ib, ws, ic, cb, wc, q, cl, fc, pl))
+    st = articulated_clusters(ib, ws, ic, cb, wc, q)
+    if st != 0:
+        return st
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        first, nb, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M]
+        fo, S = cl[k, X_FOFF], ic[k, L.C_S]
+        nm = 6 * nb * m
+        for x in range(nm):
+            fc[fo + x] = wc[S + x]
+        gains(ic, wc, k, fc, fo + nm)
+        DI = ic[k, L.C_DINV]
+        for x in range(m * m):
+            fc[fo + 2 * nm + x] = wc[DI + x]
+        # 𝖣 itself is left by C-ABA's backward pass at wc[C_DSCR] (its scratch starts after it)
+        if not cholesky_rows(wc, ic[k, L.C_DSCR], m, fc, fo + 2 * nm + m * m):
+            return SINGULAR * STATUS_BASE + cb[first]
+        for a in range(nb):
+            i = cb[first + a]
+            R, p = placement_in_output(ib, ws, ic, k, i)
+            for x in range(9):
+                pl[i, x] = R[x]
+            for x in range(3):
+                pl[i, 9 + x] = p[x]
+    return 0
+
+
+@njit(cache=True, inline="always")
+def placement(pl, i):
+    return ((pl[i, 0], pl[i, 1], pl[i, 2], pl[i, 3], pl[i, 4], pl[i, 5], pl[i, 6], pl[i, 7], pl[i, 8]),
+            (pl[i, 9], pl[i, 10], pl[i, 11]))
+
+
+@njit(cache=True)
+def c_sweep_up(cl, bodies, bout, fc, pl, x, out, f, inverse):
+    """Tip→base over the clusters: out = [I + H φ 𝒦] x, or [I − H ψ 𝒦] x when ``inverse``:
+    ``out_𝒢 = x_𝒢 ± 𝖲_𝒢ᵀ f_𝒢`` and ``f_Λ(i) += ᶦX_Λᵀ (f_𝒢 + G_𝒢 src_𝒢)_i`` with src = x (or out).
+    f: (nbodies + 1, 6) scratch, the stacked forces of the clusters' bodies."""
+    f[:, :] = 0.0
+    sign = -1.0 if inverse else 1.0
+    for k in range(cl.shape[0] - 1, 0, -1):
+        first, nb, m, iv, fo = cl[k, X_FIRST], cl[k, X_NB], cl[k, X_M], cl[k, X_IV], cl[k, X_FOFF]
+        for l in range(m):
+            s = 0.0
+            for a in range(nb):
+                i = bodies[first + a]
+                for r in range(6):
+                    s += fc[fo + (6 * a + r) * m + l] * f[i, r]
+            out[iv + l] = x[iv + l] + sign * s
+        if cl[k, X_PARENT] == 0:
+            continue
+        go = fo + 6 * nb * m
+        src = out if inverse else x
+        for a in range(nb):
+            i = bodies[first + a]
+            for r in range(6):  # f_i + (G src)_i, in f_i's place (f_i is not needed after)
+                s = f[i, r]
+                for l in range(m):
+                    s += fc[go + (6 * a + r) * m + l] * src[iv + l]
+                f[i, r] = s
+            R, p = placement(pl, i)
+            fp = ops.force_to_parent(R, p, (f[i, 0], f[i, 1], f[i, 2], f[i, 3], f[i, 4], f[i, 5]))
+            lam = bout[i]
+            for r in range(6):
+                f[lam, r] += fp[r]
+
+
+@njit(cache=True)
+def c_sweep_down(cl, bodies, bout, fc, pl, x, out, beta, inverse):
+    """Base→tip over the clusters: out = [I + H φ 𝒦]* x, or [I − H ψ 𝒦]* x when ``inverse``:
+    ``α_i = ᶦX_Λ β_Λ(i)``, ``out_𝒢 = x_𝒢 ± G_𝒢ᵀ α_𝒢``, ``β_𝒢 = α_𝒢 + 𝖲_𝒢 src_𝒢`` (src = x, or out).
+    beta: (nbodies + 1, 6) scratch."""
+    beta[0, :] = 0.0
+    sign = -1.0 if inverse else 1.0
+    for k in range(1, cl.shape[0]):
+        first, nb, m, iv, fo = cl[k, X_FIRST], cl[k, X_NB], cl[k, X_M], cl[k, X_IV], cl[k, X_FOFF]
+        go = fo + 6 * nb * m
+        for a in range(nb):
+            i = bodies[first + a]
+            R, p = placement(pl, i)
+            al = ops.motion_to_child(R, p, (beta[bout[i], 0], beta[bout[i], 1], beta[bout[i], 2],
+                                            beta[bout[i], 3], beta[bout[i], 4], beta[bout[i], 5]))
+            for r in range(6):
+                beta[i, r] = al[r]
+        for l in range(m):
+            s = 0.0
+            for a in range(nb):
+                i = bodies[first + a]
+                for r in range(6):
+                    s += fc[go + (6 * a + r) * m + l] * beta[i, r]
+            out[iv + l] = x[iv + l] + sign * s
+        src = out if inverse else x
+        for a in range(nb):
+            i = bodies[first + a]
+            for r in range(6):
+                s = beta[i, r]
+                for l in range(m):
+                    s += fc[fo + (6 * a + r) * m + l] * src[iv + l]
+                beta[i, r] = s
+
+
+@njit(cache=True)
+def c_block_mul(cl, fc, x, out, t, chol):
+    """out = blockdiag(𝖣⁻¹) x, or 𝖣 x = (C Cᵀ) x with C the Cholesky factor when ``chol`` (x and out may
+    alias)."""
+    for k in range(1, cl.shape[0]):
+        nb, m, o = cl[k, X_NB], cl[k, X_M], cl[k, X_IV]
+        B = cl[k, X_FOFF] + 12 * nb * m + (m * m if chol else 0)
+        if chol:
+            for r in range(m):  # t = Cᵀ x
+                s = 0.0
+                for c in range(r, m):
+                    s += fc[B + c * m + r] * x[o + c]
+                t[r] = s
+            for r in range(m):
+                s = 0.0
+                for c in range(r + 1):
+                    s += fc[B + r * m + c] * t[c]
+                out[o + r] = s
+        else:
+            for r in range(m):
+                s = 0.0
+                for c in range(m):
+                    s += fc[B + r * m + c] * x[o + c]
+                t[r] = s
+            for r in range(m):
+                out[o + r] = t[r]
+
+
+@njit(cache=True)
+def c_apply_kernel(op, cl, bodies, bout, fc, pl, B, out):
+    """Apply operator ``op`` (OP_*) to every column of B (nv × ncols), writing ``out``. Returns 0, or
+    1 + the flat index of the first non-finite entry of B."""
+    for r in range(B.shape[0]):
+        for c in range(B.shape[1]):
+            if not np.isfinite(B[r, c]):
+                return 1 + r * B.shape[1] + c
+    n = B.shape[0]
+    f = np.empty((bout.shape[0], 6))
+    t = np.empty(max(n, 1))
+    x = np.empty(n)
+    y = np.empty(n)
+    for c in range(B.shape[1]):
+        for r in range(n):
+            x[r] = B[r, c]
+        if op == OP_L or op == OP_LINV:
+            c_sweep_up(cl, bodies, bout, fc, pl, x, y, f, op == OP_LINV)
+        elif op == OP_LT or op == OP_LINVT:
+            c_sweep_down(cl, bodies, bout, fc, pl, x, y, f, op == OP_LINVT)
+        elif op == OP_D or op == OP_DINV:
+            c_block_mul(cl, fc, x, y, t, op == OP_D)
+        elif op == OP_M:  # L D Lᵀ
+            c_sweep_down(cl, bodies, bout, fc, pl, x, y, f, False)
+            c_block_mul(cl, fc, y, x, t, True)
+            c_sweep_up(cl, bodies, bout, fc, pl, x, y, f, False)
+        else:  # OP_MINV: L⁻ᵀ D⁻¹ L⁻¹
+            c_sweep_up(cl, bodies, bout, fc, pl, x, y, f, True)
+            c_block_mul(cl, fc, y, x, t, False)
+            c_sweep_down(cl, bodies, bout, fc, pl, x, y, f, True)
+        for r in range(n):
+            out[r, c] = y[r]
+    return 0
+
+
+@njit(cache=True)
+def c_logdet(cl, fc):
+    """log det 𝓜 = Σ_𝒢 log det 𝖣_𝒢."""
+    s = 0.0
+    for k in range(1, cl.shape[0]):
+        nb, m = cl[k, X_NB], cl[k, X_M]
+        C = cl[k, X_FOFF] + 12 * nb * m + m * m
+        for r in range(m):
+            s += 2.0 * math.log(fc[C + r * m + r])
+    return s

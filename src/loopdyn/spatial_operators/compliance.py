@@ -15,6 +15,9 @@ The off-diagonal blocks of the full operational-space compliance Ω = 𝒥 𝓜�
 ``Υ(i) ψ(i,j)`` for i inboard of j, with the articulated transform ``ψ(℘(k),k) = φ(℘(k),k) τ̄(k)``;
 for bodies on different branches with lowest common ancestor a the block is ``ψ*(a,i) Υ(a) ψ(a,j)``
 (the same sum of Ω = ψ* H* D⁻¹ H ψ).
+
+On a model with loops the same recursions run over the cluster tree, with the clusters' stacked
+6 n_𝒢 × 6 n_𝒢 compliances (:mod:`.cluster_sweeps`).
 """
 
 from __future__ import annotations
@@ -196,8 +199,10 @@ def body_compliances(model, data, q, off_diagonal: bool = False) -> np.ndarray:
     Parameters
     ----------
     model, data:
-        A kinematic-tree :class:`~loopdyn.Model` (no loops; UnsupportedFeatureError otherwise) and a
-        Data created by it.
+        A :class:`~loopdyn.Model` and a Data created by it. On a model with loops the bodies are
+        those of the spanning tree and ``M`` is the mass matrix of the independent coordinates
+        (``Jₖ`` = the spanning tree's Jacobian times G): Eq. 22 runs over the cluster tree with
+        cluster blocks after one C-ABA backward sweep (:mod:`.cluster_sweeps`), O(Σ n_𝒢² m_𝒢).
     q:
         Configuration (nq).
     off_diagonal:

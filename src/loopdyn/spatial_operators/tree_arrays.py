@@ -36,6 +36,16 @@ BAD_QUAT = 3
 BAD_UNIT_COMPLEX = 4
 SINGULAR_D = 5
 
+# operator codes of the factors' apply kernels (tree and cluster tree)
+OP_L = 0  # I + HφK
+OP_LT = 1  # [I + HφK]*
+OP_LINV = 2  # I − HψK
+OP_LINVT = 3  # [I − HψK]*
+OP_D = 4
+OP_DINV = 5
+OP_M = 6  # L D Lᵀ
+OP_MINV = 7  # L⁻ᵀ D⁻¹ L⁻¹
+
 
 # columns of TreeArrays.ib (row 0, the universe: IQ holds nq and IV holds nv)
 PARENT, JTYPE, IQ, IV, NV = 0, 1, 2, 3, 4
