@@ -13,7 +13,8 @@ Per-call medians, measured interleaved (:func:`loopdyn.bench.timing.interleaved`
 Models: example-robot-data robots (floating bases: a free flyer each; TALOS has no spherical joints)
 and serial chains of n spherical joints with random links.
 
-Models with loops (mini_cheetah, pbt_chain(24); the cluster tree, spec §2.7), second table:
+Models with loops (mini_cheetah, pbt_chain(24), and pbt_chain(96) where the cluster tree is deep;
+spec §2.7), second table:
 
 4. ``body_compliances`` (Eq. 22 over the cluster tree) against n separate cluster Delassus calls,
    one 6-D constraint on each spanning-tree body;
@@ -154,7 +155,8 @@ def run_loops(repeats: int, ratios: dict) -> None:
           f"{'solve':>8s} {'old':>8s} {'c-aba':>9s} {'old/new':>7s} {'s/aba':>6s} | {'f+s':>9s} "
           f"{'old f+s':>9s} {'old/new':>6s}")
     for name, model in (("mini_cheetah", loopdyn.robots.mini_cheetah()),
-                        ("pbt_chain24", loopdyn.robots.pbt_chain(24))):
+                        ("pbt_chain24", loopdyn.robots.pbt_chain(24)),
+                        ("pbt_chain96", loopdyn.robots.pbt_chain(96))):
         print(measure_loops(name, model, repeats, ratios), flush=True)
 
 

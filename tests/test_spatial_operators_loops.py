@@ -125,6 +125,9 @@ def _armed_linkage():
                armature=0.01)
     m.add_coupling("gear", "link", "rotor", 6.0)
     m.add_body("tip", "link", Revolute((0.0, 1.0, 0.0)), (np.eye(3), [0.0, 0.3, 0.0]), inertia())
+    # more than one body of a cluster carrying others: the crank (and the coupler), the rotor (and the link)
+    m.add_body("crank_arm", "crank", Revolute((1.0, 0.0, 0.0)), (np.eye(3), [0.1, 0.1, 0.0]), inertia())
+    m.add_body("rotor_arm", "rotor", Revolute((0.0, 0.0, 1.0)), (np.eye(3), [0.0, 0.2, 0.1]), inertia())
     return m
 
 
@@ -164,10 +167,16 @@ def test_body_compliances_on_loops_match_pinocchio_on_the_spanning_tree(label, m
 
 
 def test_massless_bodies_inside_clusters_are_covered():
-    """The cases above include massless bodies inside clusters (a fact the test relies on)."""
+    """The cases above include massless bodies inside clusters, and clusters with several bodies that
+    carry other clusters (facts the tests rely on)."""
+    from loopdyn.spatial_operators.cluster_sweeps import X_NCAR
+    from loopdyn.spatial_operators.factorization import cluster_index
+
     masses = {label: min(b.inertia.mass for b in loopdyn.spanning_tree(make()).bodies)
               for label, make in MODELS}
     assert masses["tello"] == 0.0 and masses["pbt_chain6"] == 0.0 and masses["armed_linkage"] == 0.0
+    m = _armed_linkage()
+    assert cluster_index(m, m.create_data()).cl[1:, X_NCAR].max() == 2
 
 
 @pytest.mark.parametrize("label,make", MODELS, ids=IDS)

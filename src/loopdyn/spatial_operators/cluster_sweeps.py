@@ -292,10 +292,27 @@ def c_compliance_kernel(ib, ws, ic, cb, wc, q, out, off_diagonal):
 
 
 # ------------------------------------------------------------------------------------------------
-# the innovations factorisation on the cluster tree (spec §2.7). A factor keeps, per cluster k at
-# fc[cl[k, X_FOFF]:], 𝖲 (6 n_b × m), G = 𝖴𝖣⁻¹ (6 n_b × m), 𝖣⁻¹ and the Cholesky factor of 𝖣 (m × m,
-# row-major), and per body i the placement (R, p) of i in its output body Λ(i) = bout[i] in pl[i]:
-# its own copies, valid after the Data is reused.
+# the innovations factorisation on the cluster tree (spec §2.7). Per cluster 𝒢 the factor keeps, at
+# fc[cl[k, X_FOFF]:] (row-major): 𝖲_𝒢 (6 n_b × m), then per port p (an output body Λ of 𝒢's bodies,
+# in the parent cluster) V_p = Σ_{a: Λ(a) = p} ᵃX_Λᵀ G_a (6 × m), then 𝖣⁻¹ and the Cholesky factor of
+# 𝖣 (m × m); per body i its placement (R, p) in Λ(i) in pl[i]. Only the "carrier" bodies (those
+# other clusters are attached to) have non-zero forces in the tip→base sweep and are needed by the
+# base→tip sweep, so the sweeps touch the ports and carriers only. The factor's own arrays stay
+# valid after the Data is reused.
+# columns of the compact cluster index (factorization.ClusterIndex.cl)
+X_FIRST, X_NB, X_M, X_IV, X_FOFF, X_PARENT, X_CFIRST, X_NCAR, X_PFIRST, X_NPORT = range(10)
+
+
+@njit(cache=True, inline="always")
+def v_offset(cl, k):
+    """Offset in fc of cluster k's port matrices V_p."""
+    return cl[k, X_FOFF] + 6 * cl[k, X_NB] * cl[k, X_M]
+
+
+@njit(cache=True, inline="always")
+def d_offset(cl, k):
+    """Offset in fc of cluster k's 𝖣⁻¹ (its Cholesky factor follows)."""
+    return v_offset(cl, k) + 6 * cl[k, X_NPORT] * cl[k, X_M]
 
 
 @njit(cache=True)
@@ -320,38 +337,60 @@ def cholesky_rows(src, o, m, dst, d):
     return True
 
 
+@njit(cache=True)
+def port_gains(ib, ws, ic, cb, k, cl, bport, G, fc, pl):
+    """Cluster k's placements into pl and its port matrices V_p = Σ_{a: Λ(a) = p} ᵃX_Λᵀ G_a into fc
+    (G: the gains 𝖴𝖣⁻¹ of the cluster, 6 n_b × m)."""
+    first, nb, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M]
+    vo = v_offset(cl, k)
+    for x in range(6 * cl[k, X_NPORT] * m):
+        fc[vo + x] = 0.0
+    for a in range(nb):
+        i = cb[first + a]
+        R, p = placement_in_output(ib, ws, ic, k, i)
+        for x in range(9):
+            pl[i, x] = R[x]
+        for x in range(3):
+            pl[i, 9 + x] = p[x]
+        if cl[k, X_NPORT] == 0:
+            continue
+        o = vo + 6 * m * bport[i]
+        for l in range(m):
+            g = ops.force_to_parent(R, p, ops.col6w(G, (6 * a) * m + l, m))
+            for r in range(6):
+                fc[o + r * m + l] += g[r]
+
+
 @kernel(
     "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
-    "float64[::1], int64[:, ::1], float64[::1], float64[:, ::1])"
+    "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[:, ::1])"
 )
-def c_factor_kernel(ib, ws, ic, cb, wc, q, cl, fc, pl):
+def c_factor_kernel(ib, ws, ic, cb, wc, q, cl, bport, fc, pl):
     """The factors of spec §2.7 at q (C-ABA's backward sweep at zero velocity), copied into the
     factor's arrays. Returns a status (SINGULAR at a cluster's first body if 𝖣 is not positive
     definite)."""
-    ib, ws, ic, cb, wc, q, cl, fc, pl = borrowed((ib, ws, ic, cb, wc, q, cl, fc, pl))
+    ib, ws, ic, cb, wc, q, cl, bport, fc, pl = borrowed((ib, ws, ic, cb, wc, q, cl, bport, fc, pl))
     st = articulated_clusters(ib, ws, ic, cb, wc, q)
     if st != 0:
         return st
-    for k in range(1, ic[0, L.C0_NCL] + 1):
-        first, nb, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M]
-        fo, S = cl[k, X_FOFF], ic[k, L.C_S]
-        nm = 6 * nb * m
-        for x in range(nm):
+    ncl = ic[0, L.C0_NCL]
+    gmax = 1
+    for k in range(1, ncl + 1):
+        gmax = max(gmax, 6 * ic[k, L.C_NB] * ic[k, L.C_M])
+    G = np.empty(gmax)
+    for k in range(1, ncl + 1):
+        m, S = ic[k, L.C_M], ic[k, L.C_S]
+        fo = cl[k, X_FOFF]
+        for x in range(6 * ic[k, L.C_NB] * m):
             fc[fo + x] = wc[S + x]
-        gains(ic, wc, k, fc, fo + nm)
-        DI = ic[k, L.C_DINV]
+        gains(ic, wc, k, G, 0)
+        port_gains(ib, ws, ic, cb, k, cl, bport, G, fc, pl)
+        do, DI = d_offset(cl, k), ic[k, L.C_DINV]
         for x in range(m * m):
-            fc[fo + 2 * nm + x] = wc[DI + x]
+            fc[do + x] = wc[DI + x]
         # 𝖣 itself is left by C-ABA's backward pass at wc[C_DSCR] (its scratch starts after it)
-        if not cholesky_rows(wc, ic[k, L.C_DSCR], m, fc, fo + 2 * nm + m * m):
-            return SINGULAR * STATUS_BASE + cb[first]
-        for a in range(nb):
-            i = cb[first + a]
-            R, p = placement_in_output(ib, ws, ic, k, i)
-            for x in range(9):
-                pl[i, x] = R[x]
-            for x in range(3):
-                pl[i, 9 + x] = p[x]
+        if not cholesky_rows(wc, ic[k, L.C_DSCR], m, fc, do + m * m):
+            return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
     return 0
 
 
@@ -361,69 +400,75 @@ def placement(pl, i):
             (pl[i, 9], pl[i, 10], pl[i, 11]))
 
 
+@njit(cache=True, inline="always")
+def row6(a, i):
+    return (a[i, 0], a[i, 1], a[i, 2], a[i, 3], a[i, 4], a[i, 5])
+
+
 @njit(cache=True)
-def c_sweep_up(cl, bodies, bout, fc, pl, x, out, f, inverse):
+def c_sweep_up(cl, carriers, ports, bout, fc, pl, x, out, f, inverse):
     """Tip→base over the clusters: out = [I + H φ 𝒦] x, or [I − H ψ 𝒦] x when ``inverse``:
-    ``out_𝒢 = x_𝒢 ± 𝖲_𝒢ᵀ f_𝒢`` and ``f_Λ(i) += ᶦX_Λᵀ (f_𝒢 + G_𝒢 src_𝒢)_i`` with src = x (or out).
-    f: (nbodies + 1, 6) scratch, the stacked forces of the clusters' bodies."""
+    ``out_𝒢 = x_𝒢 ± 𝖲_𝒢ᵀ f_𝒢`` (f non-zero at carriers only), then to the parent cluster
+    ``f_Λ(a) += ᵃX_Λᵀ f_a`` for the carriers and ``f_p += V_p src_𝒢`` for the ports (src = x, or out).
+    f: (nbodies + 1, 6) scratch."""
     f[:, :] = 0.0
     sign = -1.0 if inverse else 1.0
     for k in range(cl.shape[0] - 1, 0, -1):
-        first, nb, m, iv, fo = cl[k, X_FIRST], cl[k, X_NB], cl[k, X_M], cl[k, X_IV], cl[k, X_FOFF]
+        m, iv, fo = cl[k, X_M], cl[k, X_IV], cl[k, X_FOFF]
+        c0, nc = cl[k, X_CFIRST], cl[k, X_NCAR]
         for l in range(m):
             s = 0.0
-            for a in range(nb):
-                i = bodies[first + a]
+            for c in range(c0, c0 + nc):
+                i, a = carriers[c, 0], carriers[c, 1]
                 for r in range(6):
                     s += fc[fo + (6 * a + r) * m + l] * f[i, r]
             out[iv + l] = x[iv + l] + sign * s
         if cl[k, X_PARENT] == 0:
             continue
-        go = fo + 6 * nb * m
-        src = out if inverse else x
-        for a in range(nb):
-            i = bodies[first + a]
-            for r in range(6):  # f_i + (G src)_i, in f_i's place (f_i is not needed after)
-                s = f[i, r]
-                for l in range(m):
-                    s += fc[go + (6 * a + r) * m + l] * src[iv + l]
-                f[i, r] = s
+        for c in range(c0, c0 + nc):
+            i = carriers[c, 0]
             R, p = placement(pl, i)
-            fp = ops.force_to_parent(R, p, (f[i, 0], f[i, 1], f[i, 2], f[i, 3], f[i, 4], f[i, 5]))
-            lam = bout[i]
+            g = ops.force_to_parent(R, p, row6(f, i))
             for r in range(6):
-                f[lam, r] += fp[r]
+                f[bout[i], r] += g[r]
+        src = out if inverse else x
+        vo, p0 = v_offset(cl, k), cl[k, X_PFIRST]
+        for g in range(cl[k, X_NPORT]):
+            P = ports[p0 + g]
+            for r in range(6):
+                s = 0.0
+                for l in range(m):
+                    s += fc[vo + (6 * g + r) * m + l] * src[iv + l]
+                f[P, r] += s
 
 
 @njit(cache=True)
-def c_sweep_down(cl, bodies, bout, fc, pl, x, out, beta, inverse):
+def c_sweep_down(cl, carriers, ports, bout, fc, pl, x, out, beta, inverse):
     """Base→tip over the clusters: out = [I + H φ 𝒦]* x, or [I − H ψ 𝒦]* x when ``inverse``:
-    ``α_i = ᶦX_Λ β_Λ(i)``, ``out_𝒢 = x_𝒢 ± G_𝒢ᵀ α_𝒢``, ``β_𝒢 = α_𝒢 + 𝖲_𝒢 src_𝒢`` (src = x, or out).
-    beta: (nbodies + 1, 6) scratch."""
-    beta[0, :] = 0.0
+    ``out_𝒢 = x_𝒢 ± Σ_p V_pᵀ β_p`` over the ports, then for the carriers
+    ``β_a = ᵃX_Λ β_Λ(a) + 𝖲_a src_𝒢`` (src = x, or out). beta: (nbodies + 1, 6) scratch."""
     sign = -1.0 if inverse else 1.0
     for k in range(1, cl.shape[0]):
-        first, nb, m, iv, fo = cl[k, X_FIRST], cl[k, X_NB], cl[k, X_M], cl[k, X_IV], cl[k, X_FOFF]
-        go = fo + 6 * nb * m
-        for a in range(nb):
-            i = bodies[first + a]
-            R, p = placement(pl, i)
-            al = ops.motion_to_child(R, p, (beta[bout[i], 0], beta[bout[i], 1], beta[bout[i], 2],
-                                            beta[bout[i], 3], beta[bout[i], 4], beta[bout[i], 5]))
-            for r in range(6):
-                beta[i, r] = al[r]
+        m, iv, fo = cl[k, X_M], cl[k, X_IV], cl[k, X_FOFF]
+        vo, p0 = v_offset(cl, k), cl[k, X_PFIRST]
         for l in range(m):
             s = 0.0
-            for a in range(nb):
-                i = bodies[first + a]
+            for g in range(cl[k, X_NPORT]):
+                P = ports[p0 + g]
                 for r in range(6):
-                    s += fc[go + (6 * a + r) * m + l] * beta[i, r]
+                    s += fc[vo + (6 * g + r) * m + l] * beta[P, r]
             out[iv + l] = x[iv + l] + sign * s
         src = out if inverse else x
-        for a in range(nb):
-            i = bodies[first + a]
+        c0 = cl[k, X_CFIRST]
+        for c in range(c0, c0 + cl[k, X_NCAR]):
+            i, a = carriers[c, 0], carriers[c, 1]
+            if cl[k, X_PARENT] == 0:
+                al = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+            else:
+                R, p = placement(pl, i)
+                al = ops.motion_to_child(R, p, row6(beta, bout[i]))
             for r in range(6):
-                s = beta[i, r]
+                s = al[r]
                 for l in range(m):
                     s += fc[fo + (6 * a + r) * m + l] * src[iv + l]
                 beta[i, r] = s
@@ -434,8 +479,8 @@ def c_block_mul(cl, fc, x, out, t, chol):
     """out = blockdiag(𝖣⁻¹) x, or 𝖣 x = (C Cᵀ) x with C the Cholesky factor when ``chol`` (x and out may
     alias)."""
     for k in range(1, cl.shape[0]):
-        nb, m, o = cl[k, X_NB], cl[k, X_M], cl[k, X_IV]
-        B = cl[k, X_FOFF] + 12 * nb * m + (m * m if chol else 0)
+        m, o = cl[k, X_M], cl[k, X_IV]
+        B = d_offset(cl, k) + (m * m if chol else 0)
         if chol:
             for r in range(m):  # t = Cᵀ x
                 s = 0.0
@@ -458,7 +503,7 @@ def c_block_mul(cl, fc, x, out, t, chol):
 
 
 @njit(cache=True)
-def c_apply_kernel(op, cl, bodies, bout, fc, pl, B, out):
+def c_apply_kernel(op, cl, carriers, ports, bout, fc, pl, B, out):
     """Apply operator ``op`` (OP_*) to every column of B (nv × ncols), writing ``out``. Returns 0, or
     1 + the flat index of the first non-finite entry of B."""
     for r in range(B.shape[0]):
@@ -474,19 +519,19 @@ def c_apply_kernel(op, cl, bodies, bout, fc, pl, B, out):
         for r in range(n):
             x[r] = B[r, c]
         if op == OP_L or op == OP_LINV:
-            c_sweep_up(cl, bodies, bout, fc, pl, x, y, f, op == OP_LINV)
+            c_sweep_up(cl, carriers, ports, bout, fc, pl, x, y, f, op == OP_LINV)
         elif op == OP_LT or op == OP_LINVT:
-            c_sweep_down(cl, bodies, bout, fc, pl, x, y, f, op == OP_LINVT)
+            c_sweep_down(cl, carriers, ports, bout, fc, pl, x, y, f, op == OP_LINVT)
         elif op == OP_D or op == OP_DINV:
             c_block_mul(cl, fc, x, y, t, op == OP_D)
         elif op == OP_M:  # L D Lᵀ
-            c_sweep_down(cl, bodies, bout, fc, pl, x, y, f, False)
+            c_sweep_down(cl, carriers, ports, bout, fc, pl, x, y, f, False)
             c_block_mul(cl, fc, y, x, t, True)
-            c_sweep_up(cl, bodies, bout, fc, pl, x, y, f, False)
+            c_sweep_up(cl, carriers, ports, bout, fc, pl, x, y, f, False)
         else:  # OP_MINV: L⁻ᵀ D⁻¹ L⁻¹
-            c_sweep_up(cl, bodies, bout, fc, pl, x, y, f, True)
+            c_sweep_up(cl, carriers, ports, bout, fc, pl, x, y, f, True)
             c_block_mul(cl, fc, y, x, t, False)
-            c_sweep_down(cl, bodies, bout, fc, pl, x, y, f, True)
+            c_sweep_down(cl, carriers, ports, bout, fc, pl, x, y, f, True)
         for r in range(n):
             out[r, c] = y[r]
     return 0
@@ -497,8 +542,8 @@ def c_logdet(cl, fc):
     """log det 𝓜 = Σ_𝒢 log det 𝖣_𝒢."""
     s = 0.0
     for k in range(1, cl.shape[0]):
-        nb, m = cl[k, X_NB], cl[k, X_M]
-        C = cl[k, X_FOFF] + 12 * nb * m + m * m
+        m = cl[k, X_M]
+        C = d_offset(cl, k) + m * m
         for r in range(m):
             s += 2.0 * math.log(fc[C + r * m + r])
     return s

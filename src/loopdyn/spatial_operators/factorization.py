@@ -323,8 +323,9 @@ class ClusterMassMatrixFactor(MassMatrixFactor):
 
     Made by one C-ABA backward sweep at zero velocity (the cluster ATBI steps A1–A7); every operator
     is then applied in one or three O(n) sweeps over the cluster tree with cluster blocks
-    (:mod:`.cluster_sweeps`): O(Σ_𝒢 n_𝒢 m_𝒢) per right-hand side, O(n) memory (the clusters' 𝖲, gains,
-    𝒟⁻¹ and Cholesky factors of 𝒟, and each body's placement in its output body).
+    (:mod:`.cluster_sweeps`): O(Σ_𝒢 (carriers + ports) m_𝒢) per right-hand side, O(n) memory (the
+    clusters' 𝖲, port gains V_p = Σ ᵃX_Λᵀ G_a, 𝒟⁻¹ and Cholesky factors of 𝒟, and each body's
+    placement in its output body).
     """
 
     __slots__ = ("_index", "_fc", "_pl")
@@ -335,7 +336,7 @@ class ClusterMassMatrixFactor(MassMatrixFactor):
 
     def _kernel(self, op: int, B, out) -> int:
         ix = self._index
-        return c_apply_kernel(op, ix.cl, ix.bodies, ix.bout, self._fc, self._pl, B, out)
+        return c_apply_kernel(op, ix.cl, ix.carriers, ix.ports, ix.bout, self._fc, self._pl, B, out)
 
     def logdet(self) -> float:
         """``log det M`` (independent coordinates)."""
@@ -343,25 +344,46 @@ class ClusterMassMatrixFactor(MassMatrixFactor):
 
 
 class ClusterIndex:
-    """The cluster tree of a model as the factor's sweeps read it (built once per compiled model):
-    ``cl`` (ncl + 1, 6) int: first (in ``bodies``), number of bodies, m, offset in v, offset of the
-    cluster's numbers in a factor's array, parent cluster; ``bodies``: the clusters' bodies;
-    ``bout``: each body's output body Λ(i)."""
+    """The cluster tree of a model as the factor's sweeps read it (built once per compiled model).
 
-    __slots__ = ("cl", "bodies", "bout", "nf", "nbodies", "compiled", "__weakref__")
+    * ``cl`` (ncl + 1, 10) int, per cluster: first body (in ``bodies``), number of bodies, m, offset
+      in v, offset of the cluster's numbers in a factor's array, parent cluster, first carrier and
+      number of carriers, first port and number of ports (columns ``cluster_sweeps.X_*``);
+    * ``bodies``: the clusters' bodies; ``carriers`` (n, 2): the bodies other clusters are attached
+      to (body, index in its cluster); ``ports``: each cluster's distinct output bodies (none for a
+      cluster on the world); ``bport``: each body's port index in its cluster; ``bout``: Λ(i).
+    """
+
+    __slots__ = ("cl", "bodies", "carriers", "ports", "bport", "bout", "nf", "nbodies", "compiled",
+                 "__weakref__")
 
     def __init__(self, model, data, compiled):
         ib, ic, cb = data.ib, data.ic, data.cb
         ncl = int(ic[0, L.C0_NCL])
-        self.cl = np.zeros((ncl + 1, 6), np.int64)
-        bodies, nf = [], 0
-        for k in range(1, ncl + 1):
-            first, nb, m = int(ic[k, L.C_FIRST]), int(ic[k, L.C_NB]), int(ic[k, L.C_M])
-            self.cl[k] = (len(bodies), nb, m, ic[k, L.C_IV], nf, ic[k, L.C_PARENT])
-            bodies += [int(b) for b in cb[first : first + nb]]
-            nf += 12 * nb * m + 2 * m * m
-        self.bodies = np.array(bodies, np.int64)
         self.bout = np.ascontiguousarray(ib[:, L.I_OUT], dtype=np.int64)
+        carrier = np.zeros(len(self.bout), bool)
+        carrier[self.bout[1:]] = True
+        carrier[0] = False
+        self.cl = np.zeros((ncl + 1, 10), np.int64)
+        self.bport = np.full(len(self.bout), -1, np.int64)
+        bodies, carriers, ports, nf = [], [], [], 0
+        for k in range(1, ncl + 1):
+            first, nb, m, par = (int(ic[k, c]) for c in (L.C_FIRST, L.C_NB, L.C_M, L.C_PARENT))
+            members = [int(b) for b in cb[first : first + nb]]
+            mine = [(b, a) for a, b in enumerate(members) if carrier[b]]
+            outs = [] if par == 0 else list(dict.fromkeys(int(self.bout[b]) for b in members))
+            for b in members:
+                if par != 0:
+                    self.bport[b] = outs.index(int(self.bout[b]))
+            self.cl[k] = (len(bodies), nb, m, ic[k, L.C_IV], nf, par, len(carriers), len(mine), len(ports),
+                          len(outs))
+            bodies += members
+            carriers += mine
+            ports += outs
+            nf += 6 * (nb + len(outs)) * m + 2 * m * m
+        self.bodies = np.array(bodies, np.int64)
+        self.carriers = np.array(carriers, np.int64).reshape(-1, 2)
+        self.ports = np.array(ports, np.int64)
         self.nf = nf
         self.nbodies = model.nbodies
         self.compiled = compiled
@@ -386,7 +408,7 @@ def _cluster_factor(model, data, q) -> ClusterMassMatrixFactor:
     ix = cluster_index(model, data)
     fc = np.empty(ix.nf)
     pl = np.zeros((ix.nbodies + 1, 12))
-    st = c_factor_kernel(*data.cluster_arrays, qq, ix.cl, fc, pl)
+    st = c_factor_kernel(*data.cluster_arrays, qq, ix.cl, ix.bport, fc, pl)
     if st:
         raise_cluster_status(model, st, "mass_matrix_factor")
     return ClusterMassMatrixFactor(model.nv, ix, fc, pl)
