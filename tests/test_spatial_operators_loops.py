@@ -17,7 +17,13 @@ from trees import assert_close
 
 import loopdyn
 from loopdyn.baselines import explicit_G
-from loopdyn.errors import DataMismatchError, NonFiniteError, ShapeError, SingularInertiaError
+from loopdyn.errors import (
+    ConfigurationError,
+    DataMismatchError,
+    NonFiniteError,
+    ShapeError,
+    SingularInertiaError,
+)
 from loopdyn.model import Revolute
 from loopdyn.spatial import Inertia
 
@@ -231,6 +237,12 @@ def test_compliance_input_errors_on_loops():
     with pytest.raises(DataMismatchError):
         loopdyn.body_compliances(m, loopdyn.robots.four_bar().create_data(), q)
     assert _rel(loopdyn.body_compliances(m, data, list(q))[2], loopdyn.body_compliances(m, data, q)[2]) == 0.0
+    mc = loopdyn.robots.mini_cheetah()
+    qc = loopdyn.neutral(mc)
+    qc[3:7] *= 2.0  # the free flyer's quaternion
+    for fn in (loopdyn.body_compliances, loopdyn.mass_matrix_factor):
+        with pytest.raises(ConfigurationError):
+            fn(mc, mc.create_data(), qc)
 
 
 def _singular_gear():

@@ -126,9 +126,8 @@ def tree_arrays(model, data, what: str) -> TreeArrays:
     any change to the model) and ``data`` carries the identity token already validated for it."""
     if model.has_constraints:
         raise UnsupportedFeatureError(
-            f"{what}: model {model.name!r} has loops or couplings; {what} handles kinematic trees only so "
-            "far (the cluster-tree version, spec §2.7, is not implemented). Use loopdyn.spanning_tree(model) "
-            "for the spanning tree's quantities"
+            f"{what}: model {model.name!r} has loops or couplings: these arrays describe kinematic trees "
+            "only (models with loops go through the cluster-tree kernels of cluster_sweeps)"
         )
     arr = _CACHE.get(model)
     compiled = model.compiled()
