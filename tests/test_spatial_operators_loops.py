@@ -322,3 +322,16 @@ def test_cluster_factor_input_checks():
     with pytest.raises(SingularInertiaError, match="'link'.*'rotor'"):
         g = _singular_gear()
         loopdyn.mass_matrix_factor(g, g.create_data(), loopdyn.neutral(g))
+
+
+@pytest.mark.parametrize("label,make", MODELS[2:6], ids=IDS[2:6])
+def test_compliances_equal_single_body_cluster_delassus(label, make):
+    """Υ(k) is the Delassus matrix of one 6-D constraint on body k (loopdyn.delassus: the cluster
+    Delassus kernels, another code path)."""
+    m = make()
+    data = m.create_data()
+    q = loopdyn.random_configuration(m, np.random.default_rng(23))
+    Y = loopdyn.body_compliances(m, data, q)
+    for k, b in enumerate(loopdyn.spanning_tree(m).bodies, start=1):
+        D = loopdyn.delassus(m, data, q, [loopdyn.Constraint(b.name, "6d")])
+        assert _rel(Y[k], D) < 1e-10, (label, b.name)
