@@ -10,9 +10,11 @@ A1–A7 of spec §2.7) at zero velocity: 𝖴 = P_𝒢 H̲*, 𝖣 = H̲ P_𝒢 H
 ``G_𝒢 = 𝖴 𝖣⁻¹`` and ``τ̄_𝒢 = I − G_𝒢 𝖲_𝒢ᵀ``.
 
 * :func:`c_compliance_kernel` — Eq. 22 lifted to clusters, base→tip over the cluster tree:
-  ``Υ⁺_𝒢 = 𝒳_𝒢 Υ_℘ 𝒳_𝒢ᵀ`` and ``Υ_𝒢 = τ̄*_𝒢 Υ⁺_𝒢 τ̄_𝒢 + 𝖲_𝒢 𝖣⁻¹ 𝖲_𝒢ᵀ`` (6 n_𝒢 × 6 n_𝒢): its
-  diagonal 6×6 blocks are the bodies' compliances ``𝒥ₖ 𝓜⁻¹ 𝒥ₖ*``, its other blocks those between
-  bodies of the same cluster; bodies of different clusters (Eq. 21) through the articulated
+  ``Υ⁺_𝒢 = 𝒳_𝒢 Υ_℘ 𝒳_𝒢ᵀ`` and ``Υ_𝒢 = τ̄*_𝒢 Υ⁺_𝒢 τ̄_𝒢 + 𝖲_𝒢 𝖣⁻¹ 𝖲_𝒢ᵀ`` (6 n_𝒢 × 6 n_𝒢), evaluated
+  as ``Z Υ_℘(ports, ports) Zᵀ + 𝖲 𝖣⁻¹ 𝖲ᵀ`` with ``Z = τ̄ᵀ 𝒳`` restricted to the output bodies
+  ("ports"): its diagonal 6×6 blocks are the bodies' compliances ``𝒥ₖ 𝓜⁻¹ 𝒥ₖ*``, its other blocks
+  those between bodies of the same cluster (only those between carriers of child clusters are
+  formed unless all blocks are asked for); bodies of different clusters (Eq. 21) through the articulated
   transforms ``ψ(℘, 𝒢) = 𝒳_𝒢ᵀ τ̄_𝒢``: ``Ω(i, j) = ψ*(a, i) Υ_a ψ(a, j)``, a the lowest common
   ancestor cluster.
 * :func:`c_factor_kernel` and :func:`c_apply_kernel` — the innovations factorisation
@@ -75,90 +77,120 @@ def gains(ic, wc, k, G, goff):
 
 
 @njit(cache=True)
-def carried_compliance(ib, ws, ic, cb, wc, k, ups, uoff, Yp):
-    """Υ⁺_𝒢 = 𝒳_𝒢 Υ_℘ 𝒳_𝒢ᵀ (Eq. 22, first line) of cluster k into Yp: block (a, b) is
-    ᵃX_Λ Υ_℘(Λ(a), Λ(b)) ᵇX_Λᵀ."""
-    first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
-    p = ic[k, L.C_PARENT]
-    n6 = 6 * nb
-    if p == 0:
-        for r in range(n6):
-            for c in range(n6):
-                Yp[r, c] = 0.0
-        return
-    pn6 = 6 * ic[p, L.C_NB]
-    T = np.empty((6, 6))
+def projected_ports(ib, ws, ic, cb, wc, k, G, goff, Z, GX, psub):
+    """Z = τ̄_𝒢ᵀ 𝒳_𝒢 (6 n_𝒢 × 6 n_ports) of cluster k, 𝒳_𝒢 restricted to the columns of its ports (the
+    distinct output bodies, sub-indices psub in the parent cluster): Υ⁺_𝒢 = 𝒳 Υ_℘ 𝒳ᵀ, so
+    τ̄ᵀ Υ⁺ τ̄ = Z Υ_℘(ports, ports) Zᵀ. Returns the number of ports."""
+    first, nb, m, S = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_S]
+    npt = 0
     for a in range(nb):
-        ia = cb[first + a]
-        Ra, pa = placement_in_output(ib, ws, ic, k, ia)
-        sa = ib[ib[ia, L.I_OUT], L.I_SUB]
-        for b in range(a, nb):
-            ibb = cb[first + b]
-            Rb, pb = placement_in_output(ib, ws, ic, k, ibb)
-            sb = ib[ib[ibb, L.I_OUT], L.I_SUB]
-            src = uoff[p] + (6 * sa) * pn6 + 6 * sb
-            for r in range(6):  # T = Υ_℘(Λa, Λb) ᵇX_Λᵀ, row by row: (ᵇX_Λ rowᵀ)ᵀ
-                row = ops.motion_to_child(Rb, pb, ops.load6_at(ups, src + r * pn6))
-                for c in range(6):
-                    T[r, c] = row[c]
-            for c in range(6):  # ᵃX_Λ T, column by column
-                col = ops.motion_to_child(Ra, pa, (T[0, c], T[1, c], T[2, c], T[3, c], T[4, c], T[5, c]))
-                for r in range(6):
-                    Yp[6 * a + r, 6 * b + c] = col[r]
-                    Yp[6 * b + c, 6 * a + r] = col[r]
+        i = cb[first + a]
+        sa = ib[ib[i, L.I_OUT], L.I_SUB]
+        g = 0
+        while g < npt and psub[g] != sa:
+            g += 1
+        if g == npt:
+            psub[g] = sa
+            npt += 1
+    w = 6 * npt
+    for r in range(6 * nb):
+        for c in range(w):
+            Z[r, c] = 0.0
+    for a in range(nb):  # 𝒳: block (a, port of a) = ᵃX_Λ = [[Rᵀ, 0], [−Rᵀ p×, Rᵀ]]
+        i = cb[first + a]
+        sa = ib[ib[i, L.I_OUT], L.I_SUB]
+        g = 0
+        while psub[g] != sa:
+            g += 1
+        R, p = placement_in_output(ib, ws, ic, k, i)
+        for c in range(6):
+            col = ops.motion_to_child(R, p, ops.unit6(c))
+            for r in range(6):
+                Z[6 * a + r, 6 * g + c] = col[r]
+    for x in range(m):  # GX = Gᵀ 𝒳
+        for c in range(w):
+            s = 0.0
+            for r in range(6 * nb):
+                s += G[goff + r * m + x] * Z[r, c]
+            GX[x, c] = s
+    for r in range(6 * nb):  # Z = 𝒳 − 𝖲 (Gᵀ 𝒳)
+        for c in range(w):
+            s = Z[r, c]
+            for x in range(m):
+                s -= wc[S + r * m + x] * GX[x, c]
+            Z[r, c] = s
+    return npt
 
 
 @njit(cache=True)
-def cluster_compliance(ic, wc, k, G, goff, Yp, ups, uoff, Wg, SG, GW):
-    """Υ_𝒢 = τ̄* Υ⁺ τ̄ + 𝖲 𝖣⁻¹ 𝖲ᵀ (Eq. 22, second line, lifted to cluster k), evaluated as
-    ``Υ⁺ − 𝖲 Wᵀ − W 𝖲ᵀ + 𝖲 (Gᵀ W + 𝖣⁻¹) 𝖲ᵀ`` with W = Υ⁺ G, into ups[uoff[k]:] (6 n_𝒢 × 6 n_𝒢)."""
-    nb, m = ic[k, L.C_NB], ic[k, L.C_M]
-    S, DI = ic[k, L.C_S], ic[k, L.C_DINV]
-    n6 = 6 * nb
-    for r in range(n6):  # W = Υ⁺ G
-        for c in range(m):
-            s = 0.0
-            for x in range(n6):
-                s += Yp[r, x] * G[goff + x * m + c]
-            Wg[r, c] = s
-    for r in range(m):  # Gᵀ W + 𝖣⁻¹
-        for c in range(m):
-            s = wc[DI + r * m + c]
-            for x in range(n6):
-                s += G[goff + x * m + r] * Wg[x, c]
-            GW[r, c] = s
-    for r in range(n6):  # 𝖲 (Gᵀ W + 𝖣⁻¹)
+def cluster_compliance_ports(ic, cb, wc, k, ups, uoff, Z, npt, psub, A, SD, blocks):
+    """Υ_𝒢 = Z Υ_℘(ports, ports) Zᵀ + 𝖲 𝖣⁻¹ 𝖲ᵀ (Eq. 22 lifted to cluster k; Z of
+    :func:`projected_ports`, npt = 0 for a cluster on the world) into ups[uoff[k]:] (6 n_𝒢 × 6 n_𝒢):
+    the blocks (a, b) with ``blocks[body a] and blocks[body b]`` (the carriers, which the child
+    clusters read, or every body for the off-diagonal blocks) and every diagonal block; the others
+    are left unwritten."""
+    nb, m, S, DI = ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_S], ic[k, L.C_DINV]
+    first = ic[k, L.C_FIRST]
+    n6, w = 6 * nb, 6 * npt
+    p = ic[k, L.C_PARENT]
+    if npt > 0:
+        pn6 = 6 * ic[p, L.C_NB]
+        for r in range(n6):  # A = Z Υ_℘(ports, ports)
+            for c in range(w):
+                A[r, c] = 0.0
+        for g1 in range(npt):
+            for g2 in range(npt):
+                blk = uoff[p] + (6 * psub[g1]) * pn6 + 6 * psub[g2]
+                for r in range(n6):
+                    for c in range(6):
+                        s = 0.0
+                        for x in range(6):
+                            s += Z[r, 6 * g1 + x] * ups[blk + x * pn6 + c]
+                        A[r, 6 * g2 + c] += s
+    for r in range(n6):  # SD = 𝖲 𝖣⁻¹
         for c in range(m):
             s = 0.0
             for x in range(m):
-                s += wc[S + r * m + x] * GW[x, c]
-            SG[r, c] = s
+                s += wc[S + r * m + x] * wc[DI + x * m + c]
+            SD[r, c] = s
     o = uoff[k]
-    for r in range(n6):  # symmetric: the upper triangle, mirrored
-        for c in range(r, n6):
-            s = Yp[r, c]
-            for x in range(m):
-                s += (SG[r, x] - Wg[r, x]) * wc[S + c * m + x] - wc[S + r * m + x] * Wg[c, x]
-            ups[o + r * n6 + c] = s
-            ups[o + c * n6 + r] = s
+    for a in range(nb):
+        for b in range(a, nb):
+            if a != b and not (blocks[cb[first + a]] and blocks[cb[first + b]]):
+                continue
+            for r in range(6 * a, 6 * a + 6):
+                for c in range(max(r, 6 * b) if a == b else 6 * b, 6 * b + 6):
+                    s = 0.0
+                    for x in range(w):
+                        s += A[r, x] * Z[c, x]
+                    for x in range(m):
+                        s += SD[r, x] * wc[S + c * m + x]
+                    ups[o + r * n6 + c] = s
+                    ups[o + c * n6 + r] = s
 
 
 @njit(cache=True)
-def compliance_sweep(ib, ws, ic, cb, wc, ups, uoff, G, goff):
-    """Eq. 22 on the cluster tree, base→tip: Υ_𝒢 of every cluster (and the gains G_𝒢)."""
+def compliance_sweep(ib, ws, ic, cb, wc, ups, uoff, G, goff, all_blocks):
+    """Eq. 22 on the cluster tree, base→tip: Υ_𝒢 of every cluster (and the gains G_𝒢); only the
+    diagonal and carrier blocks unless ``all_blocks``."""
     ncl = ic[0, L.C0_NCL]
+    blocks = np.zeros(ib.shape[0], np.bool_)
+    for j in range(1, ib.shape[0]):
+        blocks[j] = all_blocks
+        blocks[ib[j, L.I_OUT]] = True
     n6, mm = 6, 1
     for k in range(1, ncl + 1):
         n6 = max(n6, 6 * ic[k, L.C_NB])
         mm = max(mm, ic[k, L.C_M])
-    Yp = np.empty((n6, n6))
-    Wg = np.empty((n6, mm))
-    SG = np.empty((n6, mm))
-    GW = np.empty((mm, mm))
+    Z = np.empty((n6, n6))
+    A = np.empty((n6, n6))
+    GX = np.empty((mm, n6))
+    SD = np.empty((n6, mm))
+    psub = np.empty(n6 // 6, np.int64)
     for k in range(1, ncl + 1):
         gains(ic, wc, k, G, goff[k])
-        carried_compliance(ib, ws, ic, cb, wc, k, ups, uoff, Yp)
-        cluster_compliance(ic, wc, k, G, goff[k], Yp, ups, uoff, Wg, SG, GW)
+        npt = 0 if ic[k, L.C_PARENT] == 0 else projected_ports(ib, ws, ic, cb, wc, k, G, goff[k], Z, GX, psub)
+        cluster_compliance_ports(ic, cb, wc, k, ups, uoff, Z, npt, psub, A, SD, blocks)
 
 
 @njit(cache=True, inline="always")
@@ -277,7 +309,7 @@ def c_compliance_kernel(ib, ws, ic, cb, wc, q, out, off_diagonal):
         n6max = max(n6max, 6 * nb)
     ups = np.empty(uoff[ncl + 1])
     G = np.empty(goff[ncl + 1])
-    compliance_sweep(ib, ws, ic, cb, wc, ups, uoff, G, goff)
+    compliance_sweep(ib, ws, ic, cb, wc, ups, uoff, G, goff, off_diagonal)
     if not off_diagonal:
         for i in range(1, ib[0, L.I0_NBODIES] + 1):
             k = ib[i, L.I_CLUSTER]
