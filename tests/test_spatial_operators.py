@@ -248,11 +248,17 @@ def test_massless_leaf_error_names_the_joint_and_data_stays_usable():
         loopdyn.body_compliances(m, data, loopdyn.neutral(m))
 
 
-def test_body_compliances_refuse_models_with_loops_with_the_reason():
+def test_body_compliances_on_models_with_loops_use_the_cluster_tree():
+    """Models with loops are handled on the cluster tree (tests/test_spatial_operators_loops.py); the
+    tree-only arrays still refuse them with the reason."""
+    from loopdyn.spatial_operators.tree_arrays import tree_arrays
+
     m = loopdyn.robots.four_bar()
     data = m.create_data()
+    Y = loopdyn.body_compliances(m, data, loopdyn.neutral(m))
+    assert Y.shape == (m.njoints, 6, 6) and np.all(np.isfinite(Y)) and np.any(Y[1] != 0.0)
     with pytest.raises(UnsupportedFeatureError, match="loops"):
-        loopdyn.body_compliances(m, data, loopdyn.neutral(m))
+        tree_arrays(m, data, "body_compliances")
 
 
 def _block_udu(M, blocks):

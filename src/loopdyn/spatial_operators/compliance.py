@@ -15,6 +15,9 @@ The off-diagonal blocks of the full operational-space compliance Ω = 𝒥 𝓜�
 ``Υ(i) ψ(i,j)`` for i inboard of j, with the articulated transform ``ψ(℘(k),k) = φ(℘(k),k) τ̄(k)``;
 for bodies on different branches with lowest common ancestor a the block is ``ψ*(a,i) Υ(a) ψ(a,j)``
 (the same sum of Ω = ψ* H* D⁻¹ H ψ).
+
+On a model with loops the same recursions run over the cluster tree, with the clusters' stacked
+6 n_𝒢 × 6 n_𝒢 compliances (:mod:`.cluster_sweeps`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .cluster_sweeps import c_compliance_kernel
 from .tree_arrays import (
     M_S,
     NV,
@@ -34,8 +38,10 @@ from .tree_arrays import (
     W_X,
     articulated_sweep,
     as_configuration,
+    check_cluster_data,
     check_q,
     motion_congruence,
+    raise_cluster_status,
     raise_status,
     tree_arrays,
 )
@@ -169,6 +175,18 @@ def compliance_kernel(ib, geo, mats, armature, q, W, Psi, out, off_diagonal):
 _NO_PSI = np.zeros((1, 1, 6, 6))
 
 
+def _cluster_compliances(model, data, q, off_diagonal: bool) -> np.ndarray:
+    """The cluster-tree version (spec §2.7): one C-ABA backward sweep, then Eq. 22 over the clusters."""
+    check_cluster_data(model, data)
+    qq = as_configuration(q, model.nq)
+    n = model.nbodies + 1
+    out = np.zeros((n, n, 6, 6)) if off_diagonal else np.zeros((n, 1, 6, 6))
+    st = c_compliance_kernel(*data.cluster_arrays, qq, out, bool(off_diagonal))
+    if st:
+        raise_cluster_status(model, st, "body_compliances")
+    return out if off_diagonal else out[:, 0]
+
+
 def body_compliances(model, data, q, off_diagonal: bool = False) -> np.ndarray:
     """The 6×6 operational-space compliance ``Υ(k) = Jₖ M⁻¹ Jₖᵀ`` of every body, in one O(n) sweep.
 
@@ -181,8 +199,10 @@ def body_compliances(model, data, q, off_diagonal: bool = False) -> np.ndarray:
     Parameters
     ----------
     model, data:
-        A kinematic-tree :class:`~loopdyn.Model` (no loops; UnsupportedFeatureError otherwise) and a
-        Data created by it.
+        A :class:`~loopdyn.Model` and a Data created by it. On a model with loops the bodies are
+        those of the spanning tree and ``M`` is the mass matrix of the independent coordinates
+        (``Jₖ`` = the spanning tree's Jacobian times G): Eq. 22 runs over the cluster tree with
+        cluster blocks after one C-ABA backward sweep (:mod:`.cluster_sweeps`), O(Σ n_𝒢² m_𝒢).
     q:
         Configuration (nq).
     off_diagonal:
@@ -202,6 +222,8 @@ def body_compliances(model, data, q, off_diagonal: bool = False) -> np.ndarray:
     SingularInertiaError
         If the mass matrix is singular (a massless leaf body, ...), naming the joint.
     """
+    if model.has_constraints:
+        return _cluster_compliances(model, data, q, off_diagonal)
     arr = tree_arrays(model, data, "body_compliances")
     qq = as_configuration(q, arr.nq)
     nb = arr.nb

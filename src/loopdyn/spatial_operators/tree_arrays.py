@@ -36,6 +36,16 @@ BAD_QUAT = 3
 BAD_UNIT_COMPLEX = 4
 SINGULAR_D = 5
 
+# operator codes of the factors' apply kernels (tree and cluster tree)
+OP_L = 0  # I + HφK
+OP_LT = 1  # [I + HφK]*
+OP_LINV = 2  # I − HψK
+OP_LINVT = 3  # [I − HψK]*
+OP_D = 4
+OP_DINV = 5
+OP_M = 6  # L D Lᵀ
+OP_MINV = 7  # L⁻ᵀ D⁻¹ L⁻¹
+
 
 # columns of TreeArrays.ib (row 0, the universe: IQ holds nq and IV holds nv)
 PARENT, JTYPE, IQ, IV, NV = 0, 1, 2, 3, 4
@@ -116,9 +126,8 @@ def tree_arrays(model, data, what: str) -> TreeArrays:
     any change to the model) and ``data`` carries the identity token already validated for it."""
     if model.has_constraints:
         raise UnsupportedFeatureError(
-            f"{what}: model {model.name!r} has loops or couplings; {what} handles kinematic trees only so "
-            "far (the cluster-tree version, spec §2.7, is not implemented). Use loopdyn.spanning_tree(model) "
-            "for the spanning tree's quantities"
+            f"{what}: model {model.name!r} has loops or couplings: these arrays describe kinematic trees "
+            "only (models with loops go through the cluster-tree kernels of cluster_sweeps)"
         )
     arr = _CACHE.get(model)
     compiled = model.compiled()
@@ -173,6 +182,32 @@ def raise_status(model, status: int, what: str) -> None:
             "massless leaf body) or cannot resist the joint's motion"
         )
     raise ShapeError(f"{what}: bad input (status {status})")
+
+
+def check_cluster_data(model, data) -> None:
+    """``data`` belongs to ``model`` (a model with loops: its cluster arrays are used)."""
+    if getattr(data, "source_key", None) is not model._key:
+        check_data(model, data)
+
+
+def raise_cluster_status(model, status: int, what: str) -> None:
+    """Raise the exception a cluster kernel's status stands for; a cluster whose articulated inertia
+    is singular along its motion (status SINGULAR, index: the cluster's first body) is named by its
+    joints."""
+    from ..algorithms import status as codes
+    from ..errors import SingularInertiaError
+
+    kind, index = divmod(int(status), codes.STATUS_BASE)
+    if kind == codes.SINGULAR:
+        ct = model.clusters()
+        c = next(c for c in ct.clusters if index in c.bodies)
+        names = [model.joint_names[b] for b in c.bodies]
+        raise SingularInertiaError(
+            f"{what}: the articulated inertia of the cluster of joints {names} is singular along its motion "
+            "(D = Sᵀ P S is not positive definite): the bodies it moves are massless or cannot resist its "
+            "motion"
+        )
+    codes.raise_for_status(model, status, ("q",))
 
 
 # ------------------------------------------------------------------------------------------------
