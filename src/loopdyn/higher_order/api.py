@@ -41,6 +41,7 @@ def prepare_tree(model, data):
 
 def _cluster_call(model, data, which, args, f_ext):
     """rnea / aba of a model with explicit constant-G clusters (:mod:`loopdyn.higher_order.clusters`)."""
+    from . import cluster_aba
     from . import clusters as cl
 
     check_data(model, data)
@@ -61,7 +62,8 @@ def _cluster_call(model, data, which, args, f_ext):
             hv.as_array(x, n, d) for x, n, d in zip(args, ("q", "v", "dtau"), (1, 1, 2), strict=True)
         )
         out = np.empty((dtau.shape[0], nv))
-        st = cl.cluster_aba_kernel(hb, hf, mi, mf, q, v, dtau, fext, out)
+        ct, bt = cluster_aba.cluster_tables(model, data)
+        st = cluster_aba.cluster_aba_kernel(hb, hf, mi, mf, ct, bt, q, v, dtau, fext, out)
         names = ("q", "v", "dtau", "f_ext")
         shapes = (f"({model.nq},)", f"({nv},)", f"(r + 1, {nv}) with r >= 0", f"(r + 1, {nj}, 6)")
     if st:
