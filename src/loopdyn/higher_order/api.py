@@ -15,7 +15,10 @@ from .arrays import model_arrays
 _NO_FORCES = np.zeros((0, 0, 6))
 
 
-_FAST: dict = {}  # id(model) → (weakref, model.compiled(), data.source_key, hb, hf): checks already passed
+_FAST: dict = {}  # id(model) → (weakref, model.compiled(), data.source_key, hb, hf, nv): checks passed
+
+
+_FAST_CL: dict = {}  # the same for cluster models: id(model) → (…, (hb, hf, mi, mf, ct, bt))
 
 
 def prepare_tree(model, data):
@@ -35,6 +38,7 @@ def prepare_tree(model, data):
         data.source_key,
         hb,
         hf,
+        int(hb[0, 2]),
     )
     return hb, hf
 
@@ -44,9 +48,21 @@ def _cluster_call(model, data, which, args, f_ext):
     from . import cluster_aba
     from . import clusters as cl
 
-    check_data(model, data)
-    hb, hf = model_arrays(model, data)
-    mi, mf = cl.cluster_maps(model, data)
+    e = _FAST_CL.get(id(model))
+    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
+        hb, hf, mi, mf, ct, bt = e[3]
+    else:
+        check_data(model, data)
+        hb, hf = model_arrays(model, data)
+        mi, mf = cl.cluster_maps(model, data)
+        ct, bt = cluster_aba.cluster_tables(model, data)
+        key = id(model)
+        _FAST_CL[key] = (
+            weakref.ref(model, lambda _, key=key: _FAST_CL.pop(key, None)),
+            model.compiled(),
+            data.source_key,
+            (hb, hf, mi, mf, ct, bt),
+        )
     fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
     nv, nj = model.nv, model.njoints
     if which == "rnea":
@@ -62,7 +78,6 @@ def _cluster_call(model, data, which, args, f_ext):
             hv.as_array(x, n, d) for x, n, d in zip(args, ("q", "v", "dtau"), (1, 1, 2), strict=True)
         )
         out = np.empty((dtau.shape[0], nv))
-        ct, bt = cluster_aba.cluster_tables(model, data)
         st = cluster_aba.cluster_aba_kernel(hb, hf, mi, mf, ct, bt, q, v, dtau, fext, out)
         names = ("q", "v", "dtau", "f_ext")
         shapes = (f"({model.nq},)", f"({nv},)", f"(r + 1, {nv}) with r >= 0", f"(r + 1, {nj}, 6)")
@@ -100,14 +115,15 @@ def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
     """
     e = _FAST.get(id(model))
     if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        hb, hf = e[3], e[4]
+        hb, hf, nv = e[3], e[4], e[5]
     elif model.has_constraints:
         return _cluster_call(model, data, "rnea", (q, dv), f_ext)
     else:
         hb, hf = prepare_tree(model, data)
+        nv = model.nv
     fext = _NO_FORCES if f_ext is None else f_ext
     try:
-        out = np.empty((max(dv.shape[0] - 1, 1), hb[0, 2]))
+        out = np.empty((max(dv.shape[0] - 1, 1), nv))
         st = kernels.rnea_kernel(hb, hf, q, dv, fext, out)
     except (TypeError, AttributeError, IndexError):
         q = hv.as_array(q, "q", 1)
@@ -148,14 +164,15 @@ def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
     """
     e = _FAST.get(id(model))
     if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        hb, hf = e[3], e[4]
+        hb, hf, nv = e[3], e[4], e[5]
     elif model.has_constraints:
         return _cluster_call(model, data, "aba", (q, v, dtau), f_ext)
     else:
         hb, hf = prepare_tree(model, data)
+        nv = model.nv
     fext = _NO_FORCES if f_ext is None else f_ext
     try:
-        out = np.empty((dtau.shape[0], hb[0, 2]))
+        out = np.empty((dtau.shape[0], nv))
         st = kernels.aba_kernel(hb, hf, q, v, dtau, fext, out)
     except (TypeError, AttributeError, IndexError):
         q = hv.as_array(q, "q", 1)

@@ -44,7 +44,7 @@ from .dynamics import (
     order_zero,
     spatial_inertia,
 )
-from .kinematics import binomials, inertia_mul_add, tables
+from .kinematics import binomials, inertia_mul_add, keep_alive, tables
 
 # ct columns
 CT_NB, CT_M, CT_IV, CT_FIRST, CT_PARENT, CT_IA, CT_U, CT_S, CT_L, CT_FLAG = range(10)
@@ -330,11 +330,10 @@ def cluster_aba_core(hb, hf, mi, mf, ct, bt, qs, vs, dtau, fext, out):
     """y^(1…R+1) into ``out`` from τ_y^(0…R) on validated inputs (spanning ``qs``, ``vs = G v``)."""
     nb, nvs = hb[0, 0], hb[0, 2]
     R = dtau.shape[0] - 1
-    C = binomials(R + 2)
-    V, S, Rw, pw, cw, Jw, Ib, F, W, vd = tables(R + 1, R, nb, nvs)
-    vd[0] = vs
+    Cb = binomials(R + 2)
+    Tc = tables(R + 1, R, nb, nvs)
     npos, mmax = ct[0, 3], ct[0, 2]
-    buf = np.empty(
+    bufc = np.empty(
         ct[0, 1]
         + (nb + 1) * 12
         + (npos + 1) * 12
@@ -343,6 +342,8 @@ def cluster_aba_core(hb, hf, mi, mf, ct, bt, qs, vs, dtau, fext, out):
         + 6 * (npos + 1)
         + 2 * mmax
     )
+    C, buf, (V, S, Rw, pw, cw, Jw, Ib, F, W, vd) = borrowed((Cb, bufc, borrowed(Tc)))
+    vd[0] = vs
     fb = buf[: ct[0, 1]]
     o = ct[0, 1]
     Vb = buf[o : o + (nb + 1) * 6].reshape((nb + 1, 6))
@@ -355,11 +356,13 @@ def cluster_aba_core(hb, hf, mi, mf, ct, bt, qs, vs, dtau, fext, out):
     scratch = buf[o + mi[1] :]
     order_zero(hb, hf, qs, vd, V, S, Rw, pw, cw, Jw, Ib)
     init_inertias(hf, ct, bt, Ib, cw, fb)
+    st = 0
     for k in range(ct[0, 0], 0, -1):  # Lemma 2: once for all orders
         if not cluster_factor(hb, hf, mi, mf, ct, bt, k, S, fb, scratch):
-            return hv.SINGULAR * hv.STATUS_BASE + k
+            st = hv.SINGULAR * hv.STATUS_BASE + k
+            break
     g = hf[0, 0:3]
-    for r in range(R + 1):
+    for r in range(R + 1 if st == 0 else 0):
         order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B)
         for p in range(1, npos + 1):
             for x in range(6):
@@ -370,7 +373,10 @@ def cluster_aba_core(hb, hf, mi, mf, ct, bt, qs, vs, dtau, fext, out):
             cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, fb)
         if r < R:
             joint_wrenches(hb, hf, r, V, B, Ib, cw, W)
-    return 0
+    keep_alive(Cb)
+    keep_alive(Tc)
+    keep_alive(bufc)
+    return st
 
 
 @kernel(

@@ -18,10 +18,24 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_AXIS, HF_COM, HF_IC, HF_JP, HF_JR, HF_MASS
+
+
+@intrinsic
+def keep_alive(typingctx, x):
+    """A use of ``x`` that emits no code: placed after the last use of arrays *borrowed* from ``x``
+    (:func:`loopdyn.algorithms.borrow.borrowed`, uncounted views), it keeps ``x``'s reference — and so
+    the buffer — alive until then. The per-call tables of the kernels are borrowed this way, so that
+    Numba's reference counting of every view passed to an inlined step costs nothing."""
+
+    def codegen(context, builder, signature, args):
+        return context.get_dummy_value()
+
+    return types.none(x), codegen
 
 
 @njit(cache=True)
