@@ -354,7 +354,7 @@ def cluster_aba_core(hb, hf, mi, mf, ct, bt, qs, vs, dtau, fext, out):
     o += (npos + 1) * 12
     uy = buf[o : o + mi[1]]
     scratch = buf[o + mi[1] :]
-    order_zero(hb, hf, qs, vd, V, S, Rw, pw, cw, Jw, Ib)
+    order_zero(hb, hf, qs, vd, V, S, Rw, pw, cw, Jw, Ib, C)
     init_inertias(hf, ct, bt, Ib, cw, fb)
     st = 0
     for k in range(ct[0, 0], 0, -1):  # Lemma 2: once for all orders

@@ -26,13 +26,13 @@ from . import validation as hv
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS
 from .kinematics import (
     applied_wrench_sub,
-    binomials,
     body_derivative,
+    fill_binomials,
     keep_alive,
     momentum_derivative,
     pose_and_screws,
     screw_derivative,
-    tables,
+    tables_ext,
     twist_bias,
 )
 
@@ -107,10 +107,11 @@ def rnea_core(hb, hf, q, vd, fext, out):
     nb, nv = hb[0, 0], hb[0, 2]
     R = vd.shape[0] - 2
     K = R + 1
-    Cc = binomials(K + 1)
-    Tc = tables(K, R, nb, nv)
-    vbc = np.empty(6)
-    C, vb, (V, S, Rw, pw, cw, Jw, Ib, F, W, _) = borrowed((Cc, vbc, borrowed(Tc)))
+    Tc = tables_ext(K, R, nb, nv, (K + 2) * (K + 2) + 6)  # one allocation: tables, binomials, scratch
+    V, S, Rw, pw, cw, Jw, Ib, F, W, _, rest = borrowed(Tc)
+    C = rest[: (K + 2) * (K + 2)].reshape((K + 2, K + 2))
+    fill_binomials(C)
+    vb = rest[(K + 2) * (K + 2) :]
     g = hf[0, 0:3]
     # pre-order sweep (Alg. 1 then Alg. 2 lines 2–6, 9 without the children's sum)
     for i in range(1, nb + 1):
@@ -148,9 +149,7 @@ def rnea_core(hb, hf, q, vd, fext, out):
             for r in range(R + 1):
                 for a in range(6):
                     W[r, par, a] += W[r, i, a]
-    keep_alive(Cc)
     keep_alive(Tc)
-    keep_alive(vbc)
 
 
 @kernel(_SIG)
@@ -302,9 +301,8 @@ def order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B):
 
 
 @njit(cache=True, inline="always")
-def order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib):
-    """Alg. 1 at order 0: poses, screws, twists and inertias of every body."""
-    C = binomials(1)
+def order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C):
+    """Alg. 1 at order 0: poses, screws, twists and inertias of every body (``C``: binomials, ≥ 1 × 1)."""
     for i in range(1, hb[0, 0] + 1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
@@ -396,6 +394,8 @@ def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t
             for c in range(n):
                 s += S[0, iv + c, a] * vd[r + 1, iv + c]
             V[r + 1, i, a] = s
+        if r + 1 == dtau.shape[0] and tau_out.shape[0] == 0:
+            continue  # W^(R) serves only the hybrid's τ
         for a in range(6):
             s = B[i, a]
             for b in range(6):
@@ -422,10 +422,12 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     nb, nv = hb[0, 0], hb[0, 2]
     R = dtau.shape[0] - 1
     K = R + 1
-    Cc = binomials(K + 1)
-    Tc = tables(K, R, nb, nv)
-    artc = np.empty((nb + 1) * (36 + 36 + 12) + nv * 7 + 6 + 78)  # articulated-body tables, scratch
-    C, art, (V, S, Rw, pw, cw, Jw, Ib, F, W, vd) = borrowed((Cc, artc, borrowed(Tc)))
+    na = (nb + 1) * (36 + 36 + 12) + nv * 7 + 6 + 78  # articulated-body tables, scratch
+    Tc = tables_ext(K, R, nb, nv, (K + 2) * (K + 2) + na)  # one allocation per call
+    V, S, Rw, pw, cw, Jw, Ib, F, W, vd, rest = borrowed(Tc)
+    C = rest[: (K + 2) * (K + 2)].reshape((K + 2, K + 2))
+    fill_binomials(C)
+    art = rest[(K + 2) * (K + 2) :]
     g = hf[0, 0:3]
     vd[0] = dvk[0]
     o = (nb + 1) * 36
@@ -440,7 +442,7 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     scratch = art[o + nv * 7 + 6 :]
     Vb[:, :] = 0.0
     B[:, :] = 0.0
-    order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib)
+    order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C)
     bad = articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch)  # Lemma 2: once for all orders
     st = 0
     if bad:
@@ -454,9 +456,7 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
             order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B)
             aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6)
             aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6, out, tau_out)
-    keep_alive(Cc)
     keep_alive(Tc)
-    keep_alive(artc)
     return st
 
 

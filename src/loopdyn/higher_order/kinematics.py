@@ -41,12 +41,20 @@ def keep_alive(typingctx, x):
 @njit(cache=True)
 def binomials(n):
     """Pascal's triangle ``C[a, b] = binom(a, b)`` for a, b ≤ n."""
-    C = np.zeros((n + 1, n + 1))
+    C = np.empty((n + 1, n + 1))
+    fill_binomials(C)
+    return C
+
+
+@njit(cache=True, inline="always")
+def fill_binomials(C):
+    """Pascal's triangle into the square array ``C``."""
+    n = C.shape[0] - 1
+    C[:, :] = 0.0
     for a in range(n + 1):
         C[a, 0] = 1.0
         for b in range(1, a + 1):
             C[a, b] = C[a - 1, b - 1] + C[a - 1, b]
-    return C
 
 
 @njit(cache=True, inline="always")
@@ -312,9 +320,17 @@ def applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, out):
 
 @njit(cache=True)
 def tables(K, R, nb, nv):
+    """:func:`tables_ext` without extra room (its first ten tables)."""
+    V, S, Rw, pw, cw, Jw, Ib, F, W, vd, _ = tables_ext(K, R, nb, nv, 0)
+    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd
+
+
+@njit(cache=True)
+def tables_ext(K, R, nb, nv, extra):
     """One allocation for the per-call tables of orders 0…K (views of a single buffer): V, S, Rw, pw,
     cw, Jw, Ib (kinematics and inertia derivatives), F (applied forces), W (joint wrenches, orders
-    0…R), vd (velocity derivatives 0…K). World row 0 of V, Rw, pw is the world at rest."""
+    0…R), vd (velocity derivatives 0…K), and ``extra`` floats of room for the caller's own tables
+    (one allocation per call). World row 0 of V, Rw, pw is the world at rest."""
     n1, n3, n9, n6 = (
         (K + 1) * (nb + 1),
         (K + 1) * (nb + 1) * 3,
@@ -326,7 +342,7 @@ def tables(K, R, nb, nv):
     total = 0
     for z in sizes:
         total += z
-    buf = np.empty(total)
+    buf = np.empty(total + extra)
     o = 0
     V = buf[o : o + sizes[0]].reshape((K + 1, nb + 1, 6))
     o += sizes[0]
@@ -355,7 +371,7 @@ def tables(K, R, nb, nv):
             for b in range(3):
                 Rw[k, 0, a, b] = 1.0 if (a == b and k == 0) else 0.0
     _ = n1
-    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd
+    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd, buf[total:]
 
 
 @njit(cache=True, inline="always")
