@@ -8,6 +8,8 @@ import weakref
 import numpy as np
 
 from ..algorithms.validation import check_data, require_tree
+from . import cluster_aba
+from . import clusters as cl
 from . import dynamics as kernels
 from . import validation as hv
 from .arrays import model_arrays
@@ -44,10 +46,9 @@ def prepare_tree(model, data):
 
 
 def _cluster_call(model, data, which, args, f_ext):
-    """rnea / aba of a model with explicit constant-G clusters (:mod:`loopdyn.higher_order.clusters`)."""
-    from . import cluster_aba
-    from . import clusters as cl
-
+    """rnea / aba of a model with explicit constant-G clusters (:mod:`loopdyn.higher_order.clusters`,
+    :mod:`loopdyn.higher_order.cluster_aba`): one kernel call, the arguments coerced only if the
+    compiled kernel refuses them."""
     e = _FAST_CL.get(id(model))
     if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
         hb, hf, mi, mf, ct, bt = e[3]
@@ -63,31 +64,47 @@ def _cluster_call(model, data, which, args, f_ext):
             data.source_key,
             (hb, hf, mi, mf, ct, bt),
         )
-    fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+    nv = model.nv
+    fext = _NO_FORCES if f_ext is None else f_ext
+    if which == "rnea":
+        q, dv = args
+        try:
+            out = np.empty((max(dv.shape[0] - 1, 1), nv))
+            st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
+        except (TypeError, AttributeError, IndexError):
+            q, dv = hv.as_array(q, "q", 1), hv.as_array(dv, "dv", 2)
+            fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+            out = np.empty((max(dv.shape[0] - 1, 1), nv))
+            st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
+    else:
+        q, v, dtau = args
+        try:
+            out = np.empty((dtau.shape[0], nv))
+            st = cluster_aba.cluster_aba_kernel(hb, hf, mi, mf, ct, bt, q, v, dtau, fext, out)
+        except (TypeError, AttributeError, IndexError):
+            q, v, dtau = (
+                hv.as_array(x, n, d) for x, n, d in zip(args, ("q", "v", "dtau"), (1, 1, 2), strict=True)
+            )
+            fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+            out = np.empty((dtau.shape[0], nv))
+            st = cluster_aba.cluster_aba_kernel(hb, hf, mi, mf, ct, bt, q, v, dtau, fext, out)
+    if st:
+        _cluster_status(model, which, st)
+    return out
+
+
+def _cluster_status(model, which, st) -> None:
+    """The exception for a non-zero status of a cluster kernel."""
     nv, nj = model.nv, model.njoints
     if which == "rnea":
-        q, dv = hv.as_array(args[0], "q", 1), hv.as_array(args[1], "dv", 2)
-        out = np.empty((max(dv.shape[0] - 1, 1), nv))
-        st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
-        names, shapes = (
-            ("q", "dv", "f_ext"),
-            (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nj}, 6)"),
-        )
+        names = ("q", "dv", "f_ext")
+        shapes = (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nj}, 6)")
     else:
-        q, v, dtau = (
-            hv.as_array(x, n, d) for x, n, d in zip(args, ("q", "v", "dtau"), (1, 1, 2), strict=True)
-        )
-        out = np.empty((dtau.shape[0], nv))
-        st = cluster_aba.cluster_aba_kernel(hb, hf, mi, mf, ct, bt, q, v, dtau, fext, out)
         names = ("q", "v", "dtau", "f_ext")
         shapes = (f"({model.nq},)", f"({nv},)", f"(r + 1, {nv}) with r >= 0", f"(r + 1, {nj}, 6)")
-    if st:
-        if divmod(int(st), hv.STATUS_BASE)[0] == hv.SINGULAR:
-            raise hv.InputError(f"the mass matrix of model {model.name!r} is not positive definite")
-        if divmod(int(st), hv.STATUS_BASE)[0] in (hv.BAD_QUAT, hv.BAD_UNIT_COMPLEX):
-            hv.raise_for_status(model, st, names, shapes)
-        hv.raise_for_status(model, st, names, shapes)
-    return out
+    if divmod(int(st), hv.STATUS_BASE)[0] == hv.SINGULAR:
+        raise hv.InputError(f"the mass matrix of model {model.name!r} is not positive definite")
+    hv.raise_for_status(model, st, names, shapes)
 
 
 def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:

@@ -38,7 +38,6 @@ from .clusters import check_cluster_inputs, map_offsets, spanning_q, spanning_v
 from .dynamics import (
     check_q,
     cholesky_lower,
-    cholesky_solve,
     joint_wrench_projection,
     order_tables,
     order_zero,
@@ -230,30 +229,48 @@ def cluster_factor(hb, hf, mi, mf, ct, bt, k, S, fb, scratch):
 
 
 @njit(cache=True, inline="always")
+def solve_flat(fb, oL, m, b, y, x):
+    """``x = (L Lᵀ)⁻¹ b`` with L (m × m, row-major) at ``fb[oL:]`` (``y``: m floats of scratch; ``x``
+    may be ``b``)."""
+    for i in range(m):
+        s = b[i]
+        for k in range(i):
+            s -= fb[oL + i * m + k] * y[k]
+        y[i] = s / fb[oL + i * m + i]
+    for i in range(m - 1, -1, -1):
+        s = y[i]
+        for k in range(i + 1, m):
+            s -= fb[oL + k * m + i] * x[k]
+        x[i] = s / fb[oL + i * m + i]
+
+
+@njit(cache=True, inline="always")
 def cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, fb, P, Cc, uy, scratch):
     """Order r, cluster k (C-ABA backward step, eq. 25): 𝖼, ``t = 𝖨^A 𝖼 + 𝗉``, ``𝗎 = τ_y^(r) − Gᵀτ̃ −
-    𝖲ᵀt`` (kept in ``uy``), and the bias ``t + 𝖴𝖣⁻¹𝗎`` added into the parent's ports."""
+    𝖲ᵀt`` (kept in ``uy``), and the bias ``t + 𝖴𝖣⁻¹𝗎`` added into the parent's ports. The cluster's
+    tables are read flat from ``fb`` (row-major, :func:`cluster_views` layout)."""
     _, _, _, _, _, _, vp, vi, nqe = map_offsets(mi)
-    nb, m, IA, U, Sk, Lk, Fl = cluster_views(ct, fb, k)
-    first, iv = ct[k, CT_FIRST], ct[k, CT_IV]
+    nb, m, first, iv = ct[k, CT_NB], ct[k, CT_M], ct[k, CT_FIRST], ct[k, CT_IV]
+    n = 6 * nb
+    oIA, oU, oS, oF = ct[k, CT_IA], ct[k, CT_U], ct[k, CT_S], ct[k, CT_FLAG]
     for a in range(nb):  # 𝖼_b = 𝖼_{in-cluster parent} + V_bias,b
         ip = bt[first + a, BT_INPAR]
         for x in range(6):
             Cc[first + a, x] = Vb[bt[first + a, BT_BODY], x] + (Cc[first + ip, x] if ip >= 0 else 0.0)
-    T = scratch[: 6 * nb].reshape((nb, 6))
+    T = scratch  # t, 6 nb floats
     for a in range(nb):
         for x in range(6):
             s = P[first + a, x]
             for b in range(nb):
-                if Fl[a, b] != 0.0:
+                if fb[oF + a * nb + b] != 0.0:
+                    row = oIA + (6 * a + x) * n + 6 * b
                     for y in range(6):
-                        s += IA[6 * a + x, 6 * b + y] * Cc[first + b, y]
-            T[a, x] = s
+                        s += fb[row + y] * Cc[first + b, y]
+            T[6 * a + x] = s
     for l in range(m):
         s = dtau[r, iv + l]
-        for a in range(nb):
-            for x in range(6):
-                s -= Sk[6 * a + x, l] * T[a, x]
+        for x in range(n):
+            s -= fb[oS + x * m + l] * T[x]
         uy[iv + l] = s
     for a in range(nb):  # − Gᵀ τ̃ (τ̃: the lower orders' wrenches projected, eq. 25)
         b = bt[first + a, BT_BODY]
@@ -264,16 +281,16 @@ def cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, fb, P, Cc, uy,
     kp = ct[k, CT_PARENT]
     if kp == 0:
         return
-    yh = scratch[6 * nb : 6 * nb + m]
-    cholesky_solve(Lk, m, uy[iv : iv + m], scratch[6 * nb + m : 6 * nb + 2 * m], yh)
+    yh = scratch[n : n + m]
+    solve_flat(fb, ct[k, CT_L], m, uy[iv : iv + m], scratch[n + m : n + 2 * m], yh)
     fp = ct[kp, CT_FIRST]
     for a in range(nb):
         pa = bt[first + a, BT_PORT]
         if pa >= 0:
             for x in range(6):
-                s = T[a, x]
+                s = T[6 * a + x]
                 for l in range(m):
-                    s += U[6 * a + x, l] * yh[l]
+                    s += fb[oU + (6 * a + x) * m + l] * yh[l]
                 P[fp + pa, x] += s
 
 
@@ -282,17 +299,16 @@ def cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, fb):
     """Order r, cluster k (C-ABA forward step): ``y^(r+1) = 𝖣⁻¹(𝗎 − 𝖴ᵀ V_Λ^(r+1))``, the spanning
     ``v^(r+1) = G y^(r+1)`` and the twists ``V_b^(r+1) = V_parent + S v + V_bias`` (D2)."""
     _, _, _, _, _, _, vp, vi, nqe = map_offsets(mi)
-    nb, m, IA, U, Sk, Lk, Fl = cluster_views(ct, fb, k)
-    first, iv = ct[k, CT_FIRST], ct[k, CT_IV]
+    nb, m, first, iv, oU = ct[k, CT_NB], ct[k, CT_M], ct[k, CT_FIRST], ct[k, CT_IV], ct[k, CT_U]
     rhs = out[r, iv : iv + m]
     for l in range(m):
         s = uy[iv + l]
         for a in range(nb):
             pbody = bt[first + a, BT_PORTBODY]
             for x in range(6):
-                s -= U[6 * a + x, l] * V[r + 1, pbody, x]
+                s -= fb[oU + (6 * a + x) * m + l] * V[r + 1, pbody, x]
         rhs[l] = s
-    cholesky_solve(Lk, m, rhs, uy[iv : iv + m], rhs)  # uy is not needed any more at this order
+    solve_flat(fb, ct[k, CT_L], m, rhs, uy[iv : iv + m], rhs)  # uy is not needed any more at this order
     for a in range(nb):
         b = bt[first + a, BT_BODY]
         ivb = hb[b, HB_IV]
