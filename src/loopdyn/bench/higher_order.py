@@ -328,7 +328,7 @@ def _ad_baselines(quick: bool, ours_us: list) -> dict | None:
                 s_in = (1.0,) + (0.0,) * (r - 1)
                 fns["jet"] = jax.jit(lambda t, s=s_in: jet.jet(tau_of_t, (t,), (s,))[1][-1])
         if r == 5:
-            fns.pop("nested", None)  # nested jacfwd at r = 5: minutes of XLA compilation
+            fns.pop("nested", None)  # r = 5: 43–51 s of XLA compilation (benchmarks/higher_order_ad.py)
         timings = {}
         err = 0.0
         for name, fn in fns.items():
