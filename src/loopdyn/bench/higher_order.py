@@ -30,7 +30,7 @@ from ..robots.aerial import PAPER_TIMES_US, B, D, aerial_manipulator, aerial_ref
 from ..spatial.inertia import Inertia
 from .timing import interleaved
 
-__all__ = ["branches", "run"]
+__all__ = ["branches", "jax_inverse_dynamics", "run"]
 
 
 def branches(n_bod: int) -> Model:
@@ -202,7 +202,7 @@ def _scaling(quick: bool) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # automatic-differentiation baselines (JAX)
-def _jax_inverse_dynamics(model):
+def jax_inverse_dynamics(model):
     """τ(t) along the aerial reference trajectory: an order-0 RNEA (body frame, Featherstone) in JAX
     with analytic q(t), v(t) and a(t) = dv/dt by AD. Written for free-flyer + revolute trees."""
     import jax
@@ -300,7 +300,7 @@ def _ad_baselines(quick: bool, ours_us: list) -> dict | None:
         return None
     jax.config.update("jax_enable_x64", True)
     model = aerial_manipulator()
-    tau_of_t = _jax_inverse_dynamics(model)
+    tau_of_t = jax_inverse_dynamics(model)
     t0 = 7.3
     q, dv = aerial_reference(t0, 5)
     ours = ho.rnea(model, model.create_data(), q, dv)
@@ -328,7 +328,7 @@ def _ad_baselines(quick: bool, ours_us: list) -> dict | None:
                 s_in = (1.0,) + (0.0,) * (r - 1)
                 fns["jet"] = jax.jit(lambda t, s=s_in: jet.jet(tau_of_t, (t,), (s,))[1][-1])
         if r == 5:
-            fns.pop("nested", None)  # nested jacfwd at r = 5: minutes of XLA compilation
+            fns.pop("nested", None)  # r = 5: 43–51 s of XLA compilation (benchmarks/higher_order_ad.py)
         timings = {}
         err = 0.0
         for name, fn in fns.items():

@@ -8,6 +8,8 @@ import weakref
 import numpy as np
 
 from ..algorithms.validation import check_data, require_tree
+from . import cluster_aba
+from . import clusters as cl
 from . import dynamics as kernels
 from . import validation as hv
 from .arrays import model_arrays
@@ -15,7 +17,10 @@ from .arrays import model_arrays
 _NO_FORCES = np.zeros((0, 0, 6))
 
 
-_FAST: dict = {}  # id(model) → (weakref, model.compiled(), data.source_key, hb, hf): checks already passed
+_FAST: dict = {}  # id(model) → (weakref, model.compiled(), data.source_key, hb, hf, nv): checks passed
+
+
+_FAST_CL: dict = {}  # the same for cluster models: id(model) → (…, (hb, hf, mi, mf, ct, bt))
 
 
 def prepare_tree(model, data):
@@ -35,42 +40,71 @@ def prepare_tree(model, data):
         data.source_key,
         hb,
         hf,
+        int(hb[0, 2]),
     )
     return hb, hf
 
 
 def _cluster_call(model, data, which, args, f_ext):
-    """rnea / aba of a model with explicit constant-G clusters (:mod:`loopdyn.higher_order.clusters`)."""
-    from . import clusters as cl
+    """rnea / aba of a model with explicit constant-G clusters (:mod:`loopdyn.higher_order.clusters`,
+    :mod:`loopdyn.higher_order.cluster_aba`): one kernel call, the arguments coerced only if the
+    compiled kernel refuses them."""
+    e = _FAST_CL.get(id(model))
+    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
+        hb, hf, mi, mf, ct, bt = e[3]
+    else:
+        check_data(model, data)
+        hb, hf = model_arrays(model, data)
+        mi, mf = cl.cluster_maps(model, data)
+        ct, bt = cluster_aba.cluster_tables(model, data)
+        key = id(model)
+        _FAST_CL[key] = (
+            weakref.ref(model, lambda _, key=key: _FAST_CL.pop(key, None)),
+            model.compiled(),
+            data.source_key,
+            (hb, hf, mi, mf, ct, bt),
+        )
+    nv = model.nv
+    fext = _NO_FORCES if f_ext is None else f_ext
+    if which == "rnea":
+        q, dv = args
+        try:
+            out = np.empty((max(dv.shape[0] - 1, 1), nv))
+            st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
+        except (TypeError, AttributeError, IndexError):
+            q, dv = hv.as_array(q, "q", 1), hv.as_array(dv, "dv", 2)
+            fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+            out = np.empty((max(dv.shape[0] - 1, 1), nv))
+            st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
+    else:
+        q, v, dtau = args
+        try:
+            out = np.empty((dtau.shape[0], nv))
+            st = cluster_aba.cluster_aba_kernel(hb, hf, mi, mf, ct, bt, q, v, dtau, fext, out)
+        except (TypeError, AttributeError, IndexError):
+            q, v, dtau = (
+                hv.as_array(x, n, d) for x, n, d in zip(args, ("q", "v", "dtau"), (1, 1, 2), strict=True)
+            )
+            fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+            out = np.empty((dtau.shape[0], nv))
+            st = cluster_aba.cluster_aba_kernel(hb, hf, mi, mf, ct, bt, q, v, dtau, fext, out)
+    if st:
+        _cluster_status(model, which, st)
+    return out
 
-    check_data(model, data)
-    hb, hf = model_arrays(model, data)
-    mi, mf = cl.cluster_maps(model, data)
-    fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
+
+def _cluster_status(model, which, st) -> None:
+    """The exception for a non-zero status of a cluster kernel."""
     nv, nj = model.nv, model.njoints
     if which == "rnea":
-        q, dv = hv.as_array(args[0], "q", 1), hv.as_array(args[1], "dv", 2)
-        out = np.empty((max(dv.shape[0] - 1, 1), nv))
-        st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
-        names, shapes = (
-            ("q", "dv", "f_ext"),
-            (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nj}, 6)"),
-        )
+        names = ("q", "dv", "f_ext")
+        shapes = (f"({model.nq},)", f"(r + 2, {nv}) with r >= 0", f"(r + 1, {nj}, 6)")
     else:
-        q, v, dtau = (
-            hv.as_array(x, n, d) for x, n, d in zip(args, ("q", "v", "dtau"), (1, 1, 2), strict=True)
-        )
-        out = np.empty((dtau.shape[0], nv))
-        st = cl.cluster_aba_kernel(hb, hf, mi, mf, q, v, dtau, fext, out)
         names = ("q", "v", "dtau", "f_ext")
         shapes = (f"({model.nq},)", f"({nv},)", f"(r + 1, {nv}) with r >= 0", f"(r + 1, {nj}, 6)")
-    if st:
-        if divmod(int(st), hv.STATUS_BASE)[0] == hv.SINGULAR:
-            raise hv.InputError(f"the mass matrix of model {model.name!r} is not positive definite")
-        if divmod(int(st), hv.STATUS_BASE)[0] in (hv.BAD_QUAT, hv.BAD_UNIT_COMPLEX):
-            hv.raise_for_status(model, st, names, shapes)
-        hv.raise_for_status(model, st, names, shapes)
-    return out
+    if divmod(int(st), hv.STATUS_BASE)[0] == hv.SINGULAR:
+        raise hv.InputError(f"the mass matrix of model {model.name!r} is not positive definite")
+    hv.raise_for_status(model, st, names, shapes)
 
 
 def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
@@ -98,14 +132,15 @@ def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
     """
     e = _FAST.get(id(model))
     if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        hb, hf = e[3], e[4]
+        hb, hf, nv = e[3], e[4], e[5]
     elif model.has_constraints:
         return _cluster_call(model, data, "rnea", (q, dv), f_ext)
     else:
         hb, hf = prepare_tree(model, data)
+        nv = model.nv
     fext = _NO_FORCES if f_ext is None else f_ext
     try:
-        out = np.empty((max(dv.shape[0] - 1, 1), hb[0, 2]))
+        out = np.empty((max(dv.shape[0] - 1, 1), nv))
         st = kernels.rnea_kernel(hb, hf, q, dv, fext, out)
     except (TypeError, AttributeError, IndexError):
         q = hv.as_array(q, "q", 1)
@@ -146,14 +181,15 @@ def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
     """
     e = _FAST.get(id(model))
     if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        hb, hf = e[3], e[4]
+        hb, hf, nv = e[3], e[4], e[5]
     elif model.has_constraints:
         return _cluster_call(model, data, "aba", (q, v, dtau), f_ext)
     else:
         hb, hf = prepare_tree(model, data)
+        nv = model.nv
     fext = _NO_FORCES if f_ext is None else f_ext
     try:
-        out = np.empty((dtau.shape[0], hb[0, 2]))
+        out = np.empty((dtau.shape[0], nv))
         st = kernels.aba_kernel(hb, hf, q, v, dtau, fext, out)
     except (TypeError, AttributeError, IndexError):
         q = hv.as_array(q, "q", 1)

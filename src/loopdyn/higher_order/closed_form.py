@@ -68,8 +68,8 @@ def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
     nb, nv = hb[0, 0], hb[0, 2]
     V, S, Rw, pw, cw, Jw, Ib, _, _, vd = tables(1, 0, nb, nv)
     vd[0] = v
-    order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib)
     C2 = binomials(2)
+    order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C2)
     for i in range(1, nb + 1):
         screw_derivative(hb, i, 1, C2, V, S)  # Ṡ = ad_V S (D1)
         body_derivative(hf, i, 1, C2, V, Rw, pw, cw, Jw, Ib, False)  # Ṁ (D3)

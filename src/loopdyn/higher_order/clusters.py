@@ -4,11 +4,11 @@ transmissions): the spanning-tree derivatives are ``G`` times the independent on
 
 * Inverse dynamics: the spanning tree's H-GRNE (one sweep pair for all orders) between the two sparse
   maps, in one kernel.
-* Forward dynamics: the leading coefficient ``H = Gᵀ (M_span + armature) G`` is the same at every
-  order (the joint-space form of Lemma 2); it is assembled once per call from ``n`` spanning-tree
-  evaluations, factorised once (Cholesky), and reused at every order; order r then needs the
-  spanning bias of order r (the H-GRNE with ``v^(r+1) = 0``). This is O(N·n + N·r³), not the O(N r²)
-  of a cluster articulated-body recursion.
+* Forward dynamics: :func:`loopdyn.higher_order.aba` runs the order-r cluster articulated-body
+  recursion of :mod:`.cluster_aba` (Lemma 2 per cluster, O(N r²)). The joint-space variant kept here
+  (``cluster_aba_dense_kernel``: ``H = Gᵀ (M_span + armature) G`` assembled once per call from ``n``
+  spanning-tree evaluations, factorised once and reused at every order, the order-r right-hand side
+  from the H-GRNE with ``v^(r+1) = 0``; O(N·n + N·r³)) is its test reference and benchmark baseline.
 
 Implicit clusters (loops: four-bars, differentials) raise :class:`~loopdyn.errors.UnsupportedFeatureError`
 naming the cluster.
@@ -83,7 +83,8 @@ def cluster_maps(model, data):
 
 
 @njit(cache=True, inline="always")
-def _offsets(mi):
+def map_offsets(mi):
+    """Sizes and offsets of the CSR q and v maps packed in ``mi``."""
     nq, nv, nqs, nvs = mi[0], mi[1], mi[2], mi[3]
     qp = 4
     qi = qp + nqs + 1
@@ -112,11 +113,39 @@ def _apply_t(mi, mf, ptr0, idx0, val0, n_rows, y, out):
 
 
 @njit(cache=True)
-def _spanning_q(hb, mi, mf, q):
-    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = _offsets(mi)
+def spanning_q(mi, mf, q):
+    """The spanning configuration ``q_span`` of ``q`` (the CSR q map)."""
+    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = map_offsets(mi)
     qs = np.empty(nqs)
     _apply(mi, mf, qp, qi, 0, nqs, q, qs)
     return qs
+
+
+@njit(cache=True)
+def spanning_v(mi, mf, v):
+    """The spanning velocity ``G v`` (the CSR v map)."""
+    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = map_offsets(mi)
+    vs = np.empty(nvs)
+    _apply(mi, mf, vp, vi, nqe, nvs, v, vs)
+    return vs
+
+
+@njit(cache=True, inline="always")
+def check_cluster_inputs(hb, mi, q, v, dtau, fext):
+    """Shapes and finiteness of the forward-dynamics inputs of a cluster model (status codes)."""
+    if q.shape[0] != mi[0]:
+        return hv.BAD_SHAPE * hv.STATUS_BASE + 0
+    st = check_finite(q, 0)
+    if st == 0:
+        if v.shape[0] != mi[1]:
+            st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
+        else:
+            st = check_finite(v, 1)
+    if st == 0:
+        st = check_stack(dtau, -1, mi[1], 2)
+    if st == 0:
+        st = check_fext(hb, fext, dtau.shape[0], 3)
+    return st
 
 
 @kernel(
@@ -125,7 +154,7 @@ def _spanning_q(hb, mi, mf, q):
 )
 def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
     hb, hf, mi, mf, q, dv, fext, out = borrowed((hb, hf, mi, mf, q, dv, fext, out))
-    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = _offsets(mi)
+    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = map_offsets(mi)
     if q.shape[0] != nq:
         return hv.BAD_SHAPE * hv.STATUS_BASE + 0
     st = check_finite(q, 0)
@@ -137,7 +166,7 @@ def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
         st = check_fext(hb, fext, dv.shape[0] - 1, 2)
     if st != 0:
         return st
-    qs = _spanning_q(hb, mi, mf, q)
+    qs = spanning_q(mi, mf, q)
     st = check_q(hb, qs)
     if st != 0:
         return st
@@ -156,24 +185,15 @@ def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
     "int64(int64[:, ::1], float64[:, ::1], int64[::1], float64[::1], float64[::1], float64[::1], "
     "float64[:, ::1], float64[:, :, ::1], float64[:, ::1])",
 )
-def cluster_aba_kernel(hb, hf, mi, mf, q, v, dtau, fext, out):
+def cluster_aba_dense_kernel(hb, hf, mi, mf, q, v, dtau, fext, out):
+    """The joint-space variant (``GᵀMG`` assembled and factorised once per call; module docstring),
+    kept as a reference for the cluster recursion of :mod:`.cluster_aba`."""
     hb, hf, mi, mf, q, v, dtau, fext, out = borrowed((hb, hf, mi, mf, q, v, dtau, fext, out))
-    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = _offsets(mi)
-    if q.shape[0] != nq:
-        return hv.BAD_SHAPE * hv.STATUS_BASE + 0
-    st = check_finite(q, 0)
-    if st == 0:
-        if v.shape[0] != nv:
-            st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
-        else:
-            st = check_finite(v, 1)
-    if st == 0:
-        st = check_stack(dtau, -1, nv, 2)
-    if st == 0:
-        st = check_fext(hb, fext, dtau.shape[0], 3)
+    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = map_offsets(mi)
+    st = check_cluster_inputs(hb, mi, q, v, dtau, fext)
     if st != 0:
         return st
-    qs = _spanning_q(hb, mi, mf, q)
+    qs = spanning_q(mi, mf, q)
     st = check_q(hb, qs)
     if st != 0:
         return st

@@ -26,12 +26,13 @@ from . import validation as hv
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS
 from .kinematics import (
     applied_wrench_sub,
-    binomials,
     body_derivative,
+    fill_binomials,
+    keep_alive,
     momentum_derivative,
     pose_and_screws,
     screw_derivative,
-    tables,
+    tables_ext,
     twist_bias,
 )
 
@@ -106,10 +107,12 @@ def rnea_core(hb, hf, q, vd, fext, out):
     nb, nv = hb[0, 0], hb[0, 2]
     R = vd.shape[0] - 2
     K = R + 1
-    C = binomials(K + 1)
+    Tc = tables_ext(K, R, nb, nv, (K + 2) * (K + 2) + 6)  # one allocation: tables, binomials, scratch
+    V, S, Rw, pw, cw, Jw, Ib, F, W, _, rest = borrowed(Tc)
+    C = rest[: (K + 2) * (K + 2)].reshape((K + 2, K + 2))
+    fill_binomials(C)
+    vb = rest[(K + 2) * (K + 2) :]
     g = hf[0, 0:3]
-    V, S, Rw, pw, cw, Jw, Ib, F, W, _ = tables(K, R, nb, nv)
-    vb = np.empty(6)
     # pre-order sweep (Alg. 1 then Alg. 2 lines 2–6, 9 without the children's sum)
     for i in range(1, nb + 1):
         par = hb[i, HB_PARENT]
@@ -146,6 +149,7 @@ def rnea_core(hb, hf, q, vd, fext, out):
             for r in range(R + 1):
                 for a in range(6):
                     W[r, par, a] += W[r, i, a]
+    keep_alive(Tc)
 
 
 @kernel(_SIG)
@@ -259,17 +263,28 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
                     for a in range(6):
                         s += S[0, iv + c, a] * U[iv + d, a]
                     D[c, d] = s
-            if not spd_inverse(D, n, Dinv[i], scratch):
+            if n == 1:  # one coordinate: D is a scalar
+                if not D[0, 0] > 1e-14 * (1.0 + abs(D[0, 0])):
+                    return i
+                Dinv[i, 0, 0] = 1.0 / D[0, 0]
+            elif not spd_inverse(D, n, Dinv[i], scratch):
                 return i
         if par > 0:
-            for a in range(6):
-                for b in range(6):
-                    s = MA[i, a, b]
-                    if mask[i] == 0:
-                        for c in range(n):
-                            for d in range(n):
-                                s -= U[iv + c, a] * Dinv[i, c, d] * U[iv + d, b]
-                    MA[par, a, b] += s
+            if mask[i] == 0 and n == 1:  # M^A − U D⁻¹ Uᵀ, rank one
+                dinv = Dinv[i, 0, 0]
+                for a in range(6):
+                    ua = U[iv, a] * dinv
+                    for b in range(6):
+                        MA[par, a, b] += MA[i, a, b] - ua * U[iv, b]
+            else:
+                for a in range(6):
+                    for b in range(6):
+                        s = MA[i, a, b]
+                        if mask[i] == 0:
+                            for c in range(n):
+                                for d in range(n):
+                                    s -= U[iv + c, a] * Dinv[i, c, d] * U[iv + d, b]
+                        MA[par, a, b] += s
     return 0
 
 
@@ -286,9 +301,8 @@ def order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B):
 
 
 @njit(cache=True, inline="always")
-def order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib):
-    """Alg. 1 at order 0: poses, screws, twists and inertias of every body."""
-    C = binomials(1)
+def order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C):
+    """Alg. 1 at order 0: poses, screws, twists and inertias of every body (``C``: binomials, ≥ 1 × 1)."""
     for i in range(1, hb[0, 0] + 1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
@@ -313,19 +327,109 @@ def joint_wrench_projection(hb, i, c, r, C, S, W):
     return acc
 
 
+@njit(cache=True, inline="always")
+def aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6):
+    """Order r, backward sweep (Alg. 3 lines 18–23; Alg. 4 line 19'): ``q̃ = D⁻¹(τ^(r) − τ̃ − Sᵀ(M^A
+    V_bias + B))`` per joint (the prescribed motion for prescribed joints) and the bias handed to the
+    parent, ``B_p += B_i + M^A_i (S_i q̃_i + V_bias,i)``."""
+    for i in range(hb[0, 0], 0, -1):
+        par = hb[i, HB_PARENT]
+        iv = hb[i, HB_IV]
+        n = hb[i, HB_NV]
+        if mask[i] == 1:
+            for c in range(n):
+                qt[iv + c] = vd[r + 1, iv + c]
+        else:
+            for a in range(6):  # t6 = M^A Vb + B
+                s = B[i, a]
+                for b in range(6):
+                    s += MA[i, a, b] * Vb[i, b]
+                t6[a] = s
+            for c in range(n):
+                u = dtau[r, iv + c] - joint_wrench_projection(hb, i, iv + c, r, C, S, W)
+                for a in range(6):
+                    u -= S[0, iv + c, a] * t6[a]
+                qt[iv + c] = u  # replaced by q̃ = D⁻¹ u below
+            for c in range(n):
+                s = 0.0
+                for d in range(n):
+                    s += Dinv[i, c, d] * qt[iv + d]
+                t6[c] = s
+            for c in range(n):
+                qt[iv + c] = t6[c]
+        if par > 0:
+            for a in range(6):
+                s = B[i, a]
+                for b in range(6):
+                    s += MA[i, a, b] * Vb[i, b]
+                for c in range(n):
+                    s += U[iv + c, a] * qt[iv + c]
+                B[par, a] += s
+
+
+@njit(cache=True, inline="always")
+def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6, out, tau_out):
+    """Order r, forward sweep (Alg. 3 lines 25–30; Alg. 4 lines 28'–31'): ``v^(r+1) = q̃ − D⁻¹Uᵀ
+    V_p^(r+1)``, the twists ``V^(r+1)`` and the joint wrenches ``W^(r) = B + M^A V^(r+1)``; with
+    prescribed joints their ``τ^(r)`` (E5)."""
+    for i in range(1, hb[0, 0] + 1):
+        par = hb[i, HB_PARENT]
+        iv = hb[i, HB_IV]
+        n = hb[i, HB_NV]
+        if mask[i] == 0:
+            for c in range(n):
+                s = 0.0
+                for a in range(6):
+                    s += U[iv + c, a] * V[r + 1, par, a]
+                t6[c] = s
+            for c in range(n):
+                s = qt[iv + c]
+                for d in range(n):
+                    s -= Dinv[i, c, d] * t6[d]
+                vd[r + 1, iv + c] = s
+        for c in range(n):
+            out[r, iv + c] = vd[r + 1, iv + c]
+        for a in range(6):
+            s = V[r + 1, par, a] + Vb[i, a]
+            for c in range(n):
+                s += S[0, iv + c, a] * vd[r + 1, iv + c]
+            V[r + 1, i, a] = s
+        if r + 1 == dtau.shape[0] and tau_out.shape[0] == 0:
+            continue  # W^(R) serves only the hybrid's τ
+        for a in range(6):
+            s = B[i, a]
+            for b in range(6):
+                s += MA[i, a, b] * V[r + 1, i, b]
+            W[r, i, a] = s
+        if tau_out.shape[0] > 0:
+            for c in range(iv, iv + n):
+                if mask[i] == 1:  # Q^(r) = Σ binom(r, k) S^(r−k)ᵀ W^(k) with the hybrid M^A (E5)
+                    acc = (
+                        joint_wrench_projection(hb, i, c, r, C, S, W) + hf[i, HF_ARM + c - iv] * vd[r + 1, c]
+                    )
+                    for a in range(6):
+                        acc += S[0, c, a] * W[r, i, a]
+                    tau_out[r, c] = acc
+                else:
+                    tau_out[r, c] = dtau[r, c]
+
+
 @njit(cache=True)
 def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     """v^(1…R+1) into ``out`` from τ^(0…R) on validated inputs (Alg. 3); with prescribed joints
     (``mask[i] = 1``: their rows 1… of ``dvk`` are the motion, Alg. 4) also their τ^(0…R) into
-    ``tau_out``. Row 0 of ``dvk`` is the velocity v."""
+    ``tau_out``. Row 0 of ``dvk`` is the velocity v. The per-call tables are borrowed (uncounted)."""
     nb, nv = hb[0, 0], hb[0, 2]
     R = dtau.shape[0] - 1
     K = R + 1
-    C = binomials(K + 1)
+    na = (nb + 1) * (36 + 36 + 12) + nv * 7 + 6 + 78  # articulated-body tables, scratch
+    Tc = tables_ext(K, R, nb, nv, (K + 2) * (K + 2) + na)  # one allocation per call
+    V, S, Rw, pw, cw, Jw, Ib, F, W, vd, rest = borrowed(Tc)
+    C = rest[: (K + 2) * (K + 2)].reshape((K + 2, K + 2))
+    fill_binomials(C)
+    art = rest[(K + 2) * (K + 2) :]
     g = hf[0, 0:3]
-    V, S, Rw, pw, cw, Jw, Ib, F, W, vd = tables(K, R, nb, nv)
     vd[0] = dvk[0]
-    art = np.empty((nb + 1) * (36 + 36 + 12) + nv * 7 + 6 + 78)  # articulated-body tables, scratch
     o = (nb + 1) * 36
     MA = art[:o].reshape((nb + 1, 6, 6))
     Dinv = art[o : 2 * o].reshape((nb + 1, 6, 6))
@@ -338,92 +442,22 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     scratch = art[o + nv * 7 + 6 :]
     Vb[:, :] = 0.0
     B[:, :] = 0.0
-    order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib)
+    order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C)
     bad = articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch)  # Lemma 2: once for all orders
+    st = 0
     if bad:
-        return hv.SINGULAR * hv.STATUS_BASE + bad
-    for r in range(R + 1):
-        for i in range(1, nb + 1):  # prescribed motion of order r + 1 (Alg. 4)
-            if mask[i] == 1:
-                for c in range(hb[i, HB_IV], hb[i, HB_IV] + hb[i, HB_NV]):
-                    vd[r + 1, c] = dvk[r + 1, c]
-        order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B)
-        # backward sweep (Alg. 3 lines 18–23; Alg. 4 line 19')
-        for i in range(nb, 0, -1):
-            par = hb[i, HB_PARENT]
-            iv = hb[i, HB_IV]
-            n = hb[i, HB_NV]
-            if mask[i] == 1:
-                for c in range(n):
-                    qt[iv + c] = vd[r + 1, iv + c]
-            else:
-                for a in range(6):  # t6 = M^A Vb + B
-                    s = B[i, a]
-                    for b in range(6):
-                        s += MA[i, a, b] * Vb[i, b]
-                    t6[a] = s
-                for c in range(n):
-                    u = dtau[r, iv + c] - joint_wrench_projection(hb, i, iv + c, r, C, S, W)
-                    for a in range(6):
-                        u -= S[0, iv + c, a] * t6[a]
-                    qt[iv + c] = u  # replaced by q̃ = D⁻¹ u below
-                for c in range(n):
-                    s = 0.0
-                    for d in range(n):
-                        s += Dinv[i, c, d] * qt[iv + d]
-                    t6[c] = s
-                for c in range(n):
-                    qt[iv + c] = t6[c]
-            if par > 0:  # B_p += B_i + M^A_i (S_i q̃_i + Vb_i)   (q̃_i = v_i^(r+1) if prescribed)
-                for a in range(6):
-                    s = B[i, a]
-                    for b in range(6):
-                        s += MA[i, a, b] * Vb[i, b]
-                    for c in range(n):
-                        s += U[iv + c, a] * qt[iv + c]
-                    B[par, a] += s
-        # forward sweep (Alg. 3 lines 25–30; Alg. 4 lines 28'–31')
-        for i in range(1, nb + 1):
-            par = hb[i, HB_PARENT]
-            iv = hb[i, HB_IV]
-            n = hb[i, HB_NV]
-            Vp = V[r + 1, par]
-            if mask[i] == 0:
-                for c in range(n):
-                    s = 0.0
-                    for a in range(6):
-                        s += U[iv + c, a] * Vp[a]
-                    t6[c] = s
-                for c in range(n):
-                    s = qt[iv + c]
-                    for d in range(n):
-                        s -= Dinv[i, c, d] * t6[d]
-                    vd[r + 1, iv + c] = s
-            for c in range(n):
-                out[r, iv + c] = vd[r + 1, iv + c]
-            for a in range(6):
-                s = Vp[a] + Vb[i, a]
-                for c in range(n):
-                    s += S[0, iv + c, a] * vd[r + 1, iv + c]
-                V[r + 1, i, a] = s
-            for a in range(6):
-                s = B[i, a]
-                for b in range(6):
-                    s += MA[i, a, b] * V[r + 1, i, b]
-                W[r, i, a] = s
-            if tau_out.shape[0] > 0:
-                for c in range(iv, iv + n):
-                    if mask[i] == 1:  # Q^(r) = Σ binom(r, k) S^(r−k)ᵀ W^(k) with the hybrid M^A (E5)
-                        acc = (
-                            joint_wrench_projection(hb, i, c, r, C, S, W)
-                            + hf[i, HF_ARM + c - iv] * vd[r + 1, c]
-                        )
-                        for a in range(6):
-                            acc += S[0, c, a] * W[r, i, a]
-                        tau_out[r, c] = acc
-                    else:
-                        tau_out[r, c] = dtau[r, c]
-    return 0
+        st = hv.SINGULAR * hv.STATUS_BASE + bad
+    else:
+        for r in range(R + 1):
+            for i in range(1, nb + 1):  # prescribed motion of order r + 1 (Alg. 4)
+                if mask[i] == 1:
+                    for c in range(hb[i, HB_IV], hb[i, HB_IV] + hb[i, HB_NV]):
+                        vd[r + 1, c] = dvk[r + 1, c]
+            order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B)
+            aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6)
+            aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6, out, tau_out)
+    keep_alive(Tc)
+    return st
 
 
 @kernel(_SIG_FD)
@@ -441,18 +475,13 @@ def aba_kernel(hb, hf, q, v, dtau, fext, out):
         st = check_fext(hb, fext, dtau.shape[0], 3)
     if st != 0:
         return st
-    nb = hb[0, 0]
-    return aba_core(
-        hb,
-        hf,
-        q,
-        np.zeros(nb + 1, dtype=np.int64),
-        v.reshape((1, v.shape[0])),
-        dtau,
-        fext,
-        out,
-        np.empty((0, hb[0, 2])),
-    )
+    maskc = np.zeros(hb[0, 0] + 1, dtype=np.int64)  # no prescribed joint
+    nonec = np.empty((0, hb[0, 2]))  # no τ output
+    mask, none = borrowed((maskc, nonec))
+    st = aba_core(hb, hf, q, mask, v.reshape((1, v.shape[0])), dtau, fext, out, none)
+    keep_alive(maskc)
+    keep_alive(nonec)
+    return st
 
 
 _SIG_HYB = (

@@ -18,21 +18,43 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_AXIS, HF_COM, HF_IC, HF_JP, HF_JR, HF_MASS
 
 
+@intrinsic
+def keep_alive(typingctx, x):
+    """A use of ``x`` that emits no code: placed after the last use of arrays *borrowed* from ``x``
+    (:func:`loopdyn.algorithms.borrow.borrowed`, uncounted views), it keeps ``x``'s reference — and so
+    the buffer — alive until then. The per-call tables of the kernels are borrowed this way, so that
+    Numba's reference counting of every view passed to an inlined step costs nothing."""
+
+    def codegen(context, builder, signature, args):
+        return context.get_dummy_value()
+
+    return types.none(x), codegen
+
+
 @njit(cache=True)
 def binomials(n):
     """Pascal's triangle ``C[a, b] = binom(a, b)`` for a, b ≤ n."""
-    C = np.zeros((n + 1, n + 1))
+    C = np.empty((n + 1, n + 1))
+    fill_binomials(C)
+    return C
+
+
+@njit(cache=True, inline="always")
+def fill_binomials(C):
+    """Pascal's triangle into the square array ``C``."""
+    n = C.shape[0] - 1
+    C[:, :] = 0.0
     for a in range(n + 1):
         C[a, 0] = 1.0
         for b in range(1, a + 1):
             C[a, b] = C[a - 1, b - 1] + C[a - 1, b]
-    return C
 
 
 @njit(cache=True, inline="always")
@@ -298,9 +320,17 @@ def applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, out):
 
 @njit(cache=True)
 def tables(K, R, nb, nv):
+    """:func:`tables_ext` without extra room (its first ten tables)."""
+    V, S, Rw, pw, cw, Jw, Ib, F, W, vd, _ = tables_ext(K, R, nb, nv, 0)
+    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd
+
+
+@njit(cache=True)
+def tables_ext(K, R, nb, nv, extra):
     """One allocation for the per-call tables of orders 0…K (views of a single buffer): V, S, Rw, pw,
     cw, Jw, Ib (kinematics and inertia derivatives), F (applied forces), W (joint wrenches, orders
-    0…R), vd (velocity derivatives 0…K). World row 0 of V, Rw, pw is the world at rest."""
+    0…R), vd (velocity derivatives 0…K), and ``extra`` floats of room for the caller's own tables
+    (one allocation per call). World row 0 of V, Rw, pw is the world at rest."""
     n1, n3, n9, n6 = (
         (K + 1) * (nb + 1),
         (K + 1) * (nb + 1) * 3,
@@ -312,7 +342,7 @@ def tables(K, R, nb, nv):
     total = 0
     for z in sizes:
         total += z
-    buf = np.empty(total)
+    buf = np.empty(total + extra)
     o = 0
     V = buf[o : o + sizes[0]].reshape((K + 1, nb + 1, 6))
     o += sizes[0]
@@ -341,7 +371,7 @@ def tables(K, R, nb, nv):
             for b in range(3):
                 Rw[k, 0, a, b] = 1.0 if (a == b and k == 0) else 0.0
     _ = n1
-    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd
+    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd, buf[total:]
 
 
 @njit(cache=True, inline="always")

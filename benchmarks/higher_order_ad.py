@@ -1,0 +1,88 @@
+"""Nested forward-mode AD against loopdyn.higher_order, r = 0…5, on the aerial manipulator (issue #10,
+4(d)): ``jax.jacfwd`` applied r times to an order-0 inverse dynamics written in JAX
+(:func:`loopdyn.bench.higher_order.jax_inverse_dynamics`), compiled with ``jax.jit``.
+
+For every order it prints, as it goes (the XLA compilation of the nested graphs takes minutes at
+r ≥ 4, which is why this is not part of ``loopdyn bench``):
+
+* the trace + compile time (``jit(f).lower(t).compile()``), separately from
+* the per-call time of the compiled function and of :func:`loopdyn.higher_order.rnea` on the same
+  instant, medians measured interleaved in one process (:func:`loopdyn.bench.timing.interleaved`),
+  and their ratio;
+* the largest difference of the two τ^(r), relative to max(1, |τ^(r)|).
+
+Usage: ``python benchmarks/higher_order_ad.py [--max-order 5] [--json out.json]`` (JAX required).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-order", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=11)
+    parser.add_argument("--json", default=None, help="write the numbers to this file")
+    args = parser.parse_args()
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from loopdyn import higher_order as ho
+    from loopdyn.bench.higher_order import jax_inverse_dynamics
+    from loopdyn.bench.timing import interleaved
+    from loopdyn.robots.aerial import aerial_manipulator, aerial_reference
+
+    model = aerial_manipulator()
+    data = model.create_data()
+    t0 = 7.3
+    q, dv = aerial_reference(t0, args.max_order)
+    tau_of_t = jax_inverse_dynamics(model)
+    rows = []
+    print("| r | compile (s) | nested jacfwd (µs) | ours ID (µs) | jacfwd / ours | max rel. diff |")
+    print("|---|---|---|---|---|---|", flush=True)
+    for r in range(args.max_order + 1):
+        f = tau_of_t
+        for _ in range(r):
+            f = jax.jacfwd(f)
+        t1 = time.perf_counter()
+        compiled = jax.jit(f).lower(t0).compile()
+        compile_s = time.perf_counter() - t1
+        dvr = np.ascontiguousarray(dv[: r + 2])
+        ours = ho.rnea(model, data, q, dvr)[r]
+        ad = np.asarray(compiled(t0).block_until_ready())
+        err = float(np.abs(ad - ours).max() / max(1.0, np.abs(ours).max()))
+        t = interleaved(
+            {
+                "ad": lambda c=compiled: c(t0).block_until_ready(),
+                "ours": lambda d=dvr: ho.rnea(model, data, q, d),
+            },
+            repeats=args.repeats,
+            target=5e-3,
+        )
+        row = {
+            "r": r,
+            "compile_s": compile_s,
+            "nested_jacfwd_us": t["ad"] * 1e6,
+            "ours_us": t["ours"] * 1e6,
+            "ratio": t["ad"] / t["ours"],
+            "max_rel_diff": err,
+        }
+        rows.append(row)
+        print(
+            f"| {r} | {compile_s:.1f} | {row['nested_jacfwd_us']:.1f} | {row['ours_us']:.2f} | "
+            f"{row['ratio']:.0f}× | {err:.1e} |",
+            flush=True,
+        )
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
