@@ -64,7 +64,8 @@ def models(quick: bool):
         path, floating = example_robot_urdf(name)
         if quick and name not in ("solo12", "talos_reduced"):
             continue
-        out.append((name, loopdyn.load_urdf(path, floating_base=floating, mimic="independent")))
+        model = loopdyn.load_urdf(path, floating_base=floating, mimic="independent", inertia="accept")
+        out.append((name, model))
     for n in (4, 12) if quick else (4, 12, 30):
         out.append((f"sph-chain-{n}", spherical_chain(n)))
     return out

@@ -493,7 +493,8 @@ def robot_case(name: str, with_pinocchio: bool = True):
     """
     rel, floating, mimic = ROBOTS[name]
     path = robot_urdf_path(name)
-    kwargs = {"floating_base": floating}
+    # inertias as written, as Pinocchio reads them (hyq's base_link is not a physical inertia)
+    kwargs = {"floating_base": floating, "inertia": "accept"}
     if mimic is not None:
         kwargs["mimic"] = mimic
     from loopdyn.io import load_urdf

@@ -17,9 +17,9 @@ def revolute_chain_urdf(n: int, seed: int | None = 0, name: str | None = None) -
         mass = rng.uniform(0.5, 2.0)
         com = rng.uniform(-0.05, 0.05, 3) + (0.0, 0.0, 0.1)
         principal = rng.uniform(0.005, 0.02, 3)
-        # sorting and halving keeps the triangle inequality I1 + I2 >= I3
-        i1, i2, i3 = np.sort(principal)
-        i3 = min(i3, i1 + i2)
+        # sorted and capped so that I1 + I2 >= I3 holds for the printed (6-decimal) values too
+        i1, i2, i3 = np.round(np.sort(principal), 6)
+        i3 = min(i3, round(i1 + i2, 6))
         parts.append(
             f'  <link name="link{k}"><inertial><origin xyz="{com[0]:.6f} {com[1]:.6f} {com[2]:.6f}"/>'
             f'<mass value="{mass:.6f}"/><inertia ixx="{i1:.6f}" iyy="{i2:.6f}" izz="{i3:.6f}" '
