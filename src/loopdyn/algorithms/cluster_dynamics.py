@@ -294,6 +294,62 @@ def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng):
                             dst_arr[dst + r * dstride + c] -= vd * wc[V2 + c * m + l1]
 
 
+@njit(cache=True, inline="always")
+def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature):
+    """A star cluster k (layout ``C_STAR``: one independent coordinate y, every body b hinged on the
+    same output body Λ, e.g. a link and its geared rotor) in one step of C-ABA's backward pass
+    (Alg. lines 25–33, eqs. 49 and 56), in registers. 𝖲 block b = s_b G_b and 𝖨^A is block-diagonal,
+    so with 𝖴_b = 𝖨^A_b 𝖲_b, 𝗎 = τ − Σ 𝖲_bᵀ𝗉^A_b, 𝖣 = Σ 𝖲_bᵀ𝖴_b (+ Σ G_b² armature_b) and the one port
+    V = Σ ᵇX_Λᵀ 𝖴_b, the parent's 𝖨^A += Σ ᵇX_Λᵀ 𝖨^A_b ᵇX_Λ − V Vᵀ/𝖣 (a rotor's term is its constant
+    W_IPAR) and its 𝗉^A += Σ ᵇX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_b + V (𝗎 − Σ 𝖴_b·𝖼_b)/𝖣. Leaves 𝖴, 𝗎 and 𝖣⁻¹ where
+    the generic step does, 𝖣 too (for :func:`c_aba_forward`, the Delassus and spatial-operator
+    sweeps). False if 𝖣 ≤ 0."""
+    first, nb, U, G = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_U], ic[k, L.C_G]
+    to_parent = ic[k, L.C_PARENT] != 0
+    lam = ib[cb[first], L.I_OUT]
+    u = tau[ic[k, L.C_IV]]
+    d = 0.0
+    uc = 0.0  # Σ 𝖴_b·𝖼_b
+    V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for j in range(nb):
+        i = cb[first + j]
+        g = wc[G + j]
+        sg = ops.scale6(s_column(ib, ws, i, 0), g)  # 𝖲_b (body frame)
+        Ub = diag_mul(ib, ws, i, sg)
+        for r in range(6):
+            wc[U + 6 * j + r] = Ub[r]
+        fb = ops.load6(ws, i, L.W_F)
+        u -= ops.dot6(sg, fb)
+        d += ops.dot6(sg, Ub)
+        if has_armature:
+            d += g * g * _armature(ic, wc, k, j)
+        if to_parent:  # carry body b's full-rank part and its 𝖴 column to Λ's frame
+            R, p = ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)  # ᵇX_Λ: b is hinged on Λ
+            cvec = ops.load6(ws, i, L.W_C)
+            uc += ops.dot6(Ub, cvec)
+            V = ops.add6(V, ops.force_to_parent(R, p, Ub))
+            ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(R, p, ops.add6(fb, diag_mul(ib, ws, i, cvec))))
+            if ib[i, L.I_ROTOR] != 0:
+                for x in range(36):
+                    ws[lam, L.W_IA + x] += ws[i, L.W_IPAR + x]
+            else:
+                ops.mat6_to_parent_add(ws, i, L.W_IA, R, p, lam, L.W_IA)
+    if not d > 0.0:
+        return False
+    dinv = 1.0 / d
+    wc[ic[k, L.C_UU]] = u
+    wc[ic[k, L.C_DSCR]] = d  # 𝖣 itself (the spatial-operator sweeps factor it again)
+    wc[ic[k, L.C_DINV]] = dinv
+    if to_parent:  # the low-rank part through the one port
+        w = (u - uc) * dinv
+        for r in range(6):
+            ws[lam, L.W_F + r] += V[r] * w
+            vr = V[r] * dinv
+            for c in range(6):
+                ws[lam, L.W_IA + 6 * r + c] -= vr * V[c]
+    return True
+
+
 @njit(cache=True)
 def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
     """C-ABA's first two passes (after the cluster kinematics): per cluster the articulated inertia
@@ -306,6 +362,10 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
     has_armature = ws[0, L.W_ARM] != 0.0  # set when the model has armature
     c_aba_init(ib, ws, ic, cb, wc, fext)
     for k in range(ic[0, L.C0_NCL], 0, -1):  # backward pass (lines 25–35)
+        if ic[k, L.C_STAR] != 0:
+            if not c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature):
+                return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+            continue
         if not c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature):
             return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
         if ic[k, L.C_PARENT] == 0:
@@ -373,6 +433,43 @@ def project_entry(ic, cb, wc, H, r, s, h):
                 H[b, a] += y
 
 
+@njit(cache=True, inline="always")
+def c_crba_star_column(ib, ws, ic, cb, wc, k, H):
+    """Column of H for star cluster k (layout ``C_STAR``: one coordinate y, bodies b hinged on the
+    same body Λ, composite inertias complete): since no body of the cluster supports another,
+    Σ_b G_b ᵇX_Λᵀ Ic_b s_b is the cluster's composite force in Λ's frame, so
+    ``H[y, y] = Σ_b G_b² (s_bᵀ Ic_b s_b + armature_b)`` and, carried up Λ's ancestors j,
+    ``H[y, ·] += Gᵀ_j (s_j · F)`` — one walk to the root per cluster instead of one per body."""
+    first, nb, G, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_G], ic[k, L.C_IV]
+    F = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    h = 0.0
+    for j in range(nb):
+        i = cb[first + j]
+        g = wc[G + j]
+        s = s_column(ib, ws, i, 0)
+        Fi = ops.inertia_mul(ops.load10(ws, i, L.W_IC), s)
+        h += g * g * (ops.dot6(s, Fi) + ws[i, L.W_ARM])
+        R, p = ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)  # ᵇX_Λ: b is hinged on Λ
+        F = ops.add6(F, ops.scale6(ops.force_to_parent(R, p, Fi), g))
+    H[iv, iv] += h
+    GM = ic[0, L.C0_GMAP]
+    j = ib[cb[first], L.I_PARENT]
+    while j > 0:
+        ivj = ib[j, L.I_IV]
+        for x in range(ib[j, L.I_NV]):  # H[y, a] += G[r, a] (s_r · F), r = j's spanning coordinate
+            e = ops.dot6(s_column(ib, ws, j, x), F)
+            r = ivj + x
+            for f in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
+                a = cb[f]
+                if a <= iv:
+                    H[iv, a] += wc[cb[f + 1]] * e
+                else:
+                    H[a, iv] += wc[cb[f + 1]] * e
+        if ib[j, L.I_PARENT] > 0:
+            F = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), F)
+        j = ib[j, L.I_PARENT]
+
+
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     no_v = np.zeros(0)
@@ -395,6 +492,11 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
             R, p = ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)
             Icp = ops.add10(ops.load10(ws, par, L.W_IC), ops.inertia_to_parent(R, p, Ic))
             ops.store10(ws, par, L.W_IC, Icp)
+        kc = ib[i, L.I_CLUSTER]
+        if ic[kc, L.C_STAR] != 0:  # a star cluster's column once its first body is reached
+            if i == cb[ic[kc, L.C_FIRST]]:
+                c_crba_star_column(ib, ws, ic, cb, wc, kc, H)
+            continue
         nvi, ivi = ib[i, L.I_NV], ib[i, L.I_IV]
         for k in range(nvi):  # F = Ic S ; H_span[ii] = Sᵀ F (+ armature)
             ops.store6(ws, 0, T + 6 * k, ops.inertia_mul(Ic, s_column(ib, ws, i, k)))

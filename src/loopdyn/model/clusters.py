@@ -614,6 +614,19 @@ def _g_rows(tree: ClusterTree, ic: np.ndarray, ib: np.ndarray, wc: np.ndarray, n
     return ptr + [x for r in rows for e in r for x in e]
 
 
+def _is_star(model, c) -> int:
+    """1 if explicit cluster ``c`` is a star (layout column ``C_STAR``): one independent coordinate,
+    every body hinged on the same body outside the cluster, and at most one body with children — so
+    no child cluster can couple two of its bodies and its articulated inertia stays block-diagonal."""
+    if c.m != 1 or list(c.bodies) != sorted(c.bodies):  # C-CRBA takes its column at the first body
+        return 0
+    parents = {model.bodies[b - 1].parent for b in c.bodies}
+    if len(parents) != 1 or any(p in c.bodies for p in parents):
+        return 0
+    with_children = sum(1 for b in c.bodies if any(o.parent == b for o in model.bodies))
+    return int(with_children <= 1)
+
+
 def _rotor_inertia(ws: np.ndarray, i: int) -> np.ndarray | None:
     """Body i's 6 × 6 inertia in its parent's frame, ᶦXᵀ I ᶦX, if it does not depend on the angle of
     its revolute joint — the inertia is axisymmetric about the joint axis through the body origin
@@ -723,6 +736,7 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray, ws: np.ndarray) -
         row[L.C_SCR] = alloc(2 * c.n + nt + nt * c.n + nt + nrow * nrow + nrow * (c.m + 1))
         if c.kind == EXPLICIT:
             G_init.append((row[L.C_G], c.G_const))
+            row[L.C_STAR] = _is_star(model, c)
         else:
             row[L.C_PROG] = len(programs)
             programs.append(compile_constraint(c.phi_exprs + c.check_exprs, c.symbols))

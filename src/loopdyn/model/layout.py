@@ -110,6 +110,9 @@ IC_COLUMNS = (
     ("MASK", 1, "offset in wc of the nonzero-block mask of 𝖨^A (NB × NB, 0/1) and group scratch"),
     ("ARM", 1, "offset in wc of the armature of the cluster's spanning coordinates (N)"),
     ("NCHECK", 1, "rows of the constraint program after the NROW kept ones that only check the branch"),
+    ("STAR", 1, "1 for a star cluster: explicit, one independent coordinate, every body hinged on the same "
+     "output body, at most one body with children (a link and its geared rotors); its 𝖨^A stays "
+     "block-diagonal with one port, so C-ABA takes it in one step (cluster_dynamics.c_aba_star)"),
 )
 IC_ROW0 = (
     ("NCL", 1, "number of clusters"),
