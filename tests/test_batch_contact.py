@@ -67,8 +67,17 @@ def _threads(t, fn):
 def _single(model, Q, V, T, cons, K=None, mu=0.0, F=None):
     d = model.create_data()
     out = [
-        ld.constrained_forward_dynamics(model, d, Q[k], V[k], T[k], cons, desired=None if K is None else K[k],
-                                        mu=mu, f_ext=None if F is None else F[k])  # fmt: skip
+        ld.constrained_forward_dynamics(
+            model,
+            d,
+            Q[k],
+            V[k],
+            T[k],
+            cons,
+            desired=None if K is None else K[k],
+            mu=mu,
+            f_ext=None if F is None else F[k],
+        )  # fmt: skip
         for k in range(Q.shape[0])
     ]
     return np.array([o[0] for o in out]), np.array([o[1] for o in out])
