@@ -10,7 +10,10 @@ Per-call medians measured interleaved in one process (:func:`loopdyn.bench.timin
 * a planar four-bar closed by a point loop joint: ``loopdyn.aba`` on the model with the loop (C-ABA)
   against Pinocchio's ``constraintDynamics`` on the spanning tree with the loop closed by a 3-D
   constraint (the z row is redundant in the plane: proximal iterations with μ = 1e-12, as in
-  ``benchmarks/cluster_dynamics.py``). loopdyn has no five-bar model, so there is none here.
+  ``benchmarks/cluster_dynamics.py``);
+* the built-in five-bar (:func:`loopdyn.robots.five_bar`: two actuated cranks, a revolute loop joint
+  between the distal links, 2 DoF) the same way: C-ABA against ``constraintDynamics`` on its spanning
+  tree with the tips joined by a 3-D constraint (the y row redundant in the xz plane).
 
 Each row also checks the two results agree. A second table times ``constrained_forward_dynamics`` on a
 model with loops (Mini Cheetah: geared rotors, four point feet; one compiled call) against one C-ABA
@@ -30,6 +33,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 import loopdyn as ld  # noqa: E402
+from loopdyn.baselines.constraints import spanning_state  # noqa: E402
 from loopdyn.bench.timing import interleaved  # noqa: E402
 
 FEET = {
@@ -115,7 +119,6 @@ def _four_bar():
 
 
 def _loops(pin, repeats, target):
-    from loopdyn.baselines.constraints import spanning_state
 
     model = _four_bar()
     data = model.create_data()
@@ -153,7 +156,55 @@ def _loops(pin, repeats, target):
         repeats=repeats,
         target=target,
     )
-    return {("four_bar", "C-ABA vs constraintDynamics"): _row("four_bar (3-D loop)", "C-ABA", t, err)}
+    ratios = {("four_bar", "C-ABA vs constraintDynamics"): _row("four_bar (3-D loop)", "C-ABA", t, err)}
+    ratios.update(_five_bar(pin, repeats, target))
+    return ratios
+
+
+def _five_bar(pin, repeats, target):
+    """C-ABA on the built-in five-bar against constraintDynamics on its spanning tree (revolute joints
+    about y) with the distal tips joined by a 3-D constraint."""
+    model = ld.robots.five_bar()
+    data = model.create_data()
+    pm = pin.Model()
+    pm.gravity = pin.Motion(np.r_[model.gravity, 0.0, 0.0, 0.0])
+    for b in model.bodies:
+        jid = pm.addJoint(b.parent, pin.JointModelRY(), pin.SE3(b.rotation, b.translation), b.joint_name)
+        inertia = b.inertia
+        pm.appendBodyToJoint(jid, pin.Inertia(inertia.mass, inertia.com, inertia.inertia), pin.SE3.Identity())
+    (loop,) = model.constraints
+    tips = [
+        pin.SE3(R, np.asarray(p, dtype=float))
+        for R, p in (loop.predecessor_placement, loop.successor_placement)
+    ]
+    cm = pin.RigidConstraintModel(
+        pin.ContactType.CONTACT_3D, pm,
+        pm.getJointId("left_elbow"), tips[0], pm.getJointId("right_elbow"), tips[1],
+        pin.ReferenceFrame.LOCAL,
+    )  # fmt: skip
+    cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    cms.append(cm)
+    cds.append(cm.createData())
+    pd = pm.createData()
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-12, 1e-12, 20)
+    rng = np.random.default_rng(0)
+    q = ld.random_configuration(model, rng)
+    v, tau = rng.standard_normal(2), rng.standard_normal(2)
+    qs, vs, _, _ = spanning_state(model, q, v)
+    ts = np.zeros(4)
+    ts[[0, 2]] = tau  # the motors (the independent coordinates: G's rows 0 and 2 are the identity)
+    a = ld.aba(model, data, q, v, tau)
+    err = float(np.abs(a - pin.constraintDynamics(pm, pd, qs, vs, ts, cms, cds, prox)[[0, 2]]).max())
+    t = interleaved(
+        {
+            "loopdyn": lambda: ld.aba(model, data, q, v, tau),
+            "pinocchio": lambda: pin.constraintDynamics(pm, pd, qs, vs, ts, cms, cds, prox),
+        },
+        repeats=repeats,
+        target=target,
+    )
+    return {("five_bar", "C-ABA vs constraintDynamics"): _row("five_bar (revolute loop)", "C-ABA", t, err)}
 
 
 def _loop_contact(repeats, target):

@@ -397,6 +397,7 @@ TABLE = {
     "pbt_chain": (24, 6, 12, 12),
     "four_bar": (3, 1, 1, 3),
     "planar_leg_linkage": (4, 2, 2, 4),
+    "five_bar": (4, 1, 2, 4),
     "rssr_linkage": (5, 1, 2, 5),
     "delta_robot": (11, 1, 3, 11),
     "double_pendulum": (2, 2, 2, 2),
@@ -501,7 +502,9 @@ def test_twin_reflected_inertia_numbers():
     assert armature(robots.approximate("jvrc1"))["waist-roll-to-neck-yaw"] > 0.0  # the default gears it
 
 
-@pytest.mark.parametrize("name", ["four_bar", "planar_leg_linkage", "rssr_linkage", "delta_robot"])
+@pytest.mark.parametrize(
+    "name", ["four_bar", "planar_leg_linkage", "five_bar", "rssr_linkage", "delta_robot"]
+)
 def test_linkages_have_no_twins(name):
     with pytest.raises(UnsupportedFeatureError):
         robots.build(name, "approximate")

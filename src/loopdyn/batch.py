@@ -1,4 +1,5 @@
-"""Batched dynamics: many states in one call, spread over all cores (``rnea``, ``aba``, ``crba``).
+"""Batched dynamics: many states in one call, spread over all cores (``rnea``, ``aba``, ``crba``,
+``constrained_forward_dynamics``).
 
 Each function takes one state per row (``Q`` of shape (N, nq), ``V``/``A``/``TAU`` of shape (N, nv))
 and returns one result per row, equal to the single-state function's (:func:`loopdyn.rnea`,
@@ -19,8 +20,8 @@ ran at 0.5–0.9× one thread's throughput as soon as another process kept a cor
 A bad row (wrong size, NaN, non-unit quaternion, a loop not closed…) raises the exception the
 single-state function would raise, its message starting with ``row k:`` (the first bad row).
 
-``constrained_forward_dynamics`` over a batch is not provided yet (call it per state: it is one
-compiled call per state, for trees and for models with loops).
+``constrained_forward_dynamics`` takes one constraint set for all the rows, compiled once (as the
+single-state function does) and run by one kernel per chunk over the single-state cores.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ import numpy as np
 from .algorithms import batch as kernels
 from .algorithms.common import compiled
 from .algorithms.status import raise_for_status
-from .errors import InputError, ShapeError
+from .constraint_rows import prepare
+from .contact import compiled_constraints, damping
+from .errors import InputError, NonFiniteError, ShapeError
 
-__all__ = ["aba", "crba", "rnea"]
+__all__ = ["aba", "constrained_forward_dynamics", "crba", "rnea"]
 
 # rows per chunk: enough chunks per thread that they balance (a thread slowed by another process
 # takes fewer), each long enough that handing it out (a few µs of Python) is negligible
@@ -100,19 +103,23 @@ def _private(arrays: tuple, loops: bool) -> tuple:
     return tuple(out)
 
 
-def _run(stub, model, n: int, args: tuple) -> None:
+def _run(stub, model, n: int, args: tuple, scratch: int = 0, arrays: tuple | None = None) -> None:
     """Run a batch kernel over rows 0 .. n−1: on the calling thread alone for a small batch, else in
     dynamically handed-out chunks on the calling thread and pool threads, each with its own
-    workspaces (the kernels release the GIL)."""
+    workspaces (the kernels release the GIL) and, if ``scratch`` > 0, its own float scratch of that
+    size (passed after the model arrays). ``arrays``: the model arrays (default: a fresh Data's)."""
     # compile (or load) the kernel here, once, not concurrently in the threads
     kern = stub if hasattr(stub, "signatures") else compiled(stub)
-    arrays = _model_arrays(model)
+    if arrays is None:
+        arrays = _model_arrays(model)
     nthreads = max(1, min(numba.get_num_threads(), n // _MIN_ROWS_PER_THREAD))
     chunk = max(1, min(_MAX_CHUNK, n // (_CHUNKS_PER_THREAD * nthreads))) if nthreads > 1 else max(n, 1)
     starts = iter(range(0, n, chunk))
     lock = threading.Lock()
 
     def work(private: tuple) -> None:
+        if scratch:
+            private = (*private, np.zeros(scratch))
         while True:
             with lock:
                 s = next(starts, -1)
@@ -171,3 +178,91 @@ def crba(model, Q) -> np.ndarray:
     _run(kern, model, n, (Q, out, status))
     _check(model, status, ("q",), (model.nq,))
     return out
+
+
+def _desired_rows(desired, n: int, m: int) -> np.ndarray:
+    """A new (n, m) array of the desired constraint accelerations: zeros for None, a vector (m,)
+    repeated, or one row per state (n, m); NaN or inf raise, naming the first bad row."""
+    out = np.zeros((n, m))
+    if desired is None:
+        return out
+    try:
+        k = np.asarray(desired, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"desired must be an array of real numbers: {exc}") from None
+    if k.shape not in ((m,), (n, m)):
+        raise ShapeError(
+            f"desired must have shape ({m},) or ({n}, {m}) (one entry per constraint row), got {k.shape}"
+        )
+    bad = ~np.isfinite(k)
+    if bad.any():
+        if k.ndim == 1:
+            raise NonFiniteError("desired contains NaN or inf")
+        raise NonFiniteError(f"row {int(np.flatnonzero(bad.any(axis=1))[0])}: desired contains NaN or inf")
+    out[:] = k
+    return out
+
+
+def _force_rows(f_ext, n: int, njoints: int) -> np.ndarray:
+    """External forces (n, njoints, 6) as a contiguous float array; (n, 0, 6) for None ('no forces')."""
+    if f_ext is None:
+        return np.zeros((n, 0, 6))
+    try:
+        arr = np.ascontiguousarray(f_ext, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"f_ext must be an array of real numbers: {exc}") from None
+    if arr.shape != (n, njoints, 6):
+        raise ShapeError(f"f_ext must have shape ({n}, {njoints}, 6) (per state one row per joint, row 0 = "
+                         f"universe), got {arr.shape}")  # fmt: skip
+    return arr
+
+
+def constrained_forward_dynamics(
+    model, Q, V, TAU, constraints, desired=None, mu: float = 0.0, f_ext=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Constrained forward dynamics for N states under one constraint set: returns ``(DDQ, LAM)`` of
+    shapes (N, nv) and (N, m), row k equal to ``loopdyn.constrained_forward_dynamics(model, data, Q[k],
+    V[k], TAU[k], constraints, desired_k, mu, f_ext[k])`` — the accelerations and the constraint forces
+    λ (Pinocchio's sign and layout: ``M q̈ + c = τ + Jᵀ λ``).
+
+    Per state (RBDA eqs. 8.6–8.8): ``a0 = M⁻¹ (τ − c)``, ``(Λ⁻¹ + μ I) λ = k − (J a0 + γ)`` with
+    ``Λ⁻¹ = J M⁻¹ Jᵀ`` by PV-OSIMr (Sathya et al. 2023, Alg. 3; on models with loops the cluster
+    version, with C-ABA, Chignoli et al. 2024 Alg. 1, in the independent coordinates), and
+    ``q̈ = a0 + M⁻¹ Jᵀ λ``: the single-state kernels' cores, one compiled call per chunk of rows.
+
+    * ``constraints`` — one list of :class:`~loopdyn.Constraint` for every state;
+    * ``desired`` — the desired constraint accelerations: None (zero), one vector (m,) for every state,
+      or one row per state (N, m);
+    * ``mu`` — the damping, as in the single-state function (``mu = 0``: independent rows required,
+      else :class:`~loopdyn.errors.RedundantConstraintsError` naming the first row that has them);
+    * ``f_ext`` — None or external forces per state, shape (N, njoints, 6).
+
+    A bad row (size, NaN, non-unit quaternion, a loop not closed, redundant constraints) raises the
+    single-state function's exception, its message starting with ``row k:``.
+    """
+    mu = damping(mu)
+    rows = prepare(model, constraints)
+    Q = _rows(Q, "Q", None, model.nq)
+    n = Q.shape[0]
+    V = _rows(V, "V", n, model.nv)
+    TAU = _rows(TAU, "TAU", n, model.nv)
+    m = rows.m
+    LAM = _desired_rows(desired, n, m)
+    if m == 0 and f_ext is None:  # as the single-state function: the plain forward dynamics
+        return aba(model, Q, V, TAU), LAM
+    F = _force_rows(f_ext, n, model.njoints)
+    DDQ = np.empty((n, model.nv))
+    status = np.zeros(n, dtype=np.int64)
+    data = model.create_data()
+    prog = compiled_constraints(model, data, rows)
+    if model.has_constraints:
+        kern = kernels.contact_loops_batch_kernel
+        arrays = data.cluster_arrays
+        args = (Q, V, TAU, F, mu, prog.cf, prog.ci, prog.T, prog.cemp, prog.asm, DDQ, LAM, status)
+    else:
+        kern = kernels.contact_batch_kernel
+        arrays = (data.ib, data.ws)
+        args = (Q, V, TAU, F, mu, prog.cf, prog.ci, DDQ, LAM, status)
+    _run(kern, model, n, args, scratch=max(prog.size, 1), arrays=arrays)
+    _check(model, status, ("q", "v", "tau", "f_ext"), (model.nq, model.nv, model.nv, model.njoints))
+    return DDQ, LAM

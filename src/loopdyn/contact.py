@@ -97,7 +97,8 @@ def constraint_acceleration(model, data, q, v, a, constraints) -> np.ndarray:
     return _bias(model, data, q, v, a, prepare(model, constraints))
 
 
-def _mu(mu) -> float:
+def damping(mu) -> float:
+    """``mu`` as a float, checked: a non-negative finite number (else :class:`InputError`)."""
     if mu.__class__ is not float:
         try:
             mu = float(mu)
@@ -129,6 +130,13 @@ def _program(data, rows: ConstraintRows) -> contact_kernels.ContactProgram:
         prog = contact_kernels.contact_program(data.ib, rows.body, rows.row, rows.K, rows.frames, classical)
         rows.compiled["contact"] = prog
     return prog
+
+
+def compiled_constraints(model, data, rows: ConstraintRows):
+    """The compiled form of a prepared constraint list (cached with it): a
+    :class:`~loopdyn.algorithms.contact.LoopProgram` on a model with loops, else a
+    :class:`~loopdyn.algorithms.contact.ContactProgram`."""
+    return _loop_program(model, data, rows) if model.has_constraints else _program(data, rows)
 
 
 _CONTACT_ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
@@ -164,7 +172,7 @@ def constrained_forward_dynamics(
     if data.source_key is not model._key:
         check_data(model, data)
     if mu.__class__ is not float or not 0.0 <= mu < math.inf:
-        mu = _mu(mu)
+        mu = damping(mu)
     rows = prepare(model, constraints)
     if model.has_constraints:
         return _cluster_dynamics(model, data, q, v, tau, rows, desired, mu, f_ext)

@@ -12,6 +12,10 @@ Like every entry point they borrow their arrays first (:mod:`.borrow`): without 
 counting in the row loop made a plain loop 1.6× slower than the same loop compiled as a parallel
 region (which receives its arrays uncounted).
 
+The constrained forward dynamics kernels run the single-state cores of :mod:`.contact` on one
+compiled constraint set; each thread also brings its own float scratch (``sc``: the PV-OSIMr buffer,
+Λ⁻¹ and, with loops, the constraint wrenches).
+
 Every row is validated before it is computed; its status (0 or ``kind * STATUS_BASE + index``) goes
 to ``status[row]`` and a failing row leaves its output row unspecified.
 """
@@ -25,6 +29,7 @@ from .borrow import borrowed
 from .cluster_dynamics import c_aba_core, c_crba_core, c_rnea_core
 from .cluster_kinematics import tapes, validate_cluster_state
 from .common import check_configuration, kernel
+from .contact import contact_core, contact_loops_core
 from .crba import crba_core
 from .rnea import rnea_core, validate_qva
 
@@ -122,4 +127,52 @@ def c_crba_batch_kernel(ib, ws, ic, cb, wc, Q, out, status, start, stop):
         st = validate_cluster_state(ib, ic, cb, Q[k], zero, zero, no_forces, True)
         if st == 0:
             st = c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], out[k])
+        status[k] = st
+
+
+# ---------------------------------------------------------------------------------------------
+# constrained forward dynamics (one constraint set, compiled once: loopdyn.algorithms.contact)
+@kernel(
+    "void(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], "
+    "float64[:, :, ::1], float64, float64[:, ::1], int64[::1], float64[:, ::1], float64[:, ::1], int64[::1], "
+    "int64, int64)"
+)
+def contact_batch_kernel(ib, ws, sc, Q, V, TAU, F, mu, cf, ci, DDQ, LAM, status, start, stop):
+    """(q̈[k], λ[k]) for rows start ≤ k < stop by :func:`~loopdyn.algorithms.contact.contact_core`
+    (one ABA, the bias, PV-OSIMr's Λ⁻¹ — Sathya et al. 2023, Alg. 3 —, the Cholesky of Λ⁻¹ + μ I and
+    ``M⁻¹ Jᵀ λ``; RBDA eqs. 8.6–8.8). ``LAM[k]`` holds the desired accelerations k on entry; ``F[k]``
+    is row k's external forces, (0, 6) for none; ``sc`` is the calling thread's scratch."""
+    ib, ws, sc, Q, V, TAU, F, cf, ci, DDQ, LAM, status = borrowed(
+        (ib, ws, sc, Q, V, TAU, F, cf, ci, DDQ, LAM, status)
+    )
+    for k in range(start, stop):
+        st = validate_qva(ib, Q[k], V[k], TAU[k], F[k])
+        if st == 0:
+            st = contact_core(ib, ws, Q[k], V[k], TAU[k], F[k], mu, cf, ci, sc, DDQ[k], LAM[k])
+        status[k] = st
+
+
+@kernel(
+    "void("
+    + _CLUSTER
+    + "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, :, ::1], float64, "
+    "float64[:, ::1], int64[::1], int64[:, ::1], int64[:, ::1], int64[:, ::1], float64[:, ::1], "
+    "float64[:, ::1], int64[::1], int64, int64)"
+)
+def contact_loops_batch_kernel(
+    ib, ws, ic, cb, wc, sc, Q, V, TAU, F, mu, cf, ci, T, cemp, asm, DDQ, LAM, status, start, stop
+):
+    """(ÿ[k], λ[k]) for rows start ≤ k < stop on a model with loops by
+    :func:`~loopdyn.algorithms.contact.contact_loops_core` (C-ABA, Alg. 1; cluster forward kinematics;
+    cluster PV-OSIMr for Λ⁻¹; the Cholesky; C-ABA with the constraint wrenches). Arguments as
+    :func:`contact_batch_kernel`, with the model's cluster arrays and the program's tables."""
+    (ib, ws, ic, cb, wc, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, DDQ, LAM, status) = borrowed(
+        (ib, ws, ic, cb, wc, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, DDQ, LAM, status)
+    )
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    for k in range(start, stop):
+        st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], F[k], True)
+        if st == 0:
+            st = contact_loops_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], TAU[k],
+                                    F[k], mu, cf, ci, T, cemp, asm, sc, DDQ[k], LAM[k])  # fmt: skip
         status[k] = st

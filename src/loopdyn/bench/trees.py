@@ -3,7 +3,8 @@
 For each robot: per-call medians of ``rnea``, ``aba`` and ``crba`` for loopdyn and Pinocchio
 measured interleaved in this process, and their ratio (loopdyn / Pinocchio; below 1 means loopdyn
 is faster). Then the throughput of ``loopdyn.batch`` on one thread and on all threads, interleaved,
-for two trees and two robots with loops (mini_cheetah, tello), with the load average (the machine
+for two trees and two robots with loops (mini_cheetah, tello) — rnea, aba, crba and the constrained
+forward dynamics with the feet in contact ("contact fd"), with the load average (the machine
 may be shared: other processes take cores away from the "all threads" column). The first-call (compile or
 cache-load) time of the kernels is reported separately. Pinocchio is optional: without it only
 loopdyn's times are shown.
@@ -22,6 +23,7 @@ import numpy as np
 
 from .. import batch, io, robots
 from ..algorithms.common import compile_all
+from ..constraint_rows import Constraint
 from ..dynamics import aba, crba, rnea
 from ..model.configuration import random_configuration
 from .timing import interleaved
@@ -143,12 +145,28 @@ def _calls(lm, ld_data, q, v, a, pin, pm, pd):
     )
 
 
-def _batch_calls(lm, Q, V, A):
-    return (
+def _feet(label: str) -> list:
+    """The contacts of the batched constrained forward dynamics: point feet (solo12, mini_cheetah's
+    knee links 0.2 m down), 6-D soles (talos_reduced, tello)."""
+    legs = ("FL", "FR", "HL", "HR")
+    return {
+        "solo12": [Constraint(f"{leg}_FOOT", "3d") for leg in legs],
+        "talos_reduced": [Constraint("left_sole_link", "6d"), Constraint("right_sole_link", "6d")],
+        "mini_cheetah": [Constraint(f"{leg}_knee_link", "3d", (np.eye(3), [0.0, 0.0, -0.2])) for leg in legs],
+        "tello": [Constraint("left-foot", "6d"), Constraint("right-foot", "6d")],
+    }.get(label, [])
+
+
+def _batch_calls(label, lm, Q, V, A):
+    calls = [
         ("rnea", lambda: batch.rnea(lm, Q, V, A)),
         ("aba", lambda: batch.aba(lm, Q, V, A)),
         ("crba", lambda: batch.crba(lm, Q)),
-    )
+    ]
+    feet = _feet(label)
+    if feet:
+        calls.append(("contact fd", lambda: batch.constrained_forward_dynamics(lm, Q, V, A, feet)))
+    return calls
 
 
 def _batch_models(quick: bool, trees: dict):
@@ -177,7 +195,7 @@ def _batch_section(results: dict, quick: bool, n: int, rng) -> dict:
         V = rng.standard_normal((n, lm.nv))
         A = rng.standard_normal((n, lm.nv))
         out[label] = {}
-        for alg, fn in _batch_calls(lm, Q, V, A):
+        for alg, fn in _batch_calls(label, lm, Q, V, A):
             med = _scaling(fn, nthreads, repeats=5 if quick else 11)
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
             rec = {

@@ -2,7 +2,7 @@
 
 Built-in robots, one line each (spec §5): :func:`mini_cheetah`, :func:`mit_humanoid`,
 :func:`mit_humanoid_leg`, :func:`tello`, :func:`jvrc1`, :func:`gt_chain`, :func:`pbt_chain`,
-:func:`four_bar`, :func:`planar_leg_linkage`, :func:`rssr_linkage`, :func:`delta_robot`,
+:func:`four_bar`, :func:`planar_leg_linkage`, :func:`five_bar`, :func:`rssr_linkage`, :func:`delta_robot`,
 :func:`double_pendulum`. By name:
 ``loopdyn.robots.list()`` (sizes and masses), ``build(name, variant="exact" | "approximate" |
 "unconstrained", **kwargs)``, ``approximate(name_or_model)``, ``unconstrained(name_or_model)``
@@ -15,7 +15,7 @@ from .builtin import double_pendulum, four_bar, list_robots, mini_cheetah, mit_h
 from .chains import revolute_chain_urdf
 from .examples import example_robot_file, example_robot_urdf, example_robots
 from .humanoids import jvrc1, mit_humanoid
-from .linkages import planar_leg_linkage
+from .linkages import five_bar, planar_leg_linkage
 from .parallel import delta_robot, rssr_linkage
 from .registry import RobotInfo, approximate, build, names, unconstrained
 from .registry import list_ as list  # noqa: A004 - loopdyn.robots.list()
@@ -34,6 +34,7 @@ __all__ = [
     "example_robot_file",
     "example_robot_urdf",
     "example_robots",
+    "five_bar",
     "four_bar",
     "gt_chain",
     "jvrc1",

@@ -1,4 +1,5 @@
-"""Planar linkages written in code: the planar leg linkage of the cluster paper's code (spec §5.8).
+"""Planar linkages written in code: the planar leg linkage of the cluster paper's code (spec §5.8)
+and a five-bar parallel mechanism.
 
 :func:`planar_leg_linkage` — GRBDA's ``PlanarLegLinkage`` (``robot-models/planar_leg_linkage.urdf``):
 a fixed base, a ``thigh`` on a revolute joint, and on the thigh a parallelogram four-bar
@@ -14,6 +15,9 @@ support 0.096. At q = 0 every link lies on the thigh's x axis: the loop closes t
 the parallelogram's collinear (change-point) configuration, where the loop Jacobian loses rank; the
 clusters' reference configuration and random configurations are taken away from it
 (:mod:`loopdyn.model.state`).
+
+:func:`five_bar` — a planar 2-DoF five-bar in a vertical plane (this project's own numbers, see its
+docstring): two actuated cranks on the ground, two distal links joined by a revolute loop joint.
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from ..model.joints import Revolute
 from ..model.model import BODY_FRAME, Model
 from .builtin import in_urdf_order, make_inertia
 
-__all__ = ["planar_leg_linkage"]
+__all__ = ["five_bar", "planar_leg_linkage"]
 
-EZ = (0.0, 0.0, 1.0)
+EY, EZ = (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
 _O = (0.0, 0.0, 0.0)
 
 # Numbers of spec §5.8 (GRBDA's PlanarLegLinkage): placements, masses, centres of mass and I_zz. The
@@ -84,5 +88,60 @@ def planar_leg_linkage() -> Model:
     )
     frame, body, xyz = _END_EFFECTOR
     model.add_frame(frame, body, (np.eye(3), np.array(xyz)))
+    model.clusters()
+    return model
+
+
+# ----------------------------------------------------------------------------------------------
+# five-bar: ground (base) 0.15 m, cranks 0.20 m, distal links 0.25 m; aluminium-tube-like links
+# modelled as slender rods (I = m l² / 12 about the centre of mass, a small spin inertia along the rod)
+_FIVE_BAR_GROUND = 0.15
+_FIVE_BAR_CRANK = (0.20, 0.30)  # (length, mass)
+_FIVE_BAR_DISTAL = (0.25, 0.20)
+_FIVE_BAR_CRANK_ANGLE = 2.0 * np.pi / 3.0  # the left crank at q = 0, from +x towards +z (up-left)
+
+
+def _rod(length: float, mass: float):
+    """A slender rod along +x from its joint: centre of mass at l/2, I_yy = I_zz = m l² / 12."""
+    bend = mass * length**2 / 12.0
+    return make_inertia(mass, (length / 2.0, 0.0, 0.0), (1e-3 * bend, 0.0, 0.0, bend, 0.0, bend))
+
+
+def _about_y(angle: float) -> np.ndarray:
+    """The rotation taking +x to (cos a, 0, sin a): a rotation about y by −a."""
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, 0.0, -s], [0.0, 1.0, 0.0], [s, 0.0, c]])
+
+
+def five_bar() -> Model:
+    """A planar five-bar linkage (2-DoF parallel mechanism) in the vertical xz plane, gravity −z.
+
+    Two cranks turn about y on the ground at ``(∓0.075, 0, 0)`` (ground link 0.15 m):
+    ``left_crank`` and ``right_crank`` (joints ``left_motor``, ``right_motor``: the actuated,
+    independent coordinates); on each, at 0.20 m, a distal link (``left_distal``, ``right_distal``;
+    joints ``left_elbow``, ``right_elbow``, dependent) of 0.25 m; the distal tips are joined by the
+    revolute loop joint ``tip`` about y. Frame ``end_effector`` at the left distal tip.
+
+    Links are slender rods (cranks 0.30 kg, distal links 0.20 kg; centre of mass mid-length,
+    ``I_yy = I_zz = m l² / 12``, ``I_xx`` a thousandth of that). At q = 0 the mechanism is assembled
+    symmetric, "elbows out": the cranks at 120° and 60° from +x, the tip on the symmetry axis at
+    z ≈ 0.352 m, far from the singular poses (a crank and its distal link aligned, or the two distal
+    links aligned). One implicit cluster of four bodies; nq = 4 (spanning angles), nv = 2."""
+    ground = _FIVE_BAR_GROUND
+    l1, m1 = _FIVE_BAR_CRANK
+    l2, m2 = _FIVE_BAR_DISTAL
+    a1 = _FIVE_BAR_CRANK_ANGLE
+    elbow = np.array([-ground / 2.0 + l1 * np.cos(a1), l1 * np.sin(a1)])  # left elbow (x, z)
+    a2 = np.arctan2(np.sqrt(l2**2 - elbow[0] ** 2), -elbow[0])  # left distal link, to x = 0
+    model = Model("five_bar")
+    for side, sign in (("left", 1.0), ("right", -1.0)):
+        crank, distal = _about_y(np.pi / 2 + sign * (a1 - np.pi / 2)), _about_y(sign * (a2 - a1))
+        model.add_body(f"{side}_crank", 0, Revolute(EY), (crank, np.array([-sign * ground / 2.0, 0.0, 0.0])),
+                       _rod(l1, m1), joint_name=f"{side}_motor")  # fmt: skip
+        model.add_body(f"{side}_distal", f"{side}_crank", Revolute(EY), (distal, np.array([l1, 0.0, 0.0])),
+                       _rod(l2, m2), joint_name=f"{side}_elbow", independent=False)  # fmt: skip
+    tip = (np.eye(3), np.array([l2, 0.0, 0.0]))
+    model.add_loop("tip", "left_distal", "right_distal", "revolute", tip, tip, axis=EY)
+    model.add_frame("end_effector", "left_distal", tip)
     model.clusters()
     return model

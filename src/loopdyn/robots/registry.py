@@ -16,7 +16,7 @@ Every built-in robot is also a one-line constructor of :mod:`loopdyn.robots` (``
 * :func:`approximate`, :func:`unconstrained` — the twins of a robot name or of a model.
 
 Approximate twins need rotors a cluster can drop: the implicit linkages (``four_bar``,
-``planar_leg_linkage``, ``rssr_linkage``, ``delta_robot``) have none, so their twins raise
+``planar_leg_linkage``, ``five_bar``, ``rssr_linkage``, ``delta_robot``) have none, so their twins raise
 :class:`~loopdyn.errors.UnsupportedFeatureError` (GRBDA throws for them too, spec §2.7.2).
 """
 
@@ -85,6 +85,11 @@ _REGISTRY: dict[str, _Entry] = {
     ),
     "planar_leg_linkage": _Entry(
         ".linkages", "planar_leg_linkage", "planar leg: revolute thigh and a four-bar shank linkage"
+    ),
+    "five_bar": _Entry(
+        ".linkages",
+        "five_bar",
+        "planar 2-DoF five-bar: two actuated cranks, distal links joined by a revolute loop joint",
     ),
     "rssr_linkage": _Entry(
         ".parallel",
