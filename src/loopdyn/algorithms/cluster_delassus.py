@@ -8,7 +8,7 @@ eliminated by the clusters.
 
 * :func:`c_efpa_core` — C-EFPA (Chignoli et al. 2024 §VIII, eqs. 57–67; spec §2.4): EFPA over the
   tree of clusters. The articulated inertias, ``𝖴 = 𝖨^A 𝖲`` and ``𝖣⁻¹`` come from C-ABA's backward
-  sweep (:func:`~.cluster_dynamics.c_aba_backward`, zero velocity and torque). A constraint row is a
+  sweep (:func:`~.cluster_dynamics.c_aba_backward`, the inertias alone). A constraint row is a
   force distribution ``χ`` over the bodies of a cluster (6 n_b numbers):
 
   * to the parent cluster (eqs. 61–62): ``χ' = 𝖫ᵀ χ = χ − 𝖴 𝖣⁻¹ 𝖲ᵀ χ``, then each body's force to
@@ -33,7 +33,7 @@ from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
 from .cluster_dynamics import c_aba_backward, placement_in_output, s_col
-from .cluster_kinematics import c_fk_core, tapes, validate_cluster_state
+from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
 from .common import kernel
 from .efpa import common_depth
 
@@ -134,11 +134,10 @@ def dinv_mul(ic, wc, k, z, y):
 @njit(cache=True)
 def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
     """C-EFPA on a validated state; writes Λ⁻¹ (m × m) into ``out``. Returns 0 or an error status."""
-    zero = np.zeros(spanning_nv(ic))
-    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, np.zeros(0), np.zeros(0), False)
     if st != 0:
         return st
-    st = c_aba_backward(ib, ws, ic, cb, wc, zero, np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹ (eqs. 59–61)
+    st = c_aba_backward(ib, ws, ic, cb, wc, np.zeros(0), np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹ (eqs. 59–61)
     if st != 0:
         return st
     ncl = ic[0, L.C0_NCL]
@@ -261,8 +260,7 @@ _SIG = (
 def c_efpa_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, out):
     ib, ws, ic, cb, wc, q, cbody, crow, K, out = borrowed((ib, ws, ic, cb, wc, q, cbody, crow, K, out))
     code, consts, table, outputs = tapes(ic, cb, wc)
-    zero = np.zeros(spanning_nv(ic))
-    st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
+    st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:
         return st
     return c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
@@ -272,11 +270,10 @@ def c_efpa_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, out):
 def c_jacobian_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, J):
     ib, ws, ic, cb, wc, q, cbody, crow, K, J = borrowed((ib, ws, ic, cb, wc, q, cbody, crow, K, J))
     code, consts, table, outputs = tapes(ic, cb, wc)
-    zero = np.zeros(spanning_nv(ic))
-    st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
+    st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:
         return st
-    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, np.zeros(0), np.zeros(0), False)
     if st != 0:
         return st
     J[:, :] = 0.0

@@ -25,6 +25,7 @@ from .cluster_kinematics import (
     c_fk_core,
     cluster_coordinates,
     tapes,
+    validate_cluster_configuration,
     validate_cluster_state,
 )
 from .common import external_force, gravity_seed, jcalc, kernel, s_column
@@ -36,8 +37,9 @@ from .status import SINGULAR, STATUS_BASE
 # small helpers
 @njit(cache=True, inline="always")
 def placement_in_output(ib, ws, ic, k, i):
-    """Placement (R, p) of body i (of cluster k) in the frame of its output body."""
-    if ic[k, L.C_KIND] == L.SINGLE_BODY:
+    """Placement (R, p) of body i (of cluster k) in the frame of its output body: the joint's for a
+    tree joint or a star cluster's body (hinged on Λ), else the composed W_XR, W_XP."""
+    if ic[k, L.C_KIND] == L.SINGLE_BODY or ic[k, L.C_STAR] != 0:
         return ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)
     return ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP)
 
@@ -102,7 +104,7 @@ def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext
 
 
 @njit(cache=True, inline="always")
-def c_aba_init(ib, ws, ic, cb, wc, fext):
+def c_aba_init(ib, ws, ic, cb, wc, fext, bias):
     """C-ABA forward pass #1 (Alg. lines 20–21): 𝖨^A = 𝖨 and 𝗉^A = 𝗏 ×* 𝖨 𝗏 − f_ext, after the cluster
     kinematics filled 𝗏.
 
@@ -111,11 +113,12 @@ def c_aba_init(ib, ws, ic, cb, wc, fext):
     attached to two of its bodies — in wc[C_IA] (6 NB × 6 NB), flagged in its mask (NB × NB)."""
     for i in range(1, ib[0, L.I0_NBODIES] + 1):
         I = ops.load10(ws, i, L.W_INER)
-        vi = ops.load6(ws, i, L.W_V)
         if ib[i, L.I_ROTOR] == 0:  # a rotor's 𝖨^A is its 𝖨, read from W_INER (and W_IPAR)
             ops.store_inertia_matrix(ws, i, L.W_IA, I)
-        pa = ops.sub6(ops.cross_force(vi, ops.inertia_mul(I, vi)), external_force(fext, i))
-        ops.store6(ws, i, L.W_F, pa)
+        if bias:
+            vi = ops.load6(ws, i, L.W_V)
+            pa = ops.sub6(ops.cross_force(vi, ops.inertia_mul(I, vi)), external_force(fext, i))
+            ops.store6(ws, i, L.W_F, pa)
     for k in range(1, ic[0, L.C0_NCL] + 1):
         nb, MK = ic[k, L.C_NB], ic[k, L.C_MASK]
         if nb > 1:
@@ -150,16 +153,17 @@ def ia_mul(ib, ws, ic, cb, wc, k, a, b, x):
 
 
 @njit(cache=True, inline="always")
-def c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature):
+def c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     """Cluster k (Alg. lines 25–28, eq. 49): 𝖴 = 𝖨^A 𝖲, 𝗎 = τ − 𝖲ᵀ𝗉^A, 𝖣 = 𝖲ᵀ𝖴 (+ Gᵀ diag(A) G with
     armature, and 𝗎 −= Gᵀ diag(A) g) and 𝖣⁻¹. False if 𝖣 is not positive definite."""
     first, nb, m, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
     U, DI, UU, DS = ic[k, L.C_U], ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR]
     for l in range(m):  # 𝖴 = 𝖨^A 𝖲 (eq. 49), block row by block row; 𝗎 = τ − 𝖲ᵀ 𝗉^A
-        ul = tau[iv + l]
+        ul = tau[iv + l] if bias else 0.0
         for a in range(nb):
             sa = s_col(ib, ws, ic, cb, wc, k, a, l)
-            ul -= ops.dot6(sa, ops.load6(ws, cb[first + a], L.W_F))
+            if bias:
+                ul -= ops.dot6(sa, ops.load6(ws, cb[first + a], L.W_F))
             col = ia_mul(ib, ws, ic, cb, wc, k, a, a, sa)
             for b in range(nb):
                 if b != a:
@@ -178,7 +182,7 @@ def c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature):
                 for j in range(ic[k, L.C_N]):
                     acc += _g(ic, wc, k, j, l1) * _armature(ic, wc, k, j) * _g(ic, wc, k, j, l2)
             wc[DS + l1 * m + l2] = acc
-    if has_armature and ic[k, L.C_KIND] != L.SINGLE_BODY:  # armature: 𝗎 −= Gᵀ diag(A) g
+    if bias and has_armature and ic[k, L.C_KIND] != L.SINGLE_BODY:  # armature: 𝗎 −= Gᵀ diag(A) g
         for l in range(m):
             for j in range(ic[k, L.C_N]):
                 arm = _armature(ic, wc, k, j)
@@ -205,7 +209,7 @@ def parent_block(ws, ic, cb, wc, p_k, s1, s2):
 
 
 @njit(cache=True, inline="always")
-def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV):
+def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV, bias):
     """Cluster k to its parent, first half (Alg. lines 30–33, eq. 56): the full-rank part
     Σ_{non-zero blocks} ᵃX_Λᵀ 𝖨^A_ab ᵇX_Λ into the parent's 𝖨^A, Σ_a ᵃX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_a into its 𝗉^A,
     and per output body ("port") p the columns V_p = Σ_{a: Λ(a) = p} ᵃX_Λᵀ 𝖴_a, kept at wc[GV] (the
@@ -234,7 +238,9 @@ def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV):
             for r in range(6):
                 wc[GV + g * 6 * m + r * m + l] += xu[r]
         # full-rank part: the diagonal block to the port's diagonal block, then any off-diagonal ones
-        pb_ = ops.add6(ops.load6(ws, ia, L.W_F), diag_mul(ib, ws, ia, ops.load6(ws, ia, L.W_C)))
+        pb_ = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        if bias:
+            pb_ = ops.add6(ops.load6(ws, ia, L.W_F), diag_mul(ib, ws, ia, ops.load6(ws, ia, L.W_C)))
         if ib[ia, L.I_ROTOR] != 0:  # ᵃX_Λᵀ 𝖨_a ᵃX_Λ does not depend on the rotor's angle: W_IPAR
             for x in range(36):
                 ws[lam, L.W_IA + x] += ws[ia, L.W_IPAR + x]
@@ -245,16 +251,18 @@ def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV):
                 continue
             ibb = cb[first + b]
             src = IA + (6 * a) * nb6 + 6 * b
-            pb_ = ops.add6(pb_, ops.block_mul(wc, src, nb6, ops.load6(ws, ibb, L.W_C)))
+            if bias:
+                pb_ = ops.add6(pb_, ops.block_mul(wc, src, nb6, ops.load6(ws, ibb, L.W_C)))
             Rb, pb = placement_in_output(ib, ws, ic, k, ibb)
             dst_arr, dst, dstride = parent_block(ws, ic, cb, wc, p_k, sa, ib[ib[ibb, L.I_OUT], L.I_SUB])
             ops.gen6_to_parent(wc, src, nb6, Ra, pa_, Rb, pb, dst_arr, dst, dstride, wc, tmp)
-        ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(Ra, pa_, pb_))
+        if bias:
+            ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(Ra, pa_, pb_))
     return ng
 
 
 @njit(cache=True, inline="always")
-def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng):
+def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng, bias):
     """Cluster k to its parent, second half (eq. 56): with 𝗐 = 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼), the parent's
     𝗉^A += V 𝗐 and 𝖨^A −= V 𝖣⁻¹ Vᵀ over the ports of :func:`c_aba_ports`."""
     first, nb, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M]
@@ -262,12 +270,12 @@ def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng):
     p_k = ic[k, L.C_PARENT]
     pfirst = ic[p_k, L.C_FIRST]
     W = DS + m * m  # 𝗐, held after 𝖣 in the scratch; 𝗎 − 𝖴ᵀ𝖼 at W + 36
-    for l in range(m):
+    for l in range(m if bias else 0):
         e = wc[UU + l]
         for a in range(nb):
             e -= ops.dot6(u_col(wc, U, m, a, l), ops.load6(ws, cb[first + a], L.W_C))
         wc[W + 36 + l] = e
-    for l in range(m):
+    for l in range(m if bias else 0):
         acc = 0.0
         for l2 in range(m):
             acc += wc[DI + l * m + l2] * wc[W + 36 + l2]
@@ -276,7 +284,7 @@ def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng):
         s1 = int(wc[GS + g1])
         V1 = GV + g1 * 6 * m  # V_g1 (6 × m, row-major)
         port = cb[pfirst + s1]
-        for r in range(6):  # bias: + V_g1 𝗐
+        for r in range(6 if bias else 0):  # bias: + V_g1 𝗐
             acc = 0.0
             for l in range(m):
                 acc += wc[V1 + r * m + l] * wc[W + l]
@@ -295,7 +303,7 @@ def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng):
 
 
 @njit(cache=True, inline="always")
-def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature):
+def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     """A star cluster k (layout ``C_STAR``: one independent coordinate y, every body b hinged on the
     same output body Λ, e.g. a link and its geared rotor) in one step of C-ABA's backward pass
     (Alg. lines 25–33, eqs. 49 and 56), in registers. 𝖲 block b = s_b G_b and 𝖨^A is block-diagonal,
@@ -307,7 +315,7 @@ def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature):
     first, nb, U, G = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_U], ic[k, L.C_G]
     to_parent = ic[k, L.C_PARENT] != 0
     lam = ib[cb[first], L.I_OUT]
-    u = tau[ic[k, L.C_IV]]
+    u = tau[ic[k, L.C_IV]] if bias else 0.0
     d = 0.0
     uc = 0.0  # Σ 𝖴_b·𝖼_b
     V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -318,17 +326,21 @@ def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature):
         Ub = diag_mul(ib, ws, i, sg)
         for r in range(6):
             wc[U + 6 * j + r] = Ub[r]
-        fb = ops.load6(ws, i, L.W_F)
-        u -= ops.dot6(sg, fb)
         d += ops.dot6(sg, Ub)
         if has_armature:
             d += g * g * _armature(ic, wc, k, j)
+        if bias:
+            fb = ops.load6(ws, i, L.W_F)
+            u -= ops.dot6(sg, fb)
+            if to_parent:
+                cvec = ops.load6(ws, i, L.W_C)
+                uc += ops.dot6(Ub, cvec)
+                R, p = ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)
+                pb = ops.add6(fb, diag_mul(ib, ws, i, cvec))  # (𝗉^A + 𝖨^A 𝖼)_b
+                ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(R, p, pb))
         if to_parent:  # carry body b's full-rank part and its 𝖴 column to Λ's frame
             R, p = ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)  # ᵇX_Λ: b is hinged on Λ
-            cvec = ops.load6(ws, i, L.W_C)
-            uc += ops.dot6(Ub, cvec)
             V = ops.add6(V, ops.force_to_parent(R, p, Ub))
-            ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(R, p, ops.add6(fb, diag_mul(ib, ws, i, cvec))))
             if ib[i, L.I_ROTOR] != 0:
                 for x in range(36):
                     ws[lam, L.W_IA + x] += ws[i, L.W_IPAR + x]
@@ -343,7 +355,8 @@ def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature):
     if to_parent:  # the low-rank part through the one port
         w = (u - uc) * dinv
         for r in range(6):
-            ws[lam, L.W_F + r] += V[r] * w
+            if bias:
+                ws[lam, L.W_F + r] += V[r] * w
             vr = V[r] * dinv
             for c in range(6):
                 ws[lam, L.W_IA + 6 * r + c] -= vr * V[c]
@@ -358,22 +371,26 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
     To the parent cluster (Alg. lines 30–33) 𝖨^a = 𝖨^A − 𝖴𝖣⁻¹𝖴ᵀ is never formed densely: with 𝒳 the
     (sparse) cluster transform and V_p = Σ_{a: Λ(a) = p} ᵃX_Λᵀ 𝖴_a per output body p,
     𝒳ᵀ𝖨^a𝒳 = Σ_{non-zero blocks} ᵃX_Λᵀ 𝖨^A_ab ᵇX_Λ − V 𝖣⁻¹ Vᵀ and
-    𝒳ᵀ𝗉^a = Σ_a ᵃX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_a + V 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼) (eq. 56)."""
+    𝒳ᵀ𝗉^a = Σ_a ᵃX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_a + V 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼) (eq. 56).
+
+    An empty ``tau``: the articulated inertias alone (𝖨^A, 𝖴, 𝖣, 𝖣⁻¹; no 𝗉^A, no 𝗎), as the Delassus
+    and spatial-operator sweeps need after positions-only kinematics."""
     has_armature = ws[0, L.W_ARM] != 0.0  # set when the model has armature
-    c_aba_init(ib, ws, ic, cb, wc, fext)
+    bias = tau.shape[0] != 0
+    c_aba_init(ib, ws, ic, cb, wc, fext, bias)
     for k in range(ic[0, L.C0_NCL], 0, -1):  # backward pass (lines 25–35)
         if ic[k, L.C_STAR] != 0:
-            if not c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature):
+            if not c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
                 return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
             continue
-        if not c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature):
+        if not c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
             return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
         if ic[k, L.C_PARENT] == 0:
             continue
         GS = ic[k, L.C_MASK] + ic[k, L.C_NB] * ic[k, L.C_NB]  # port sub-indices (nb), then V (nb × 6 × m)
         GV = GS + ic[k, L.C_NB]
-        ng = c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV)
-        c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng)
+        ng = c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV, bias)
+        c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng, bias)
     return 0
 
 
@@ -498,13 +515,18 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
                 c_crba_star_column(ib, ws, ic, cb, wc, kc, H)
             continue
         nvi, ivi = ib[i, L.I_NV], ib[i, L.I_IV]
+        tree_joint = ic[kc, L.C_KIND] == L.SINGLE_BODY  # G = 1: its rows are its independent ones
+        y0 = ic[kc, L.C_IV]
         for k in range(nvi):  # F = Ic S ; H_span[ii] = Sᵀ F (+ armature)
             ops.store6(ws, 0, T + 6 * k, ops.inertia_mul(Ic, s_column(ib, ws, i, k)))
         for k in range(nvi):
             sk = s_column(ib, ws, i, k)
             for l in range(k + 1):
-                h = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l))
-                project_entry(ic, cb, wc, H, ivi + k, ivi + l, h + (ws[i, L.W_ARM + k] if k == l else 0.0))
+                h = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l)) + (ws[i, L.W_ARM + k] if k == l else 0.0)
+                if tree_joint:
+                    H[y0 + k, y0 + l] += h
+                else:
+                    project_entry(ic, cb, wc, H, ivi + k, ivi + l, h)
         j = i
         while ib[j, L.I_PARENT] > 0:  # F = ʲX_λᵀ F, H_span[i, λ..] = Fᵀ S_λ
             R, p = ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P)
@@ -515,7 +537,8 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
             for k in range(ib[j, L.I_NV]):
                 sk = s_column(ib, ws, j, k)
                 for l in range(nvi):
-                    project_entry(ic, cb, wc, H, ivi + l, ivj + k, ops.dot6(sk, ops.load6(ws, 0, T + 6 * l)))
+                    h = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l))
+                    project_entry(ic, cb, wc, H, ivi + l, ivj + k, h)
     for a in range(H.shape[0]):  # the upper triangle from the lower
         for b in range(a):
             H[b, a] = H[a, b]
@@ -570,8 +593,7 @@ def c_aba_kernel(ib, ws, ic, cb, wc, q, v, tau, fext, ddy):
 def c_crba_kernel(ib, ws, ic, cb, wc, q, H):
     ib, ws, ic, cb, wc, q, H = borrowed((ib, ws, ic, cb, wc, q, H))
     code, consts, table, outputs = tapes(ic, cb, wc)
-    zero = np.zeros(H.shape[0])
-    st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
+    st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:
         return st
     return c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H)

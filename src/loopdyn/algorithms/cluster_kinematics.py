@@ -220,7 +220,7 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
 
 
 @njit(cache=True, inline="always")
-def cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_acc):
+def cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_vel, with_acc):
     """Placements, velocities, accelerations, 𝖲 and 𝖼 of the bodies of cluster k (coordinates done),
     in body frames, by the spanning tree's recursion through each body's parent (its in-cluster
     parent, or its output body Λ(i)): with q̇ = G ẏ and q̈ = G ÿ + g,
@@ -232,22 +232,42 @@ def cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_acc):
     * the placement in Λ(i)'s frame (ᶦX_Λ, for the passes to the parent cluster): the joint's when
       cp is none, else composed through cp.
 
-    Accelerations (W_A) only ``with_acc``: C-ABA and the Delassus sweeps compute their own.
+    Velocities and 𝖼 (W_V, W_C) only ``with_vel`` (the Delassus sweeps need placements and 𝖲 alone);
+    accelerations (W_A) only ``with_acc``: C-ABA computes its own.
     """
     first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
     if ic[k, L.C_KIND] == L.SINGLE_BODY:
         i = cb[first]
         R, p = jcalc(ib, ws, i, qs)
-        velocity_pass(ib, ws, i, qds, R, p)
+        if with_vel:
+            velocity_pass(ib, ws, i, qds, R, p)
         if with_acc:
             ai = ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A))
             ops.store6(ws, i, L.W_A, ops.add6(ops.add6(ai, s_mul(ib, ws, i, qdds)), ops.load6(ws, i, L.W_C)))
         return
     m, G, gb, S = ic[k, L.C_M], ic[k, L.C_G], ic[k, L.C_GB], ic[k, L.C_S]
+    if ic[k, L.C_STAR] != 0:  # every body hinged on Λ with g = 0: the tree's step, 𝖲 block j = s_j G_j
+        for j in range(nb):
+            i = cb[first + j]
+            R, p = jcalc(ib, ws, i, qs)  # ᶦX_Λ is the joint's (W_XR, W_XP kept for readers of the layout)
+            ops.store9(ws, i, L.W_XR, R)
+            ops.store3(ws, i, L.W_XP, p)
+            if with_vel:
+                velocity_pass(ib, ws, i, qds, R, p)  # v_i, and 𝖼_i = W_C = v_i × s_i q̇_i
+            s = s_column(ib, ws, i, 0)
+            if with_acc:
+                a_i = ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A))
+                ops.store6(ws, i, L.W_A, ops.add6(ops.add6(a_i, ops.scale6(s, qdds[ib[i, L.I_IV]])),
+                                                  ops.load6(ws, i, L.W_C)))  # fmt: skip
+            g = wc[G + j]
+            for r in range(6):
+                wc[S + 6 * j + r] = s[r] * g
+        return
     for j in range(nb):
         i = cb[first + j]
         R, p = jcalc(ib, ws, i, qs)
-        velocity_pass(ib, ws, i, qds, R, p)  # v_i, and W_C = v_i × s_i q̇_i
+        if with_vel:
+            velocity_pass(ib, ws, i, qds, R, p)  # v_i, and W_C = v_i × s_i q̇_i
         s = s_column(ib, ws, i, 0)
         iv = ib[i, L.I_IV]
         c_tree = ops.load6(ws, i, L.W_C)
@@ -270,24 +290,28 @@ def cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_acc):
             ops.store3(
                 ws, i, L.W_XP, (ws[cp, L.W_XP] + t[0], ws[cp, L.W_XP + 1] + t[1], ws[cp, L.W_XP + 2] + t[2])
             )
-            c_i = ops.add6(c_i, ops.motion_to_child(R, p, ops.load6(ws, cp, L.W_C)))
+            if with_vel:
+                c_i = ops.add6(c_i, ops.motion_to_child(R, p, ops.load6(ws, cp, L.W_C)))
             jp = ib[cp, L.I_SUB]
             for l in range(m):
                 col = ops.motion_to_child(R, p, ops.col6w(wc, S + 6 * jp * m + l, m))
                 g_jl = wc[G + j * m + l]
                 for r in range(6):
                     wc[S + (6 * j + r) * m + l] = col[r] + s[r] * g_jl
-        ops.store6(ws, i, L.W_C, c_i)
+        if with_vel:
+            ops.store6(ws, i, L.W_C, c_i)
 
 
 @njit(cache=True)
 def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity):
     """Cluster forward kinematics for the whole tree (see the module docstring). Returns a status.
     Body accelerations only when ``a`` is given (not empty); with ``with_gravity`` the base then
-    accelerates upwards (a_0 = −a_g), as the dynamics need."""
+    accelerates upwards (a_0 = −a_g), as the dynamics need. An empty ``v``: placements and 𝖲 only
+    (no velocities, no 𝖼; implicit clusters skip their k(q, q̇) program)."""
     ops.store6(ws, 0, L.W_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     ops.store6(ws, 0, L.W_A, gravity_seed(ws) if with_gravity else (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
-    with_acc = a.shape[0] != 0
+    with_vel = v.shape[0] != 0
+    with_acc = with_vel and a.shape[0] != 0
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
     qs = wc[QS : QS + ic[0, L.C0_NQS]]  # the spanning state, filled cluster by cluster
     qds = wc[QDS : QDS + ic[0, L.C0_NVS]]
@@ -296,7 +320,7 @@ def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gr
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
         if st != 0:
             return st
-        cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_acc)
+        cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_vel, with_acc)
     return 0
 
 
@@ -333,6 +357,24 @@ def validate_cluster_state(ib, ic, cb, q, v, x, fext, x_required):
         st = check_forces(ib, fext)
     if st != 0:
         return st
+    return check_cluster_units(ib, ic, cb, q)
+
+
+@njit(cache=True)
+def validate_cluster_configuration(ib, ic, cb, q):
+    """Status of a cluster configuration q alone: size, finiteness, unit quaternions."""
+    nq = 0
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        nq += ic[k, L.C_NQ]
+    st = check_vector(q, nq, 0)
+    if st != 0:
+        return st
+    return check_cluster_units(ib, ic, cb, q)
+
+
+@njit(cache=True, inline="always")
+def check_cluster_units(ib, ic, cb, q):
+    """Status of the unit quaternions and (cos, sin) pairs of the single-body clusters of q."""
     for k in range(1, ic[0, L.C0_NCL] + 1):
         if ic[k, L.C_KIND] == L.SINGLE_BODY:
             b = cb[ic[k, L.C_FIRST]]

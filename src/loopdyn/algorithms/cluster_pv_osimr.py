@@ -41,9 +41,9 @@ from numba import njit
 
 from ..model import layout as L
 from .borrow import borrowed
-from .cluster_delassus import dinv_mul, force_to_parent_cluster, spanning_nv, st_mul_cluster
+from .cluster_delassus import dinv_mul, force_to_parent_cluster, st_mul_cluster
 from .cluster_dynamics import c_aba_backward
-from .cluster_kinematics import c_fk_core, tapes, validate_cluster_state
+from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
 from .common import kernel
 from .pv_osim import branching_structure
 
@@ -404,11 +404,10 @@ def cpv_assemble(T, crow, asm, buf, f, out, ncl):
 def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
                     cemp, asm, buf, out):  # fmt: skip
     """Cluster PV-OSIMr on a validated state; writes Λ⁻¹ into ``out``. Returns 0 or a status."""
-    zero = np.zeros(spanning_nv(ic))
-    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, np.zeros(0), np.zeros(0), False)
     if st != 0:
         return st
-    st = c_aba_backward(ib, ws, ic, cb, wc, zero, np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹
+    st = c_aba_backward(ib, ws, ic, cb, wc, np.zeros(0), np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹
     if st != 0:
         return st
     ncl = ic[0, L.C0_NCL]
@@ -443,8 +442,7 @@ def c_pv_osimr_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, T, ports, order,
      out) = borrowed((ib, ws, ic, cb, wc, q, cbody, crow, K, T, ports, order,
                       cemp, asm, buf, out))  # fmt: skip
     code, consts, table, outputs = tapes(ic, cb, wc)
-    zero = np.zeros(spanning_nv(ic))
-    st = validate_cluster_state(ib, ic, cb, q, zero, zero, np.zeros((0, 6)), True)
+    st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:
         return st
     return c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,

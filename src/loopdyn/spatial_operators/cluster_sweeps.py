@@ -57,10 +57,10 @@ def articulated_clusters(ib, ws, ic, cb, wc, q):
     st = validate_cluster_state(ib, ic, cb, q, zero, zero, no_forces, True)
     if st != 0:
         return st
-    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, zero, np.zeros(0), False)
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, np.zeros(0), np.zeros(0), False)
     if st != 0:
         return st
-    return c_aba_backward(ib, ws, ic, cb, wc, zero, no_forces)
+    return c_aba_backward(ib, ws, ic, cb, wc, np.zeros(0), no_forces)
 
 
 @njit(cache=True)
