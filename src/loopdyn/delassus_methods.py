@@ -190,12 +190,17 @@ def run_c_efpa(model, data, q, rows: ConstraintRows) -> np.ndarray:
 
 
 def run_c_pv_osimr(model, data, q, rows: ConstraintRows) -> np.ndarray:
-    """Λ⁻¹ by the cluster PV-OSIMr (models with loops)."""
-    s = cluster_pv_osimr.cluster_structure(model, data, rows.body, rows.row)
-    out = np.empty((rows.m, rows.m))
-    args = (*data.cluster_arrays, q, rows.body, rows.row, rows.K, s.table, s.ports, s.order, s.cemp, s.asm,
-            s.buffer(), out)  # fmt: skip
-    run(cluster_pv_osimr.c_pv_osimr_kernel, model, _CLUSTER_Q, args)
+    """Λ⁻¹ by the cluster PV-OSIMr (models with loops). The branching structure and the kernel's
+    arguments other than q are kept with the rows, for the last ``data`` used (a control loop pays
+    one lookup per call)."""
+    hit = rows.compiled.get("cpv")
+    if hit is None or hit[0] is not data.cluster_arrays:
+        s = cluster_pv_osimr.cluster_structure(model, data, rows.body, rows.row)
+        static = (rows.body, rows.row, rows.K, s.table, s.ports, s.order, s.cemp, s.asm)
+        hit = rows.compiled["cpv"] = (data.cluster_arrays, static, s, (rows.m, rows.m))
+    arrays, static, s, shape = hit
+    out = np.empty(shape)
+    run(cluster_pv_osimr.c_pv_osimr_kernel, model, _CLUSTER_Q, (*arrays, q, *static, s.buffer(), out))
     return out
 
 
