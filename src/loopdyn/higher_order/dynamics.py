@@ -29,8 +29,9 @@ from .kinematics import (
     body_derivative,
     fill_binomials,
     keep_alive,
-    momentum_derivative,
+    momentum_com,
     pose_and_screws,
+    pose_derivative,
     screw_derivative,
     tables_ext,
     twist_bias,
@@ -101,7 +102,7 @@ def check_fext(hb, fext, rows, arg):
 
 # ---------------------------------------------------------------------------------------------
 # H-GRNE (paper Alg. 2)
-@njit(cache=True)
+@njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def rnea_core(hb, hf, q, vd, fext, out):
     """τ^(0…R) into ``out`` (R+1, nv) from ``vd`` = v^(0…R+1) on validated inputs."""
     nb, nv = hb[0, 0], hb[0, 2]
@@ -127,9 +128,9 @@ def rnea_core(hb, hf, q, vd, fext, out):
                 for c in range(hb[i, HB_NV]):
                     acc += S[0, iv + c, a] * vd[k, iv + c]
                 V[k, i, a] = acc
-            body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, fext.shape[0] > 0)  # pose, D3
+            pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, fext.shape[0] > 0)  # pose, D3
         for r in range(R + 1):  # W_i^(r) ← Π^(r+1) − W_grav^(r) − W_app^(r)   (D4, D7, D9)
-            momentum_derivative(hf, i, r + 1, r + 1, C, V, Ib, cw, W[r, i])
+            momentum_com(hf, i, r + 1, True, C, V, cw, Jw, W[r, i])
             applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, W[r, i])
     # post-order sweep (Alg. 2 lines 7–15): children's wrenches, projections
     for i in range(nb, 0, -1):
@@ -237,7 +238,7 @@ def spatial_inertia(hf, i, Ib, cw, M):
             M[3 + a, b] = M[b, 3 + a]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"contract"})
 def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
     """Post-order sweep of eq. 23 (once per call): ``M^A_j``, ``U = M^A S``, ``D⁻¹ = (SᵀM^A S +
     armature)⁻¹``. Joints with ``mask[i] = 1`` (prescribed motion, Alg. 4 line 5') pass ``M^A``
@@ -290,13 +291,13 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
 
 @njit(cache=True, inline="always")
 def order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B):
-    """Alg. 3 lines 10–16 at order r: ``S^(r+1)`` (D1), inertia derivatives of order r+1 (D3),
+    """Alg. 3 lines 10–16 at order r: ``S^(r+1)`` (D1), ``c^(r+1)``, ``J^(r+1)`` (D3, no ``Ī``),
     ``V_bias^(r+1)`` (D6), and the bias ``B_i ← Π_bias^(r+1) − W_grav^(r) − W_app^(r)`` (D5, D7, D9)."""
     for i in range(1, hb[0, 0] + 1):
         screw_derivative(hb, i, r + 1, C, V, S)
-        body_derivative(hf, i, r + 1, C, V, Rw, pw, cw, Jw, Ib, fext.shape[0] > 0)
+        pose_derivative(hf, i, r + 1, C, V, Rw, pw, cw, Jw, fext.shape[0] > 0)
         twist_bias(hb, i, r + 1, C, S, vd, Vb[i])
-        momentum_derivative(hf, i, r + 1, r, C, V, Ib, cw, B[i])
+        momentum_com(hf, i, r + 1, False, C, V, cw, Jw, B[i])
         applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, B[i])
 
 
@@ -414,7 +415,7 @@ def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t
                     tau_out[r, c] = dtau[r, c]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     """v^(1…R+1) into ``out`` from τ^(0…R) on validated inputs (Alg. 3); with prescribed joints
     (``mask[i] = 1``: their rows 1… of ``dvk`` are the motion, Alg. 4) also their τ^(0…R) into

@@ -182,7 +182,14 @@ def body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, pose):
     ``R^(k)`` (eq. 20 for the rotation: ``Ṙ = [ω]R``), the body origin ``p^(k)`` and centre of mass
     ``c^(k)`` (body-fixed points: ``ṗ = v + ω×p``), ``J^(k)`` and ``Ī^(k)`` (D3 in these parameters).
     ``R^(k)`` and ``p^(k)`` (k ≥ 1) only if ``pose`` (they serve body-frame applied forces only)."""
-    m_ = hf[i, HF_MASS]
+    pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, pose)
+    inertia_about_origin(hf, i, k, C, cw, Jw, Ib)
+
+
+@njit(cache=True, inline="always")
+def pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, pose):
+    """:func:`body_derivative` without ``Ī^(k)``: ``c^(k)``, ``J^(k)`` (and ``R^(k)``, ``p^(k)`` if
+    ``pose``), all :func:`momentum_com` needs."""
     if k == 0:
         for a in range(3):
             cw[0, i, a] = pw[0, i, a]
@@ -244,7 +251,12 @@ def body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, pose):
                 s = Jw[k, i, a, b] + Jw[k, i, b, a]
                 Jw[k, i, a, b] = s
                 Jw[k, i, b, a] = s
-    # Ī^(k) = J^(k) + m Σ_l binom(k, l) [c^(l)][c^(k−l)]ᵀ, with [a][b]ᵀ = (a·b) 1 − b aᵀ
+
+
+@njit(cache=True, inline="always")
+def inertia_about_origin(hf, i, k, C, cw, Jw, Ib):
+    """``Ī^(k) = J^(k) + m Σ_l binom(k, l) [c^(l)][c^(k−l)]ᵀ`` (D3), with ``[a][b]ᵀ = (a·b) 1 − b aᵀ``."""
+    m_ = hf[i, HF_MASS]
     for a in range(3):
         for b in range(3):
             Ib[k, i, a, b] = Jw[k, i, a, b]
@@ -381,3 +393,56 @@ def momentum_derivative(hf, i, n, kmax, C, V, Ib, cw, out):
         out[a] = 0.0
     for m in range(kmax + 1):
         inertia_mul_add(hf, i, n - m, Ib, cw, V[m, i], C[n, m], out)
+
+
+@njit(cache=True, inline="always")
+def momentum_com(hf, i, n, full, C, V, cw, Jw, out):
+    """out = Π_i^(n) (``full``; D4) or Π_i^(n) − M_i V_i^(n) (not ``full``; D5's bias), from the
+    centre-of-mass form of the spatial momentum ``Π = (J ω + m c × u ; m u)``, ``u = ċ = v + ω × c``
+    (J: rotational inertia about the centre of mass, world axes), differentiated by Leibniz:
+    ``Π^(n) = (Σ_l binom(n, l) (J^(l) ω^(n−l) + m c^(l) × u^(n−l)) ; m u^(n))`` with
+    ``u^(j) = c^(j+1)`` for j < n and ``u^(n) = v^(n) + Σ_m binom(n, m) ω^(m) × c^(n−m)``. The terms
+    of ``V^(n)`` are ``M V^(n) = (J ω^(n) + m c × (v^(n) + ω^(n) × c) ; m (v^(n) + ω^(n) × c))``.
+    Needs ``c^(0…n)``, ``J^(0…n)`` and ``V^(0…n)`` (``V^(0…n−1)`` if not ``full``); no ``Ī``."""
+    m_ = hf[i, HF_MASS]
+    u0 = u1 = u2 = 0.0  # u^(n), without the V^(n) part unless full
+    for m in range(n):
+        f = C[n, m]
+        w0, w1, w2 = f * V[m, i, 0], f * V[m, i, 1], f * V[m, i, 2]
+        x = cw[n - m, i]
+        u0 += w1 * x[2] - w2 * x[1]
+        u1 += w2 * x[0] - w0 * x[2]
+        u2 += w0 * x[1] - w1 * x[0]
+    a0 = a1 = a2 = 0.0
+    lo = 1
+    if full:
+        w0, w1, w2 = V[n, i, 0], V[n, i, 1], V[n, i, 2]
+        x = cw[0, i]
+        u0 += V[n, i, 3] + w1 * x[2] - w2 * x[1]
+        u1 += V[n, i, 4] + w2 * x[0] - w0 * x[2]
+        u2 += V[n, i, 5] + w0 * x[1] - w1 * x[0]
+        lo = 0
+    for l in range(lo, n + 1):  # Σ binom(n, l) J^(l) ω^(n−l)
+        f = C[n, l]
+        J = Jw[l, i]
+        w0, w1, w2 = f * V[n - l, i, 0], f * V[n - l, i, 1], f * V[n - l, i, 2]
+        a0 += J[0, 0] * w0 + J[0, 1] * w1 + J[0, 2] * w2
+        a1 += J[1, 0] * w0 + J[1, 1] * w1 + J[1, 2] * w2
+        a2 += J[2, 0] * w0 + J[2, 1] * w1 + J[2, 2] * w2
+    x = cw[0, i]  # l = 0: c × u^(n)
+    b0 = x[1] * u2 - x[2] * u1
+    b1 = x[2] * u0 - x[0] * u2
+    b2 = x[0] * u1 - x[1] * u0
+    for l in range(1, n + 1):  # c^(l) × u^(n−l), u^(n−l) = c^(n−l+1)
+        f = C[n, l]
+        x = cw[l, i]
+        y = cw[n - l + 1, i]
+        b0 += f * (x[1] * y[2] - x[2] * y[1])
+        b1 += f * (x[2] * y[0] - x[0] * y[2])
+        b2 += f * (x[0] * y[1] - x[1] * y[0])
+    out[0] = a0 + m_ * b0
+    out[1] = a1 + m_ * b1
+    out[2] = a2 + m_ * b2
+    out[3] = m_ * u0
+    out[4] = m_ * u1
+    out[5] = m_ * u2
