@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import higher_order as ho
+from ..dynamics import aba, rnea
 from ..model.joints import FreeFlyer, Revolute
 from ..model.model import Model
 from ..robots.aerial import PAPER_TIMES_US, B, D, aerial_manipulator, aerial_reference, aerial_times
@@ -52,12 +53,18 @@ def branches(n_bod: int) -> Model:
     return model
 
 
-def _time_id_fd(model, data, q, dv, v, dtau, repeats: int) -> dict:
-    """Median seconds per call of the ID on ``dv`` and the FD on ``(v, dtau)``, interleaved."""
-    return interleaved(
-        {"rnea": lambda: ho.rnea(model, data, q, dv), "aba": lambda: ho.aba(model, data, q, v, dtau)},
-        repeats=repeats,
-    )
+def _time_id_fd(model, data, q, dv, v, dtau, repeats: int, reference: bool = False) -> dict:
+    """Median seconds per call of the ID on ``dv`` and the FD on ``(v, dtau)``, interleaved; with
+    ``reference`` also of the order-0 tree :func:`loopdyn.rnea` / :func:`loopdyn.aba` at the same
+    state (``ref_rnea``, ``ref_aba``): timings drift between runs, their ratios much less."""
+    fns = {"rnea": lambda: ho.rnea(model, data, q, dv), "aba": lambda: ho.aba(model, data, q, v, dtau)}
+    if reference:
+        a, tau = np.ascontiguousarray(dv[1]), np.ascontiguousarray(dtau[0])
+        fns["ref_rnea"] = lambda: rnea(model, data, q, v, a)
+        fns["ref_aba"] = lambda: aba(model, data, q, v, tau)
+        for f in fns.values():  # compiled and loaded before calibration
+            f()
+    return interleaved(fns, repeats=repeats)
 
 
 def _tiny() -> bool:
@@ -90,25 +97,31 @@ def _per_call(quick: bool) -> dict:
     model = aerial_manipulator()
     data = model.create_data()
     q, dv = aerial_reference(7.3, 5)
-    out = {"rnea_us": [], "aba_us": []}
+    out = {"rnea_us": [], "aba_us": [], "ref_rnea_us": [], "ref_aba_us": []}
     for r in range(6):
         dvr = np.ascontiguousarray(dv[: r + 2])
         tau = ho.rnea(model, data, q, dvr)
         v = np.ascontiguousarray(dv[0])
-        t = _time_id_fd(model, data, q, dvr, v, tau, 1 if _tiny() else 7 if quick else 21)
-        out["rnea_us"].append(t["rnea"] * 1e6)
-        out["aba_us"].append(t["aba"] * 1e6)
+        t = _time_id_fd(model, data, q, dvr, v, tau, 1 if _tiny() else 7 if quick else 21, reference=True)
+        for key in ("rnea", "aba", "ref_rnea", "ref_aba"):
+            out[key + "_us"].append(t[key] * 1e6)
+    out["rnea_ratio"] = [a / b for a, b in zip(out["rnea_us"], out["ref_rnea_us"], strict=True)]
+    out["aba_ratio"] = [a / b for a, b in zip(out["aba_us"], out["ref_aba_us"], strict=True)]
     print(
         "\n## (b) Per-call time from Python, aerial manipulator (N = 7, 12 DoF), median of interleaved runs\n"
     )
-    print("| r | ID (µs) | paper ID (µs) | FD (µs) | paper FD (µs) |\n|---|---|---|---|---|")
-    for r in range(6):
-        print(
-            f"| {r} | {out['rnea_us'][r]:.2f} | {PAPER_TIMES_US['rnea'][r]:.2f} | {out['aba_us'][r]:.2f} | "
-            f"{PAPER_TIMES_US['aba'][r]:.2f} |"
-        )
     print(
-        "(paper: C++/Eigen on an i7-12700H, implementation timed unspecified; here one Numba kernel per call)"
+        "| r | ID (µs) | ID / loopdyn.rnea | paper ID (µs) | FD (µs) | FD / loopdyn.aba | paper FD (µs) |\n"
+        "|---|---|---|---|---|---|---|"
+    )
+    for r in range(6):
+        cells = (out["rnea_us"][r], out["rnea_ratio"][r], PAPER_TIMES_US["rnea"][r])
+        cells += (out["aba_us"][r], out["aba_ratio"][r], PAPER_TIMES_US["aba"][r])
+        print(f"| {r} | " + " | ".join(f"{x:.2f}" for x in cells) + " |")
+    print(
+        f"(ratios: to the order-0 tree loopdyn.rnea / loopdyn.aba at the same state, timed interleaved: "
+        f"median {np.median(out['ref_rnea_us']):.2f} / {np.median(out['ref_aba_us']):.2f} µs; paper: "
+        "C++/Eigen on an i7-12700H, implementation timed unspecified; here one Numba kernel per call)"
     )
     return out
 

@@ -17,7 +17,8 @@ from .arrays import model_arrays
 _NO_FORCES = np.zeros((0, 0, 6))
 
 
-_FAST: dict = {}  # id(model) → (weakref, model.compiled(), data.source_key, hb, hf, nv): checks passed
+_FAST: dict = {}  # id(model) → (weakref, model.compiled(), key, hb, hf, nv): checks passed for the model
+# state ``key`` (the model's identity token, and the ``source_key`` of its Data)
 
 
 _FAST_CL: dict = {}  # the same for cluster models: id(model) → (…, (hb, hf, mi, mf, ct, bt))
@@ -25,10 +26,11 @@ _FAST_CL: dict = {}  # the same for cluster models: id(model) → (…, (hb, hf,
 
 def prepare_tree(model, data):
     """``(hb, hf)`` of a tree model after checking ``data`` against it; a repeated call with the same
-    model state and a Data of that state skips the checks (``model.compiled()`` is a new object after
-    any change of the model, and a Data's ``source_key`` identifies the model state it came from)."""
+    model state and a Data of that state skips the checks (the model's identity token ``_key`` is a new
+    object after any change of the model, and a Data's ``source_key`` is the token of the model state
+    it came from)."""
     e = _FAST.get(id(model))
-    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
+    if e is not None and e[2] is getattr(data, "source_key", None) and e[2] is model._key:
         return e[3], e[4]
     require_tree(model, "this higher-order function")
     check_data(model, data)
@@ -131,18 +133,20 @@ def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
         f_ext[0])``.
     """
     e = _FAST.get(id(model))
-    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        hb, hf, nv = e[3], e[4], e[5]
+    if e is not None and e[2] is getattr(data, "source_key", None) and e[2] is model._key:
+        _, _, _, hb, hf, nv = e
     elif model.has_constraints:
         return _cluster_call(model, data, "rnea", (q, dv), f_ext)
     else:
         hb, hf = prepare_tree(model, data)
         nv = model.nv
-    fext = _NO_FORCES if f_ext is None else f_ext
-    try:
-        out = np.empty((max(dv.shape[0] - 1, 1), nv))
-        st = kernels.rnea_kernel(hb, hf, q, dv, fext, out)
-    except (TypeError, AttributeError, IndexError):
+    try:  # (one row of dv: an empty out, refused by the kernel; no row: ValueError, the slow path)
+        out = np.empty((dv.shape[0] - 1, nv))
+        if f_ext is None:
+            st = kernels.rnea_nf_kernel(hb, hf, q, dv, out)
+        else:
+            st = kernels.rnea_kernel(hb, hf, q, dv, f_ext, out)
+    except (TypeError, AttributeError, IndexError, ValueError):
         q = hv.as_array(q, "q", 1)
         dv = hv.as_array(dv, "dv", 2)
         fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
@@ -180,17 +184,19 @@ def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
         ``aba(model, data, q, dv[0], rnea(model, data, q, dv)) == dv[1:]``.
     """
     e = _FAST.get(id(model))
-    if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        hb, hf, nv = e[3], e[4], e[5]
+    if e is not None and e[2] is getattr(data, "source_key", None) and e[2] is model._key:
+        _, _, _, hb, hf, nv = e
     elif model.has_constraints:
         return _cluster_call(model, data, "aba", (q, v, dtau), f_ext)
     else:
         hb, hf = prepare_tree(model, data)
         nv = model.nv
-    fext = _NO_FORCES if f_ext is None else f_ext
     try:
         out = np.empty((dtau.shape[0], nv))
-        st = kernels.aba_kernel(hb, hf, q, v, dtau, fext, out)
+        if f_ext is None:
+            st = kernels.aba_nf_kernel(hb, hf, q, v, dtau, out)
+        else:
+            st = kernels.aba_kernel(hb, hf, q, v, dtau, f_ext, out)
     except (TypeError, AttributeError, IndexError):
         q = hv.as_array(q, "q", 1)
         v = hv.as_array(v, "v", 1)

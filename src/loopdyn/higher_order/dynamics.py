@@ -29,16 +29,22 @@ from .kinematics import (
     body_derivative,
     fill_binomials,
     keep_alive,
-    momentum_derivative,
+    momentum_com,
     pose_and_screws,
+    pose_derivative,
     screw_derivative,
-    tables_ext,
+    table_floats,
+    table_views,
     twist_bias,
 )
 
 _SIG = (
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, :, ::1], "
     "float64[:, ::1])"
+)
+_SIG_NF = "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1])"
+_SIG_FD_NF = (
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[:, ::1], float64[:, ::1])"
 )
 _SIG_FD = (
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[:, ::1], "
@@ -101,14 +107,15 @@ def check_fext(hb, fext, rows, arg):
 
 # ---------------------------------------------------------------------------------------------
 # H-GRNE (paper Alg. 2)
-@njit(cache=True)
+@njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def rnea_core(hb, hf, q, vd, fext, out):
     """τ^(0…R) into ``out`` (R+1, nv) from ``vd`` = v^(0…R+1) on validated inputs."""
     nb, nv = hb[0, 0], hb[0, 2]
     R = vd.shape[0] - 2
     K = R + 1
-    Tc = tables_ext(K, R, nb, nv, (K + 2) * (K + 2) + 6)  # one allocation: tables, binomials, scratch
-    V, S, Rw, pw, cw, Jw, Ib, F, W, _, rest = borrowed(Tc)
+    bufc = np.empty(table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + 6)  # tables, binomials, scratch
+    (buf,) = borrowed((bufc,))  # one allocation; its views are uncounted
+    V, S, Rw, pw, cw, Jw, Ib, F, W, _, rest = table_views(buf, K, R, nb, nv)
     C = rest[: (K + 2) * (K + 2)].reshape((K + 2, K + 2))
     fill_binomials(C)
     vb = rest[(K + 2) * (K + 2) :]
@@ -127,9 +134,9 @@ def rnea_core(hb, hf, q, vd, fext, out):
                 for c in range(hb[i, HB_NV]):
                     acc += S[0, iv + c, a] * vd[k, iv + c]
                 V[k, i, a] = acc
-            body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, fext.shape[0] > 0)  # pose, D3
+            pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, fext.shape[0] > 0)  # pose, D3
         for r in range(R + 1):  # W_i^(r) ← Π^(r+1) − W_grav^(r) − W_app^(r)   (D4, D7, D9)
-            momentum_derivative(hf, i, r + 1, r + 1, C, V, Ib, cw, W[r, i])
+            momentum_com(hf, i, r + 1, True, C, V, cw, Jw, W[r, i])
             applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, W[r, i])
     # post-order sweep (Alg. 2 lines 7–15): children's wrenches, projections
     for i in range(nb, 0, -1):
@@ -149,12 +156,31 @@ def rnea_core(hb, hf, q, vd, fext, out):
             for r in range(R + 1):
                 for a in range(6):
                     W[r, par, a] += W[r, i, a]
-    keep_alive(Tc)
+    keep_alive(bufc)
+
+
+@njit(cache=True, inline="always")
+def no_forces(hf):
+    """An empty ``(0, 0, 6)`` external-force stack (a view of ``hf``: nothing allocated)."""
+    return hf.reshape(-1)[:0].reshape((0, 0, 6))
 
 
 @kernel(_SIG)
 def rnea_kernel(hb, hf, q, dv, fext, out):
     hb, hf, q, dv, fext, out = borrowed((hb, hf, q, dv, fext, out))
+    return rnea_entry(hb, hf, q, dv, fext, out)
+
+
+@kernel(_SIG_NF)
+def rnea_nf_kernel(hb, hf, q, dv, out):
+    """:func:`rnea_kernel` without external forces (one argument fewer: a cheaper call from Python)."""
+    hb, hf, q, dv, out = borrowed((hb, hf, q, dv, out))
+    return rnea_entry(hb, hf, q, dv, no_forces(hf), out)
+
+
+@njit(cache=True, inline="always")
+def rnea_entry(hb, hf, q, dv, fext, out):
+    """Validation (status, nothing written on failure), then :func:`rnea_core`."""
     st = check_q(hb, q)
     if st == 0:
         st = check_stack(dv, -1, hb[0, 2], 1)
@@ -237,7 +263,7 @@ def spatial_inertia(hf, i, Ib, cw, M):
             M[3 + a, b] = M[b, 3 + a]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"contract"})
 def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
     """Post-order sweep of eq. 23 (once per call): ``M^A_j``, ``U = M^A S``, ``D⁻¹ = (SᵀM^A S +
     armature)⁻¹``. Joints with ``mask[i] = 1`` (prescribed motion, Alg. 4 line 5') pass ``M^A``
@@ -290,13 +316,13 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
 
 @njit(cache=True, inline="always")
 def order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B):
-    """Alg. 3 lines 10–16 at order r: ``S^(r+1)`` (D1), inertia derivatives of order r+1 (D3),
+    """Alg. 3 lines 10–16 at order r: ``S^(r+1)`` (D1), ``c^(r+1)``, ``J^(r+1)`` (D3, no ``Ī``),
     ``V_bias^(r+1)`` (D6), and the bias ``B_i ← Π_bias^(r+1) − W_grav^(r) − W_app^(r)`` (D5, D7, D9)."""
     for i in range(1, hb[0, 0] + 1):
         screw_derivative(hb, i, r + 1, C, V, S)
-        body_derivative(hf, i, r + 1, C, V, Rw, pw, cw, Jw, Ib, fext.shape[0] > 0)
+        pose_derivative(hf, i, r + 1, C, V, Rw, pw, cw, Jw, fext.shape[0] > 0)
         twist_bias(hb, i, r + 1, C, S, vd, Vb[i])
-        momentum_derivative(hf, i, r + 1, r, C, V, Ib, cw, B[i])
+        momentum_com(hf, i, r + 1, False, C, V, cw, Jw, B[i])
         applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, B[i])
 
 
@@ -336,32 +362,33 @@ def aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6)
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
         n = hb[i, HB_NV]
+        for a in range(6):  # t6 = M^A Vb + B, once for the joint and the parent
+            s = B[i, a]
+            for b in range(6):
+                s += MA[i, a, b] * Vb[i, b]
+            t6[a] = s
         if mask[i] == 1:
             for c in range(n):
                 qt[iv + c] = vd[r + 1, iv + c]
         else:
-            for a in range(6):  # t6 = M^A Vb + B
-                s = B[i, a]
-                for b in range(6):
-                    s += MA[i, a, b] * Vb[i, b]
-                t6[a] = s
             for c in range(n):
                 u = dtau[r, iv + c] - joint_wrench_projection(hb, i, iv + c, r, C, S, W)
                 for a in range(6):
                     u -= S[0, iv + c, a] * t6[a]
                 qt[iv + c] = u  # replaced by q̃ = D⁻¹ u below
-            for c in range(n):
-                s = 0.0
-                for d in range(n):
-                    s += Dinv[i, c, d] * qt[iv + d]
-                t6[c] = s
-            for c in range(n):
-                qt[iv + c] = t6[c]
+            if n == 1:
+                qt[iv] *= Dinv[i, 0, 0]
+            else:
+                for c in range(n):
+                    s = 0.0
+                    for d in range(n):
+                        s += Dinv[i, c, d] * qt[iv + d]
+                    t6[6 + c] = s
+                for c in range(n):
+                    qt[iv + c] = t6[6 + c]
         if par > 0:
             for a in range(6):
-                s = B[i, a]
-                for b in range(6):
-                    s += MA[i, a, b] * Vb[i, b]
+                s = t6[a]
                 for c in range(n):
                     s += U[iv + c, a] * qt[iv + c]
                 B[par, a] += s
@@ -414,7 +441,7 @@ def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t
                     tau_out[r, c] = dtau[r, c]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     """v^(1…R+1) into ``out`` from τ^(0…R) on validated inputs (Alg. 3); with prescribed joints
     (``mask[i] = 1``: their rows 1… of ``dvk`` are the motion, Alg. 4) also their τ^(0…R) into
@@ -422,9 +449,10 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     nb, nv = hb[0, 0], hb[0, 2]
     R = dtau.shape[0] - 1
     K = R + 1
-    na = (nb + 1) * (36 + 36 + 12) + nv * 7 + 6 + 78  # articulated-body tables, scratch
-    Tc = tables_ext(K, R, nb, nv, (K + 2) * (K + 2) + na)  # one allocation per call
-    V, S, Rw, pw, cw, Jw, Ib, F, W, vd, rest = borrowed(Tc)
+    na = (nb + 1) * (36 + 36 + 12) + nv * 7 + 12 + 78  # articulated-body tables, scratch
+    bufc = np.empty(table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + na)  # one allocation per call
+    (buf,) = borrowed((bufc,))  # its views are uncounted
+    V, S, Rw, pw, cw, Jw, Ib, F, W, vd, rest = table_views(buf, K, R, nb, nv)
     C = rest[: (K + 2) * (K + 2)].reshape((K + 2, K + 2))
     fill_binomials(C)
     art = rest[(K + 2) * (K + 2) :]
@@ -438,8 +466,8 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     o = 2 * o + (nb + 1) * 12
     U = art[o : o + nv * 6].reshape((nv, 6))
     qt = art[o + nv * 6 : o + nv * 7]
-    t6 = art[o + nv * 7 : o + nv * 7 + 6]
-    scratch = art[o + nv * 7 + 6 :]
+    t6 = art[o + nv * 7 : o + nv * 7 + 12]
+    scratch = art[o + nv * 7 + 12 :]
     Vb[:, :] = 0.0
     B[:, :] = 0.0
     order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C)
@@ -456,13 +484,26 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
             order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B)
             aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6)
             aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6, out, tau_out)
-    keep_alive(Tc)
+    keep_alive(bufc)
     return st
 
 
 @kernel(_SIG_FD)
 def aba_kernel(hb, hf, q, v, dtau, fext, out):
     hb, hf, q, v, dtau, fext, out = borrowed((hb, hf, q, v, dtau, fext, out))
+    return aba_entry(hb, hf, q, v, dtau, fext, out)
+
+
+@kernel(_SIG_FD_NF)
+def aba_nf_kernel(hb, hf, q, v, dtau, out):
+    """:func:`aba_kernel` without external forces (one argument fewer: a cheaper call from Python)."""
+    hb, hf, q, v, dtau, out = borrowed((hb, hf, q, v, dtau, out))
+    return aba_entry(hb, hf, q, v, dtau, no_forces(hf), out)
+
+
+@njit(cache=True, inline="always")
+def aba_entry(hb, hf, q, v, dtau, fext, out):
+    """Validation (status, nothing written on failure), then :func:`aba_core` with no prescribed joint."""
     st = check_q(hb, q)
     if st == 0:
         if v.shape[0] != hb[0, 2]:
@@ -476,11 +517,9 @@ def aba_kernel(hb, hf, q, v, dtau, fext, out):
     if st != 0:
         return st
     maskc = np.zeros(hb[0, 0] + 1, dtype=np.int64)  # no prescribed joint
-    nonec = np.empty((0, hb[0, 2]))  # no τ output
-    mask, none = borrowed((maskc, nonec))
-    st = aba_core(hb, hf, q, mask, v.reshape((1, v.shape[0])), dtau, fext, out, none)
+    (mask,) = borrowed((maskc,))
+    st = aba_core(hb, hf, q, mask, v.reshape((1, v.shape[0])), dtau, fext, out, out[:0])  # no τ output
     keep_alive(maskc)
-    keep_alive(nonec)
     return st
 
 

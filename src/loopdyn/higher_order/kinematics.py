@@ -167,13 +167,18 @@ def screw_derivative(hb, i, k, C, V, S):
 def twist_bias(hb, i, k, C, S, vd, out):
     """D6 generalised: ``out = Σ_{m=1}^{k} binom(k, m) S^(m) v^(k−m)`` (``V_bias,i^(k)``)."""
     iv = hb[i, HB_IV]
-    for a in range(6):
-        out[a] = 0.0
+    o0 = o1 = o2 = o3 = o4 = o5 = 0.0  # accumulated in registers
     for m in range(1, k + 1):
-        for c in range(hb[i, HB_NV]):
-            f = C[k, m] * vd[k - m, iv + c]
-            for a in range(6):
-                out[a] += f * S[m, iv + c, a]
+        for c in range(iv, iv + hb[i, HB_NV]):
+            f = C[k, m] * vd[k - m, c]
+            s = S[m, c]
+            o0 += f * s[0]
+            o1 += f * s[1]
+            o2 += f * s[2]
+            o3 += f * s[3]
+            o4 += f * s[4]
+            o5 += f * s[5]
+    out[0], out[1], out[2], out[3], out[4], out[5] = o0, o1, o2, o3, o4, o5
 
 
 @njit(cache=True, inline="always")
@@ -182,7 +187,14 @@ def body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, pose):
     ``R^(k)`` (eq. 20 for the rotation: ``Ṙ = [ω]R``), the body origin ``p^(k)`` and centre of mass
     ``c^(k)`` (body-fixed points: ``ṗ = v + ω×p``), ``J^(k)`` and ``Ī^(k)`` (D3 in these parameters).
     ``R^(k)`` and ``p^(k)`` (k ≥ 1) only if ``pose`` (they serve body-frame applied forces only)."""
-    m_ = hf[i, HF_MASS]
+    pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, pose)
+    inertia_about_origin(hf, i, k, C, cw, Jw, Ib)
+
+
+@njit(cache=True, inline="always")
+def pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, pose):
+    """:func:`body_derivative` without ``Ī^(k)``: ``c^(k)``, ``J^(k)`` (and ``R^(k)``, ``p^(k)`` if
+    ``pose``), all :func:`momentum_com` needs."""
     if k == 0:
         for a in range(3):
             cw[0, i, a] = pw[0, i, a]
@@ -208,43 +220,73 @@ def body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, pose):
             for b in range(3):
                 T[a, b] = t0 * Rw[0, i, b, 0] + t1 * Rw[0, i, b, 1] + t2 * Rw[0, i, b, 2]
     else:
-        for a in range(3):  # body-fixed points: x^(k) = v^(k−1) + Σ binom(k−1, m) ω^(m) × x^(k−1−m)
-            cw[k, i, a] = V[k - 1, i, 3 + a]
-            if pose:
-                pw[k, i, a] = V[k - 1, i, 3 + a]
-            for b in range(3):
-                Jw[k, i, a, b] = 0.0
-                if pose:
-                    Rw[k, i, a, b] = 0.0
-        for m in range(k):
-            f = C[k - 1, m]
-            w0, w1, w2 = f * V[m, i, 0], f * V[m, i, 1], f * V[m, i, 2]
-            j = k - 1 - m
-            x0, x1, x2 = cw[j, i, 0], cw[j, i, 1], cw[j, i, 2]
-            cw[k, i, 0] += w1 * x2 - w2 * x1
-            cw[k, i, 1] += w2 * x0 - w0 * x2
-            cw[k, i, 2] += w0 * x1 - w1 * x0
-            for b in range(3):  # [ω] X, column by column
-                x0, x1, x2 = Jw[j, i, 0, b], Jw[j, i, 1, b], Jw[j, i, 2, b]
-                Jw[k, i, 0, b] += w1 * x2 - w2 * x1
-                Jw[k, i, 1, b] += w2 * x0 - w0 * x2
-                Jw[k, i, 2, b] += w0 * x1 - w1 * x0
-            if pose:  # Ṙ = [ω] R, ṗ = v + ω × p: only for applied forces given in the body frame
-                x0, x1, x2 = pw[j, i, 0], pw[j, i, 1], pw[j, i, 2]
-                pw[k, i, 0] += w1 * x2 - w2 * x1
-                pw[k, i, 1] += w2 * x0 - w0 * x2
-                pw[k, i, 2] += w0 * x1 - w1 * x0
-                for b in range(3):
-                    x0, x1, x2 = Rw[j, i, 0, b], Rw[j, i, 1, b], Rw[j, i, 2, b]
-                    Rw[k, i, 0, b] += w1 * x2 - w2 * x1
-                    Rw[k, i, 1, b] += w2 * x0 - w0 * x2
-                    Rw[k, i, 2, b] += w0 * x1 - w1 * x0
-        for a in range(3):  # J^(k) = Σ ([ω]J − J[ω]) = X + Xᵀ with X = Σ [ω]J (J symmetric)
-            for b in range(a, 3):
-                s = Jw[k, i, a, b] + Jw[k, i, b, a]
-                Jw[k, i, a, b] = s
-                Jw[k, i, b, a] = s
-    # Ī^(k) = J^(k) + m Σ_l binom(k, l) [c^(l)][c^(k−l)]ᵀ, with [a][b]ᵀ = (a·b) 1 − b aᵀ
+        centre_and_inertia_derivative(i, k, C, V, cw, Jw)
+        if pose:
+            pose_rate_derivative(i, k, C, V, Rw, pw)
+
+
+@njit(cache=True, inline="always")
+def centre_and_inertia_derivative(i, k, C, V, cw, Jw):
+    """k ≥ 1: ``c^(k) = v^(k−1) + Σ_m binom(k−1, m) ω^(m) × c^(k−1−m)`` (a body-fixed point) and
+    ``J^(k) = X + Xᵀ``, ``X = Σ_m binom(k−1, m) [ω^(m)] J^(k−1−m)`` (J symmetric), accumulated in
+    registers and stored once."""
+    c0, c1, c2 = V[k - 1, i, 3], V[k - 1, i, 4], V[k - 1, i, 5]
+    x00 = x01 = x02 = x10 = x11 = x12 = x20 = x21 = x22 = 0.0
+    for m in range(k):
+        f = C[k - 1, m]
+        w0, w1, w2 = f * V[m, i, 0], f * V[m, i, 1], f * V[m, i, 2]
+        j = k - 1 - m
+        y0, y1, y2 = cw[j, i, 0], cw[j, i, 1], cw[j, i, 2]
+        c0 += w1 * y2 - w2 * y1
+        c1 += w2 * y0 - w0 * y2
+        c2 += w0 * y1 - w1 * y0
+        J = Jw[j, i]
+        y0, y1, y2 = J[0, 0], J[1, 0], J[2, 0]  # [ω] X, column by column
+        x00 += w1 * y2 - w2 * y1
+        x10 += w2 * y0 - w0 * y2
+        x20 += w0 * y1 - w1 * y0
+        y0, y1, y2 = J[0, 1], J[1, 1], J[2, 1]
+        x01 += w1 * y2 - w2 * y1
+        x11 += w2 * y0 - w0 * y2
+        x21 += w0 * y1 - w1 * y0
+        y0, y1, y2 = J[0, 2], J[1, 2], J[2, 2]
+        x02 += w1 * y2 - w2 * y1
+        x12 += w2 * y0 - w0 * y2
+        x22 += w0 * y1 - w1 * y0
+    cw[k, i, 0], cw[k, i, 1], cw[k, i, 2] = c0, c1, c2
+    J = Jw[k, i]
+    J[0, 0], J[1, 1], J[2, 2] = x00 + x00, x11 + x11, x22 + x22
+    s01, s02, s12 = x01 + x10, x02 + x20, x12 + x21
+    J[0, 1], J[1, 0], J[0, 2], J[2, 0], J[1, 2], J[2, 1] = s01, s01, s02, s02, s12, s12
+
+
+@njit(cache=True, inline="always")
+def pose_rate_derivative(i, k, C, V, Rw, pw):
+    """k ≥ 1: ``R^(k)`` (``Ṙ = [ω]R``) and the body origin ``p^(k)`` (``ṗ = v + ω × p``), by Leibniz;
+    only for applied forces given in the body frame."""
+    for a in range(3):
+        pw[k, i, a] = V[k - 1, i, 3 + a]
+        for b in range(3):
+            Rw[k, i, a, b] = 0.0
+    for m in range(k):
+        f = C[k - 1, m]
+        w0, w1, w2 = f * V[m, i, 0], f * V[m, i, 1], f * V[m, i, 2]
+        j = k - 1 - m
+        x0, x1, x2 = pw[j, i, 0], pw[j, i, 1], pw[j, i, 2]
+        pw[k, i, 0] += w1 * x2 - w2 * x1
+        pw[k, i, 1] += w2 * x0 - w0 * x2
+        pw[k, i, 2] += w0 * x1 - w1 * x0
+        for b in range(3):
+            x0, x1, x2 = Rw[j, i, 0, b], Rw[j, i, 1, b], Rw[j, i, 2, b]
+            Rw[k, i, 0, b] += w1 * x2 - w2 * x1
+            Rw[k, i, 1, b] += w2 * x0 - w0 * x2
+            Rw[k, i, 2, b] += w0 * x1 - w1 * x0
+
+
+@njit(cache=True, inline="always")
+def inertia_about_origin(hf, i, k, C, cw, Jw, Ib):
+    """``Ī^(k) = J^(k) + m Σ_l binom(k, l) [c^(l)][c^(k−l)]ᵀ`` (D3), with ``[a][b]ᵀ = (a·b) 1 − b aᵀ``."""
+    m_ = hf[i, HF_MASS]
     for a in range(3):
         for b in range(3):
             Ib[k, i, a, b] = Jw[k, i, a, b]
@@ -284,12 +326,15 @@ def applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, out):
     (D7). Applied: ``fext[k, i] = (f; n)`` in body i's frame (Pinocchio's layout); its spatial image is
     ``(R n + p × R f ; R f)``, differentiated by Leibniz with ``R^(m)``, ``p^(m)`` (D9)."""
     m_ = hf[i, HF_MASS]
-    c = cw[r, i]
-    for a in range(3):
-        a1, a2 = (a + 1) % 3, (a + 2) % 3
-        out[a] -= m_ * (c[a1] * g[a2] - c[a2] * g[a1])
-        if r == 0:
-            out[3 + a] -= m_ * g[a]
+    c0, c1, c2 = cw[r, i, 0], cw[r, i, 1], cw[r, i, 2]
+    g0, g1, g2 = g[0], g[1], g[2]
+    out[0] -= m_ * (c1 * g2 - c2 * g1)
+    out[1] -= m_ * (c2 * g0 - c0 * g2)
+    out[2] -= m_ * (c0 * g1 - c1 * g0)
+    if r == 0:
+        out[3] -= m_ * g0
+        out[4] -= m_ * g1
+        out[5] -= m_ * g2
     if fext.shape[0] == 0:
         return
     for a in range(3):
@@ -331,38 +376,43 @@ def tables_ext(K, R, nb, nv, extra):
     cw, Jw, Ib (kinematics and inertia derivatives), F (applied forces), W (joint wrenches, orders
     0…R), vd (velocity derivatives 0…K), and ``extra`` floats of room for the caller's own tables
     (one allocation per call). World row 0 of V, Rw, pw is the world at rest."""
-    n1, n3, n9, n6 = (
-        (K + 1) * (nb + 1),
-        (K + 1) * (nb + 1) * 3,
-        (K + 1) * (nb + 1) * 9,
-        (K + 1) * (nb + 1) * 6,
-    )
-    sizes = (n6, (K + 1) * nv * 6, n9, n3, n3, n9, n9, (R + 1) * (nb + 1) * 3, (R + 1) * (nb + 1) * 6,
-             (K + 1) * nv)  # fmt: skip
-    total = 0
-    for z in sizes:
-        total += z
-    buf = np.empty(total + extra)
+    return table_views(np.empty(table_floats(K, R, nb, nv) + extra), K, R, nb, nv)
+
+
+@njit(cache=True, inline="always")
+def table_floats(K, R, nb, nv):
+    """The number of floats of the tables of :func:`table_views`."""
+    n3, n6, n9 = (K + 1) * (nb + 1) * 3, (K + 1) * (nb + 1) * 6, (K + 1) * (nb + 1) * 9
+    return n6 + (K + 1) * nv * 6 + 3 * n9 + 2 * n3 + (R + 1) * (nb + 1) * 9 + (K + 1) * nv
+
+
+@njit(cache=True, inline="always")
+def table_views(buf, K, R, nb, nv):
+    """The tables of :func:`tables_ext` as views of ``buf`` (at least :func:`table_floats` floats),
+    and the rest of ``buf``. A kernel passes a borrowed buffer (:func:`loopdyn.algorithms.borrow.
+    borrowed`, kept alive with :func:`keep_alive`): then no view is reference-counted."""
+    n3, n6, n9 = (K + 1) * (nb + 1) * 3, (K + 1) * (nb + 1) * 6, (K + 1) * (nb + 1) * 9
     o = 0
-    V = buf[o : o + sizes[0]].reshape((K + 1, nb + 1, 6))
-    o += sizes[0]
-    S = buf[o : o + sizes[1]].reshape((K + 1, nv, 6))
-    o += sizes[1]
-    Rw = buf[o : o + sizes[2]].reshape((K + 1, nb + 1, 3, 3))
-    o += sizes[2]
-    pw = buf[o : o + sizes[3]].reshape((K + 1, nb + 1, 3))
-    o += sizes[3]
-    cw = buf[o : o + sizes[4]].reshape((K + 1, nb + 1, 3))
-    o += sizes[4]
-    Jw = buf[o : o + sizes[5]].reshape((K + 1, nb + 1, 3, 3))
-    o += sizes[5]
-    Ib = buf[o : o + sizes[6]].reshape((K + 1, nb + 1, 3, 3))
-    o += sizes[6]
-    F = buf[o : o + sizes[7]].reshape((R + 1, nb + 1, 3))
-    o += sizes[7]
-    W = buf[o : o + sizes[8]].reshape((R + 1, nb + 1, 6))
-    o += sizes[8]
-    vd = buf[o : o + sizes[9]].reshape((K + 1, nv))
+    V = buf[o : o + n6].reshape((K + 1, nb + 1, 6))
+    o += n6
+    S = buf[o : o + (K + 1) * nv * 6].reshape((K + 1, nv, 6))
+    o += (K + 1) * nv * 6
+    Rw = buf[o : o + n9].reshape((K + 1, nb + 1, 3, 3))
+    o += n9
+    pw = buf[o : o + n3].reshape((K + 1, nb + 1, 3))
+    o += n3
+    cw = buf[o : o + n3].reshape((K + 1, nb + 1, 3))
+    o += n3
+    Jw = buf[o : o + n9].reshape((K + 1, nb + 1, 3, 3))
+    o += n9
+    Ib = buf[o : o + n9].reshape((K + 1, nb + 1, 3, 3))
+    o += n9
+    F = buf[o : o + (R + 1) * (nb + 1) * 3].reshape((R + 1, nb + 1, 3))
+    o += (R + 1) * (nb + 1) * 3
+    W = buf[o : o + (R + 1) * (nb + 1) * 6].reshape((R + 1, nb + 1, 6))
+    o += (R + 1) * (nb + 1) * 6
+    vd = buf[o : o + (K + 1) * nv].reshape((K + 1, nv))
+    o += (K + 1) * nv
     for k in range(K + 1):  # the world: identity pose, at rest at every order
         for a in range(6):
             V[k, 0, a] = 0.0
@@ -370,8 +420,7 @@ def tables_ext(K, R, nb, nv, extra):
             pw[k, 0, a] = 0.0
             for b in range(3):
                 Rw[k, 0, a, b] = 1.0 if (a == b and k == 0) else 0.0
-    _ = n1
-    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd, buf[total:]
+    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd, buf[o:]
 
 
 @njit(cache=True, inline="always")
@@ -381,3 +430,56 @@ def momentum_derivative(hf, i, n, kmax, C, V, Ib, cw, out):
         out[a] = 0.0
     for m in range(kmax + 1):
         inertia_mul_add(hf, i, n - m, Ib, cw, V[m, i], C[n, m], out)
+
+
+@njit(cache=True, inline="always")
+def momentum_com(hf, i, n, full, C, V, cw, Jw, out):
+    """out = Π_i^(n) (``full``; D4) or Π_i^(n) − M_i V_i^(n) (not ``full``; D5's bias), from the
+    centre-of-mass form of the spatial momentum ``Π = (J ω + m c × u ; m u)``, ``u = ċ = v + ω × c``
+    (J: rotational inertia about the centre of mass, world axes), differentiated by Leibniz:
+    ``Π^(n) = (Σ_l binom(n, l) (J^(l) ω^(n−l) + m c^(l) × u^(n−l)) ; m u^(n))`` with
+    ``u^(j) = c^(j+1)`` for j < n and ``u^(n) = v^(n) + Σ_m binom(n, m) ω^(m) × c^(n−m)``. The terms
+    of ``V^(n)`` are ``M V^(n) = (J ω^(n) + m c × (v^(n) + ω^(n) × c) ; m (v^(n) + ω^(n) × c))``.
+    Needs ``c^(0…n)``, ``J^(0…n)`` and ``V^(0…n)`` (``V^(0…n−1)`` if not ``full``); no ``Ī``."""
+    m_ = hf[i, HF_MASS]
+    u0 = u1 = u2 = 0.0  # u^(n), without the V^(n) part unless full
+    for m in range(n):
+        f = C[n, m]
+        w0, w1, w2 = f * V[m, i, 0], f * V[m, i, 1], f * V[m, i, 2]
+        x = cw[n - m, i]
+        u0 += w1 * x[2] - w2 * x[1]
+        u1 += w2 * x[0] - w0 * x[2]
+        u2 += w0 * x[1] - w1 * x[0]
+    a0 = a1 = a2 = 0.0
+    lo = 1
+    if full:
+        w0, w1, w2 = V[n, i, 0], V[n, i, 1], V[n, i, 2]
+        x = cw[0, i]
+        u0 += V[n, i, 3] + w1 * x[2] - w2 * x[1]
+        u1 += V[n, i, 4] + w2 * x[0] - w0 * x[2]
+        u2 += V[n, i, 5] + w0 * x[1] - w1 * x[0]
+        lo = 0
+    for l in range(lo, n + 1):  # Σ binom(n, l) J^(l) ω^(n−l)
+        f = C[n, l]
+        J = Jw[l, i]
+        w0, w1, w2 = f * V[n - l, i, 0], f * V[n - l, i, 1], f * V[n - l, i, 2]
+        a0 += J[0, 0] * w0 + J[0, 1] * w1 + J[0, 2] * w2
+        a1 += J[1, 0] * w0 + J[1, 1] * w1 + J[1, 2] * w2
+        a2 += J[2, 0] * w0 + J[2, 1] * w1 + J[2, 2] * w2
+    x = cw[0, i]  # l = 0: c × u^(n)
+    b0 = x[1] * u2 - x[2] * u1
+    b1 = x[2] * u0 - x[0] * u2
+    b2 = x[0] * u1 - x[1] * u0
+    for l in range(1, n + 1):  # c^(l) × u^(n−l), u^(n−l) = c^(n−l+1)
+        f = C[n, l]
+        x = cw[l, i]
+        y = cw[n - l + 1, i]
+        b0 += f * (x[1] * y[2] - x[2] * y[1])
+        b1 += f * (x[2] * y[0] - x[0] * y[2])
+        b2 += f * (x[0] * y[1] - x[1] * y[0])
+    out[0] = a0 + m_ * b0
+    out[1] = a1 + m_ * b1
+    out[2] = a2 + m_ * b2
+    out[3] = m_ * u0
+    out[4] = m_ * u1
+    out[5] = m_ * u2
