@@ -124,17 +124,6 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
         return implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
     # explicit: q = G y, q̇ = G ẏ, q̈ = G ÿ with a constant G (1-DoF joints: q index = body's)
     n, m, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_G]
-    if m == 1:  # one column (a star, a gear pair)
-        y = q[iq]
-        yd = v[iv] if has_v else 0.0
-        ydd = a[iv] if has_a else 0.0
-        for j in range(n):
-            b = cb[first + j]
-            g = wc[G + j]
-            wc[QS + ib[b, L.I_IQ]] = g * y
-            wc[QDS + ib[b, L.I_IV]] = g * yd
-            wc[QDDS + ib[b, L.I_IV]] = g * ydd
-        return 0
     for j in range(n):
         b = cb[first + j]
         x = 0.0
