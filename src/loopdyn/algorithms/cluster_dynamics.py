@@ -37,9 +37,8 @@ from .status import SINGULAR, STATUS_BASE
 # small helpers
 @njit(cache=True, inline="always")
 def placement_in_output(ib, ws, ic, k, i):
-    """Placement (R, p) of body i (of cluster k) in the frame of its output body: the joint's for a
-    tree joint or a star cluster's body (hinged on Λ), else the composed W_XR, W_XP."""
-    if ic[k, L.C_KIND] == L.SINGLE_BODY or ic[k, L.C_STAR] != 0:
+    """Placement (R, p) of body i (of cluster k) in the frame of its output body."""
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:
         return ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)
     return ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP)
 
@@ -330,17 +329,15 @@ def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
         if has_armature:
             d += g * g * _armature(ic, wc, k, j)
         if bias:
-            fb = ops.load6(ws, i, L.W_F)
-            u -= ops.dot6(sg, fb)
-            if to_parent:
-                cvec = ops.load6(ws, i, L.W_C)
-                uc += ops.dot6(Ub, cvec)
-                R, p = ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)
-                pb = ops.add6(fb, diag_mul(ib, ws, i, cvec))  # (𝗉^A + 𝖨^A 𝖼)_b
-                ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(R, p, pb))
+            u -= ops.dot6(sg, ops.load6(ws, i, L.W_F))
         if to_parent:  # carry body b's full-rank part and its 𝖴 column to Λ's frame
             R, p = ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P)  # ᵇX_Λ: b is hinged on Λ
             V = ops.add6(V, ops.force_to_parent(R, p, Ub))
+            if bias:
+                cvec = ops.load6(ws, i, L.W_C)
+                uc += ops.dot6(Ub, cvec)
+                pb = ops.add6(ops.load6(ws, i, L.W_F), diag_mul(ib, ws, i, cvec))  # (𝗉^A + 𝖨^A 𝖼)_b
+                ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(R, p, pb))
             if ib[i, L.I_ROTOR] != 0:
                 for x in range(36):
                     ws[lam, L.W_IA + x] += ws[i, L.W_IPAR + x]

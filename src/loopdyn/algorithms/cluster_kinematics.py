@@ -249,7 +249,7 @@ def cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_vel, with_acc):
     if ic[k, L.C_STAR] != 0:  # every body hinged on Λ with g = 0: the tree's step, 𝖲 block j = s_j G_j
         for j in range(nb):
             i = cb[first + j]
-            R, p = jcalc(ib, ws, i, qs)  # ᶦX_Λ is the joint's (W_XR, W_XP kept for readers of the layout)
+            R, p = jcalc(ib, ws, i, qs)  # ᶦX_Λ is the joint's: W_XR, W_XP = R, p
             ops.store9(ws, i, L.W_XR, R)
             ops.store3(ws, i, L.W_XP, p)
             if with_vel:
