@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from .joints import Joint, Prismatic, Revolute, RevoluteUnbounded
+from .joints import Joint, Prismatic, Revolute, RevoluteUnbounded, unit_axis
 from .placement import as_placement
 
 #: sine of the angle below which two axes count as parallel
@@ -62,19 +62,6 @@ def _raw_axis(axis):
     except (TypeError, ValueError):
         return axis
     return tuple(float(x) for x in a)
-
-
-def _unit(axis, joint: str, what: str) -> np.ndarray:
-    try:
-        a = np.asarray(axis, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        a = np.zeros(0)
-    if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise ModelError(f"joint {joint!r}: {what} must be 3 finite numbers, got {axis!r}")
-    n = float(np.linalg.norm(a))
-    if n < 1e-12:
-        raise ModelError(f"joint {joint!r}: {what} {axis!r} has zero length")
-    return a / n
 
 
 def _fmt(a) -> str:
@@ -173,8 +160,8 @@ class Universal(CompoundJoint):
         object.__setattr__(self, "axis2", _raw_axis(self.axis2))
 
     def expand(self, name: str):
-        a1 = _unit(self.axis1, name, "universal axis1")
-        a2 = _unit(self.axis2, name, "universal axis2")
+        a1 = unit_axis(self.axis1, f"joint {name!r}", "universal axis1")
+        a2 = unit_axis(self.axis2, f"joint {name!r}", "universal axis2")
         _check_not_parallel(a1, a2, name, "universal", "axes")
         lim = self._limits(name, 2)
         return [(Revolute(a1, **lim[0]), _IDENTITY), (Revolute(a2, **lim[1]), _IDENTITY)]
@@ -208,7 +195,7 @@ class Gimbal(CompoundJoint):
             n = -1
         if n != 3:
             raise ModelError(f"joint {name!r}: a gimbal joint needs 3 axes, got {self.axes!r}")
-        a = [_unit(x, name, f"gimbal axis {k + 1}") for k, x in enumerate(self.axes)]
+        a = [unit_axis(x, f"joint {name!r}", f"gimbal axis {k + 1}") for k, x in enumerate(self.axes)]
         _check_not_parallel(a[0], a[1], name, "gimbal", "axes 1 and 2")
         _check_not_parallel(a[1], a[2], name, "gimbal", "axes 2 and 3")
         lim = self._limits(name, 3)
@@ -223,7 +210,7 @@ def plane_basis(normal: np.ndarray, x_axis=None, name: str = "planar") -> tuple[
         e1 = x - (x @ normal) * normal
         e1 = e1 / np.linalg.norm(e1)
     else:
-        e1 = _unit(x_axis, name, "planar x_axis")
+        e1 = unit_axis(x_axis, f"joint {name!r}", "planar x_axis")
         if abs(e1 @ normal) > 1e-9:
             raise ModelError(f"joint {name!r}: planar x_axis {_fmt(e1)} is not perpendicular to the "
                              f"normal {_fmt(normal)}")
@@ -255,7 +242,7 @@ class Planar(CompoundJoint):
             object.__setattr__(self, "x_axis", _raw_axis(self.x_axis))
 
     def expand(self, name: str):
-        n = _unit(self.normal, name, "planar normal")
+        n = unit_axis(self.normal, f"joint {name!r}", "planar normal")
         e1, e2 = plane_basis(n, self.x_axis, name)
         lim = self._limits(name, 3)
         return [(Prismatic(e1, **lim[0]), _IDENTITY), (Prismatic(e2, **lim[1]), _IDENTITY),

@@ -39,13 +39,18 @@ SPHERICAL = 4
 FREEFLYER = 5
 
 
-def _unit_axis(axis, joint: str) -> np.ndarray:
-    a = np.asarray(axis, dtype=float).reshape(-1)
+def unit_axis(axis, where: str, what: str = "axis") -> np.ndarray:
+    """``axis`` as a unit 3-vector, or a :class:`ModelError` "``where``: ``what`` …" saying why not
+    (not 3 finite numbers, or zero length)."""
+    try:
+        a = np.asarray(axis, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        a = np.zeros(0)
     if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise ModelError(f"{joint}: axis must be 3 finite numbers, got {axis!r}")
+        raise ModelError(f"{where}: {what} must be 3 finite numbers, got {axis!r}")
     n = float(np.linalg.norm(a))
     if n < 1e-12:
-        raise ModelError(f"{joint}: axis {axis!r} has zero length")
+        raise ModelError(f"{where}: {what} {axis!r} has zero length")
     return a / n
 
 
@@ -98,7 +103,7 @@ class _OneDof(Joint):
     nv = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "axis", tuple(_unit_axis(self.axis, type(self).__name__)))
+        object.__setattr__(self, "axis", tuple(unit_axis(self.axis, type(self).__name__)))
         lo, hi = _limit(self.lower, -np.inf), _limit(self.upper, np.inf)
         if lo > hi:
             raise ModelError(f"{type(self).__name__}: lower limit {lo} > upper limit {hi}")
