@@ -118,36 +118,38 @@ def _four_bar():
     return m
 
 
-def _loops(pin, repeats, target):
-
-    model = _four_bar()
-    data = model.create_data()
+def _pin_closed_chain(pin, model, joint, a, Ma, b, Mb):
+    """Pinocchio's spanning tree of a planar linkage (every joint a ``joint`` revolute, from the
+    loopdyn model's placements and inertias) with the loop closed by a 3-D constraint between frame
+    ``Ma`` of joint ``a`` and ``Mb`` of joint ``b``: ``(model, data, constraint models and datas,
+    proximal settings)``, ready for ``constraintDynamics``."""
     pm = pin.Model()
     pm.gravity = pin.Motion(np.r_[model.gravity, 0.0, 0.0, 0.0])
-    for b in model.bodies:
-        jid = pm.addJoint(b.parent, pin.JointModelRZ(), pin.SE3(b.rotation, b.translation), b.joint_name)
-        inertia = b.inertia
+    for body in model.bodies:
+        jid = pm.addJoint(body.parent, joint(), pin.SE3(body.rotation, body.translation), body.joint_name)
+        inertia = body.inertia
         pm.appendBodyToJoint(jid, pin.Inertia(inertia.mass, inertia.com, inertia.inertia), pin.SE3.Identity())
-    cm = pin.RigidConstraintModel(
-        pin.ContactType.CONTACT_3D, pm,
-        pm.getJointId("coupler"), pin.SE3(np.eye(3), np.array([0.8, 0, 0])),
-        pm.getJointId("rocker"), pin.SE3(np.eye(3), np.array([0.6, 0, 0])),
-        pin.ReferenceFrame.LOCAL,
-    )  # fmt: skip
+    cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, pm.getJointId(a), Ma, pm.getJointId(b), Mb,
+                                  pin.ReferenceFrame.LOCAL)  # fmt: skip
     cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
     cms.append(cm)
     cds.append(cm.createData())
     pd = pm.createData()
     pin.initConstraintDynamics(pm, pd, cms, cds)
-    prox = pin.ProximalSettings(1e-12, 1e-12, 20)
-    q = ld.random_configuration(model, 0)
-    v = np.array([0.7])
-    tau = np.array([0.3])
+    return pm, pd, cms, cds, pin.ProximalSettings(1e-12, 1e-12, 20)
+
+
+def _c_aba_vs_constraint_dynamics(pin, model, closed, q, v, tau, independent, repeats, target):
+    """C-ABA against constraintDynamics on the closed spanning chain ``closed`` (from
+    :func:`_pin_closed_chain`), the spanning joint forces zero but on the ``independent`` joints:
+    ``(interleaved times, largest difference of the accelerations)``."""
+    pm, pd, cms, cds, prox = closed
+    data = model.create_data()
     qs, vs, _, _ = spanning_state(model, q, v)
-    ts = np.array([tau[0], 0.0, 0.0])
+    ts = np.zeros(model.spanning_nv)
+    ts[independent] = tau
     a = ld.aba(model, data, q, v, tau)
-    ap = pin.constraintDynamics(pm, pd, qs, vs, ts, cms, cds, prox)
-    err = float(abs(a[0] - ap[0]))
+    err = float(np.abs(a - pin.constraintDynamics(pm, pd, qs, vs, ts, cms, cds, prox)[independent]).max())
     t = interleaved(
         {
             "loopdyn": lambda: ld.aba(model, data, q, v, tau),
@@ -156,6 +158,16 @@ def _loops(pin, repeats, target):
         repeats=repeats,
         target=target,
     )
+    return t, err
+
+
+def _loops(pin, repeats, target):
+    model = _four_bar()
+    tip = [pin.SE3(np.eye(3), np.array([x, 0.0, 0.0])) for x in (0.8, 0.6)]  # the coupler's and rocker's ends
+    closed = _pin_closed_chain(pin, model, pin.JointModelRZ, "coupler", tip[0], "rocker", tip[1])
+    q = ld.random_configuration(model, 0)
+    t, err = _c_aba_vs_constraint_dynamics(pin, model, closed, q, np.array([0.7]), np.array([0.3]), [0],
+                                           repeats, target)  # fmt: skip
     ratios = {("four_bar", "C-ABA vs constraintDynamics"): _row("four_bar (3-D loop)", "C-ABA", t, err)}
     ratios.update(_five_bar(pin, repeats, target))
     return ratios
@@ -165,45 +177,15 @@ def _five_bar(pin, repeats, target):
     """C-ABA on the built-in five-bar against constraintDynamics on its spanning tree (revolute joints
     about y) with the distal tips joined by a 3-D constraint."""
     model = ld.robots.five_bar()
-    data = model.create_data()
-    pm = pin.Model()
-    pm.gravity = pin.Motion(np.r_[model.gravity, 0.0, 0.0, 0.0])
-    for b in model.bodies:
-        jid = pm.addJoint(b.parent, pin.JointModelRY(), pin.SE3(b.rotation, b.translation), b.joint_name)
-        inertia = b.inertia
-        pm.appendBodyToJoint(jid, pin.Inertia(inertia.mass, inertia.com, inertia.inertia), pin.SE3.Identity())
     (loop,) = model.constraints
-    tips = [
-        pin.SE3(R, np.asarray(p, dtype=float))
-        for R, p in (loop.predecessor_placement, loop.successor_placement)
-    ]
-    cm = pin.RigidConstraintModel(
-        pin.ContactType.CONTACT_3D, pm,
-        pm.getJointId("left_elbow"), tips[0], pm.getJointId("right_elbow"), tips[1],
-        pin.ReferenceFrame.LOCAL,
-    )  # fmt: skip
-    cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    cms.append(cm)
-    cds.append(cm.createData())
-    pd = pm.createData()
-    pin.initConstraintDynamics(pm, pd, cms, cds)
-    prox = pin.ProximalSettings(1e-12, 1e-12, 20)
+    tips = [pin.SE3(R, np.asarray(p, dtype=float))
+            for R, p in (loop.predecessor_placement, loop.successor_placement)]  # fmt: skip
+    closed = _pin_closed_chain(pin, model, pin.JointModelRY, "left_elbow", tips[0], "right_elbow", tips[1])
     rng = np.random.default_rng(0)
     q = ld.random_configuration(model, rng)
     v, tau = rng.standard_normal(2), rng.standard_normal(2)
-    qs, vs, _, _ = spanning_state(model, q, v)
-    ts = np.zeros(4)
-    ts[[0, 2]] = tau  # the motors (the independent coordinates: G's rows 0 and 2 are the identity)
-    a = ld.aba(model, data, q, v, tau)
-    err = float(np.abs(a - pin.constraintDynamics(pm, pd, qs, vs, ts, cms, cds, prox)[[0, 2]]).max())
-    t = interleaved(
-        {
-            "loopdyn": lambda: ld.aba(model, data, q, v, tau),
-            "pinocchio": lambda: pin.constraintDynamics(pm, pd, qs, vs, ts, cms, cds, prox),
-        },
-        repeats=repeats,
-        target=target,
-    )
+    # the motors are the independent coordinates: G's rows 0 and 2 are the identity
+    t, err = _c_aba_vs_constraint_dynamics(pin, model, closed, q, v, tau, [0, 2], repeats, target)
     return {("five_bar", "C-ABA vs constraintDynamics"): _row("five_bar (revolute loop)", "C-ABA", t, err)}
 
 
