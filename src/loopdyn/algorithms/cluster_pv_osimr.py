@@ -20,7 +20,9 @@ branching strict ancestor.
 
   * eq. 16: ``^{λ(k)}Ω_{D(k)} = ᵏΩ_{D(k)} + Yᵀ 𝖣_k⁻¹ Y``;
   * eq. 17: ``^{λ(k)}P_{D(k)} = 𝒳ᵀ 𝖫_kᵀ P``, column by column: ``χ − 𝖴 𝖣⁻¹ 𝖲ᵀχ``, then each body's
-    force to its output body.
+    force to its output body. An unbranched star cluster (a link and its geared rotors) takes the
+    forces from below on one body only and pays one transform and a rank-one term per column
+    (:func:`cpv_star_step`).
 
 * Forward sweep over N (line 17, eq. 18): ``⁰Ω_i = ^{A}Ω_i + ^{A}P_iᵀ ⁰Ω_A ^{A}P_i``.
 * CEMPs up the branching ancestors (lines 18–22, eq. 19): ``^{A(e)}K_e = ^{A(e)}P_eᵀ``,
@@ -40,11 +42,12 @@ import numpy as np
 from numba import njit
 
 from ..model import layout as L
+from ..spatial import ops
 from .borrow import borrowed
 from .cluster_delassus import dinv_mul, force_to_parent_cluster, st_mul_cluster
 from .cluster_dynamics import c_aba_backward
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
-from .common import kernel
+from .common import kernel, s_column
 from .pv_osim import branching_structure
 
 __all__ = ["cluster_branching", "cluster_structure"]
@@ -64,7 +67,8 @@ N_SPACE = 10  # the node's own space: 6 n_b (cluster) or m_e (EE)
 N_E = 11  # for an EE: its constraint index
 N_FULL = 12  # for a cluster: 6 n_b, the rows of the propagators into it
 N_PORT = 13  # for a branching cluster: offset of its ports (body sub-indices) in the ports array
-NN = 14
+N_ENTRY = 14  # for an unbranched cluster with EEs: the one body (sub-index) its chain child's forces reach
+NN = 15
 
 
 def cluster_branching(parents, ee_parents):
@@ -131,6 +135,17 @@ class ClusterStructure:
             port_off[k] = len(port_list)
             port_list += sorted(ps)
             space[k] = 6 * len(ps)
+        entry = [-1] * total
+        for k in range(1, ncl + 1):
+            ch = chain[k]
+            if in_n[k] or ch < 0:
+                continue
+            if ch > ncl:  # an EE: its body
+                entry[k] = int(ib[cbody[ch - ncl - 1], L.I_SUB])
+            else:  # a cluster: its bodies' output bodies in k, if they are one
+                first, nb = int(ic[ch, L.C_FIRST]), int(ic[ch, L.C_NB])
+                outs = {int(ib[int(ib[data.cb[first + j], L.I_OUT]), L.I_SUB]) for j in range(nb)}
+                entry[k] = outs.pop() if len(outs) == 1 else -1
         T = np.full((total, NN), -1, dtype=np.int64)
         off = 0
         for x in range(total):
@@ -143,6 +158,7 @@ class ClusterStructure:
             T[x, N_E] = x - ncl - 1 if x > ncl else -1
             T[x, N_FULL] = full[x]
             T[x, N_PORT] = port_off.get(x, -1)
+            T[x, N_ENTRY] = entry[x]
             if x == 0 or not has_es[x]:
                 continue
             dim = space[D[x]]
@@ -250,6 +266,43 @@ def cpv_seed_end_effectors(ib, cbody, crow, K, T, buf, ncl):
 
 
 @njit(cache=True, inline="always")
+def cpv_star_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z):
+    """Lines 5–15 for an unbranched star cluster k (layout ``C_STAR``: one coordinate, every body hinged
+    on the one output body Λ, :func:`~.cluster_dynamics.c_aba_star`). Its chain child's forces reach
+    one body e (``N_ENTRY``), so per column χ: 𝖲ᵀχ = G_e s_eᵀ χ_e (a scalar), and eq. 17 is
+    ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲ᵀχ`` on Λ's block, with the port ``V = Σ_b ᵇX_Λᵀ 𝖴_b`` formed once."""
+    first, U = ic[k, L.C_FIRST], ic[k, L.C_U]
+    dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
+    src = T[ch, N_PD]
+    e = T[k, N_ENTRY]
+    ie = cb[first + e]
+    sg = ops.scale6(s_column(ib, ws, ie, 0), wc[ic[k, L.C_G] + e])  # 𝖲 on body e
+    dinv = wc[ic[k, L.C_DINV]]
+    Re, pe = ops.load9(ws, ie, L.W_R), ops.load3(ws, ie, L.W_P)
+    V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    lam_rows = 0
+    if pd >= 0:
+        for j in range(ic[k, L.C_NB]):
+            i = cb[first + j]
+            Ub = ops.col6w(wc, U + 6 * j, 1)
+            V = ops.add6(V, ops.force_to_parent(ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P), Ub))
+        lam_rows = 6 * ib[ib[ie, L.I_OUT], L.I_SUB]
+        for a in range(T[T[k, N_PARENT], N_FULL] * dim):  # the parent's other bodies get nothing
+            buf[pd + a] = 0.0
+    so = src + 6 * e * dim
+    for col in range(dim):
+        chi = ops.col6w(buf, so + col, dim)
+        z = ops.dot6(sg, chi)
+        y = dinv * z
+        Y[0, col] = z
+        Z[0, col] = y
+        if pd >= 0:
+            f = ops.sub6(ops.force_to_parent(Re, pe, chi), ops.scale6(V, y))
+            for r in range(6):
+                buf[pd + (lam_rows + r) * dim + col] = f[r]
+
+
+@njit(cache=True, inline="always")
 def cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z):
     """Lines 5–15, clusters from the leaves: per cluster with EEs below, the propagated force
     propagator ^{λ}P_{D(k)} = 𝒳ᵀ (χ − 𝖴 𝖣⁻¹ 𝖲ᵀ χ) column by column (eq. 17; χ = 1 on the ports of a
@@ -263,7 +316,9 @@ def cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z):
         branching = T[k, N_INN] == 1
         ch = T[k, N_CHAIN]
         src = 0 if branching else T[ch, N_PD]
-        for col in range(dim):
+        if ic[k, L.C_STAR] != 0 and T[k, N_ENTRY] >= 0:
+            cpv_star_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z)
+        for col in range(dim if ic[k, L.C_STAR] == 0 or T[k, N_ENTRY] < 0 else 0):
             if branching:  # ᵏP_k = 1 (line 7), on the ports' forces
                 for a in range(nb6):
                     f[0, a] = 0.0
