@@ -17,6 +17,11 @@ eliminated by the clusters.
     ``a'_a = ᵃX_Λ W_λ(Λ(a))``: ``W_k = a' + 𝖲 𝖣⁻¹ (𝖲ᵀ χ − 𝖴ᵀ a')``;
   * ``Λ⁻¹_{r1,r2} = χ_{r1,c} · W_{r2,c}`` at the deepest cluster c supporting both rows.
 
+  On a star cluster (a link and its geared rotors, all hinged on one output body Λ) a row's χ is
+  non-zero on one body e only, and both steps go through the cluster's one port
+  ``V = Σ_b ᵇX_Λᵀ 𝖴_b`` (:func:`star_port`): one transform and a scalar 𝖣⁻¹ per row
+  (:func:`efpa_star_up`, :func:`efpa_star_down`).
+
   O(N_C l³) for the sweep, O(m 𝖽 l²) for the propagation (𝖽 the depth of the cluster tree, l the
   cluster size) and O(m² l) for the products.
 * :func:`c_constraint_jacobian_core` — ``J`` (m × nv): a row's force distribution walks up the
@@ -120,6 +125,20 @@ def st_mul_cluster(ib, ws, ic, cb, wc, k, F, rf, z):
 
 
 @njit(cache=True, inline="always")
+def star_port(ib, ws, ic, cb, wc, k):
+    """The one port ``V = Σ_b ᵇX_Λᵀ 𝖴_b`` of a star cluster k (layout ``C_STAR``: every body hinged on
+    the output body Λ, one coordinate) after C-ABA's backward sweep: 𝖫ᵀ moved to Λ is
+    ``χ ↦ Σ_b ᵇX_Λᵀ χ_b − V 𝖣⁻¹ 𝖲ᵀχ`` and ``𝖴ᵀ 𝒳 a_Λ = V · a_Λ``."""
+    first, U = ic[k, L.C_FIRST], ic[k, L.C_U]
+    V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for j in range(ic[k, L.C_NB]):
+        i = cb[first + j]
+        V = ops.add6(V, ops.force_to_parent(ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP),
+                                            ops.col6w(wc, U + 6 * j, 1)))  # fmt: skip
+    return V
+
+
+@njit(cache=True, inline="always")
 def dinv_mul(ic, wc, k, z, y):
     """y[:m] = 𝖣_k⁻¹ z."""
     m = ic[k, L.C_M]
@@ -129,6 +148,51 @@ def dinv_mul(ic, wc, k, z, y):
         for l2 in range(m):
             acc += wc[DI + l * m + l2] * z[l2]
         y[l] = acc
+
+
+@njit(cache=True, inline="always")
+def entry_sub(ib, ic, cb, path, e, t, d, b):
+    """The body (sub-index) of the cluster at depth t on constraint e's path that the constraint's
+    forces reach: the constrained body b at t = d, above it the output body of the next cluster."""
+    if t == d:
+        return ib[b, L.I_SUB]
+    return ib[ib[cb[ic[path[e, t + 1], L.C_FIRST]], L.I_OUT], L.I_SUB]
+
+
+@njit(cache=True, inline="always")
+def efpa_star_up(ib, ws, ic, cb, wc, k, es, Vs, KC, r):
+    """Eq. 62 for a star cluster k whose row r of χ is non-zero on body es only: row r − 1 (zero
+    elsewhere) gets ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲_eᵀ χ_e`` on Λ's block (:func:`star_port`)."""
+    ie = cb[ic[k, L.C_FIRST] + es]
+    o = 6 * es
+    chi = ops.load6(KC, r, o)
+    y = wc[ic[k, L.C_DINV]] * ops.dot6(s_col(ib, ws, ic, cb, wc, k, es, 0), chi)
+    f = ops.sub6(ops.force_to_parent(ops.load9(ws, ie, L.W_XR), ops.load3(ws, ie, L.W_XP), chi),
+                 ops.scale6(ops.load6(Vs, k, 0), y))  # fmt: skip
+    o = 6 * ib[ib[ie, L.I_OUT], L.I_SUB]
+    for c in range(6):
+        KC[r - 1, o + c] = f[c]
+
+
+@njit(cache=True, inline="always")
+def efpa_star_down(ib, ws, ic, cb, wc, k, es, Vs, KC, W, r, root):
+    """Eqs. 63–67 for a star cluster k (row r of χ non-zero on body es only): with a_Λ the parent's
+    column on Λ (zero at the root), ``y = 𝖣⁻¹ (𝖲_eᵀ χ_e − V·a_Λ)`` and ``W_b = ᵇX_Λ a_Λ + 𝖲_b y``."""
+    first = ic[k, L.C_FIRST]
+    o = 6 * es
+    z = ops.dot6(s_col(ib, ws, ic, cb, wc, k, es, 0), ops.load6(KC, r, o))
+    a = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if not root:
+        o = 6 * ib[ib[cb[first], L.I_OUT], L.I_SUB]
+        a = ops.load6(W, r - 1, o)
+        z -= ops.dot6(ops.load6(Vs, k, 0), a)
+    y = wc[ic[k, L.C_DINV]] * z
+    for j in range(ic[k, L.C_NB]):
+        i = cb[first + j]
+        w = ops.add6(ops.motion_to_child(ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP), a),
+                     ops.scale6(s_col(ib, ws, ic, cb, wc, k, j, 0), y))  # fmt: skip
+        for c in range(6):
+            W[r, 6 * j + c] = w[c]
 
 
 @njit(cache=True)
@@ -157,6 +221,14 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
     z = np.empty(mmax)
     y = np.empty(mmax)
     ap = np.empty((1, w6))
+    Vs = np.empty((ncl + 1, 6))  # the ports of the star clusters on the paths
+    for e in range(nc):
+        for t in range(2, depth[ib[cbody[e], L.I_CLUSTER]] + 1 if cbody[e] > 0 else 0):
+            k = path[e, t]
+            if ic[k, L.C_STAR] != 0:
+                V = star_port(ib, ws, ic, cb, wc, k)
+                for c in range(6):
+                    Vs[k, c] = V[c]
     for e in range(nc):
         b = cbody[e]
         if b == 0:
@@ -169,6 +241,10 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
                 KC[base + d, sb + c] = K[r, c]
             for t in range(d, 1, -1):  # backward (eq. 62): χ_λ = 𝒳ᵀ 𝖫ᵀ χ_k
                 k = path[e, t]
+                if ic[k, L.C_STAR] != 0:
+                    efpa_star_up(ib, ws, ic, cb, wc, k, entry_sub(ib, ic, cb, path, e, t, d, b), Vs, KC,
+                                 base + t)  # fmt: skip
+                    continue
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
                 st_mul_cluster(ib, ws, ic, cb, wc, k, KC, base + t, z)
                 dinv_mul(ic, wc, k, z, y)
@@ -180,6 +256,10 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
                 force_to_parent_cluster(ib, ws, ic, cb, k, ap, 0, KC, base + t - 1)
             for t in range(1, d + 1):  # forward (eqs. 63–67)
                 k = path[e, t]
+                if ic[k, L.C_STAR] != 0:
+                    efpa_star_down(ib, ws, ic, cb, wc, k, entry_sub(ib, ic, cb, path, e, t, d, b), Vs, KC, W,
+                                   base + t, t == 1)  # fmt: skip
+                    continue
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
                 if t == 1:
                     for x in range(nb6):

@@ -44,10 +44,10 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
-from .cluster_delassus import dinv_mul, force_to_parent_cluster, st_mul_cluster
-from .cluster_dynamics import c_aba_backward
+from .cluster_delassus import dinv_mul, force_to_parent_cluster, st_mul_cluster, star_port
+from .cluster_dynamics import c_aba_backward, s_col
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
-from .common import kernel, s_column
+from .common import kernel
 from .pv_osim import branching_structure
 
 __all__ = ["cluster_branching", "cluster_structure"]
@@ -271,21 +271,18 @@ def cpv_star_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z):
     on the one output body Λ, :func:`~.cluster_dynamics.c_aba_star`). Its chain child's forces reach
     one body e (``N_ENTRY``), so per column χ: 𝖲ᵀχ = G_e s_eᵀ χ_e (a scalar), and eq. 17 is
     ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲ᵀχ`` on Λ's block, with the port ``V = Σ_b ᵇX_Λᵀ 𝖴_b`` formed once."""
-    first, U = ic[k, L.C_FIRST], ic[k, L.C_U]
+    first = ic[k, L.C_FIRST]
     dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
     src = T[ch, N_PD]
     e = T[k, N_ENTRY]
     ie = cb[first + e]
-    sg = ops.scale6(s_column(ib, ws, ie, 0), wc[ic[k, L.C_G] + e])  # 𝖲 on body e
+    sg = s_col(ib, ws, ic, cb, wc, k, e, 0)  # 𝖲 on body e
     dinv = wc[ic[k, L.C_DINV]]
-    Re, pe = ops.load9(ws, ie, L.W_R), ops.load3(ws, ie, L.W_P)
+    Re, pe = ops.load9(ws, ie, L.W_XR), ops.load3(ws, ie, L.W_XP)
     V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     lam_rows = 0
     if pd >= 0:
-        for j in range(ic[k, L.C_NB]):
-            i = cb[first + j]
-            Ub = ops.col6w(wc, U + 6 * j, 1)
-            V = ops.add6(V, ops.force_to_parent(ops.load9(ws, i, L.W_R), ops.load3(ws, i, L.W_P), Ub))
+        V = star_port(ib, ws, ic, cb, wc, k)
         lam_rows = 6 * ib[ib[ie, L.I_OUT], L.I_SUB]
         for a in range(T[T[k, N_PARENT], N_FULL] * dim):  # the parent's other bodies get nothing
             buf[pd + a] = 0.0
