@@ -68,7 +68,7 @@ def touch_block(w, mask, nb, a, b, IA, nb6):
 # and the backward recursion of 𝖿^𝒥 is the spanning tree's force recursion regrouped by cluster; so
 # C-RNEA = the tree recursion on the cluster's spanning coordinates, then τ_k = G_kᵀ τ_𝒥k per
 # cluster — no cluster transform or 𝖲 needs forming.
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau):
     for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q, q̇ = G ẏ, q̈ = G ÿ + g (eqs. 3, 33)
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
@@ -90,7 +90,7 @@ def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext,
 
 # ---------------------------------------------------------------------------------------------
 # C-ABA (Algorithm 1; GRBDA order: articulated inertias, bias forces, accelerations)
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy):
     st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, np.zeros(0), False)
     if st != 0:
@@ -360,7 +360,7 @@ def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
     """C-ABA's first two passes (after the cluster kinematics): per cluster the articulated inertia
     𝖨^A, 𝖴 = 𝖨^A 𝖲, 𝖣⁻¹ and 𝗎 = τ − 𝖲ᵀ𝗉^A. Returns 0 or a SINGULAR status.
@@ -391,7 +391,7 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def c_aba_forward(ib, ws, ic, cb, wc, ddy):
     """C-ABA's last pass (lines 38–43): ÿ and the body accelerations, after :func:`c_aba_backward`."""
     ncl = ic[0, L.C0_NCL]

@@ -302,7 +302,7 @@ def cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_vel, with_acc):
             ops.store6(ws, i, L.W_C, c_i)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity):
     """Cluster forward kinematics for the whole tree (see the module docstring). Returns a status.
     Body accelerations only when ``a`` is given (not empty); with ``with_gravity`` the base then
@@ -338,7 +338,7 @@ def c_fk_kernel(ib, ws, ic, cb, wc, q, v, a):
     return c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, False)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def validate_cluster_state(ib, ic, cb, q, v, x, fext, x_required):
     """Status of a cluster state (q, v) and a vector x of independent size (accelerations or forces;
     when not ``x_required`` an empty x means 'not given'), and of external forces (empty or
@@ -360,7 +360,7 @@ def validate_cluster_state(ib, ic, cb, q, v, x, fext, x_required):
     return check_cluster_units(ib, ic, cb, q)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def validate_cluster_configuration(ib, ic, cb, q):
     """Status of a cluster configuration q alone: size, finiteness, unit quaternions."""
     nq = 0
