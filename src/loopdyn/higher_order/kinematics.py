@@ -19,7 +19,9 @@ import math
 
 import numpy as np
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
 
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_AXIS, HF_COM, HF_IC, HF_JP, HF_JR, HF_MASS
@@ -36,6 +38,61 @@ def keep_alive(typingctx, x):
         return context.get_dummy_value()
 
     return types.none(x), codegen
+
+
+@intrinsic
+def view(typingctx, buf, offset, shape):
+    """``buf[offset : offset + prod(shape)].reshape(shape)`` for a C-contiguous ``buf``, built directly
+    (shape, C strides, data pointer, ``buf``'s reference-count record): Numba's ``reshape`` calls an
+    out-of-line helper, ~15 ns per view, and a kernel takes a dozen views per call. The view holds a
+    reference to ``buf``'s buffer, as a NumPy view (none when ``buf`` is borrowed). The caller
+    guarantees that the view lies inside ``buf`` (no check)."""
+    if not (isinstance(buf, types.Array) and buf.layout == "C" and isinstance(shape, types.BaseTuple)):
+        return None
+    ndim = len(shape)
+    retty = types.Array(buf.dtype, ndim, "C")
+
+    def codegen(context, builder, signature, args):
+        bufv, off, shp = args
+        src = context.make_array(buf)(context, builder, value=bufv)
+        dst = context.make_array(retty)(context, builder)
+        dims = [
+            context.cast(builder, builder.extract_value(shp, k), shape[k], types.intp) for k in range(ndim)
+        ]
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(context.get_data_type(buf.dtype)))
+        strides = [itemsize] * ndim
+        for k in range(ndim - 2, -1, -1):
+            strides[k] = builder.mul(strides[k + 1], dims[k + 1])
+        data = builder.gep(src.data, [context.cast(builder, off, offset, types.intp)])
+        populate_array(dst, data=data, shape=dims, strides=strides, itemsize=itemsize, meminfo=src.meminfo)
+        out = dst._getvalue()
+        context.nrt.incref(builder, retty, out)  # a new reference (a no-op on a borrowed buffer)
+        return out
+
+    return retty(buf, offset, shape), codegen
+
+
+@intrinsic
+def flat(typingctx, x):
+    """``x.reshape(-1)`` for a C-contiguous ``x``, without Numba's out-of-line reshape helper."""
+    if not (isinstance(x, types.Array) and x.layout == "C"):
+        return None
+    retty = types.Array(x.dtype, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(x)(context, builder, value=args[0])
+        dst = context.make_array(retty)(context, builder)
+        n = context.get_constant(types.intp, 1)
+        for d in cgutils.unpack_tuple(builder, src.shape, x.ndim):
+            n = builder.mul(n, d)
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(context.get_data_type(x.dtype)))
+        mi = src.meminfo
+        populate_array(dst, data=src.data, shape=[n], strides=[itemsize], itemsize=itemsize, meminfo=mi)
+        out = dst._getvalue()
+        context.nrt.incref(builder, retty, out)  # a new reference (a no-op on a borrowed array)
+        return out
+
+    return retty(x), codegen
 
 
 @njit(cache=True)
@@ -393,25 +450,25 @@ def table_views(buf, K, R, nb, nv):
     borrowed`, kept alive with :func:`keep_alive`): then no view is reference-counted."""
     n3, n6, n9 = (K + 1) * (nb + 1) * 3, (K + 1) * (nb + 1) * 6, (K + 1) * (nb + 1) * 9
     o = 0
-    V = buf[o : o + n6].reshape((K + 1, nb + 1, 6))
+    V = view(buf, o, (K + 1, nb + 1, 6))
     o += n6
-    S = buf[o : o + (K + 1) * nv * 6].reshape((K + 1, nv, 6))
+    S = view(buf, o, (K + 1, nv, 6))
     o += (K + 1) * nv * 6
-    Rw = buf[o : o + n9].reshape((K + 1, nb + 1, 3, 3))
+    Rw = view(buf, o, (K + 1, nb + 1, 3, 3))
     o += n9
-    pw = buf[o : o + n3].reshape((K + 1, nb + 1, 3))
+    pw = view(buf, o, (K + 1, nb + 1, 3))
     o += n3
-    cw = buf[o : o + n3].reshape((K + 1, nb + 1, 3))
+    cw = view(buf, o, (K + 1, nb + 1, 3))
     o += n3
-    Jw = buf[o : o + n9].reshape((K + 1, nb + 1, 3, 3))
+    Jw = view(buf, o, (K + 1, nb + 1, 3, 3))
     o += n9
-    Ib = buf[o : o + n9].reshape((K + 1, nb + 1, 3, 3))
+    Ib = view(buf, o, (K + 1, nb + 1, 3, 3))
     o += n9
-    F = buf[o : o + (R + 1) * (nb + 1) * 3].reshape((R + 1, nb + 1, 3))
+    F = view(buf, o, (R + 1, nb + 1, 3))
     o += (R + 1) * (nb + 1) * 3
-    W = buf[o : o + (R + 1) * (nb + 1) * 6].reshape((R + 1, nb + 1, 6))
+    W = view(buf, o, (R + 1, nb + 1, 6))
     o += (R + 1) * (nb + 1) * 6
-    vd = buf[o : o + (K + 1) * nv].reshape((K + 1, nv))
+    vd = view(buf, o, (K + 1, nv))
     o += (K + 1) * nv
     for k in range(K + 1):  # the world: identity pose, at rest at every order
         for a in range(6):
