@@ -25,6 +25,7 @@ from ..model.joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from . import validation as hv
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS
 from .kinematics import (
+    STACK_FLOATS,
     applied_wrench_sub,
     body_derivative,
     fill_binomials,
@@ -33,6 +34,7 @@ from .kinematics import (
     pose_and_screws,
     pose_derivative,
     screw_derivative,
+    stack_floats,
     table_floats,
     table_views,
     twist_bias,
@@ -111,12 +113,17 @@ def check_fext(hb, fext, rows, arg):
 # H-GRNE (paper Alg. 2)
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def rnea_core(hb, hf, q, vd, fext, out):
-    """τ^(0…R) into ``out`` (R+1, nv) from ``vd`` = v^(0…R+1) on validated inputs."""
+    """τ^(0…R) into ``out`` (R+1, nv) from ``vd`` = v^(0…R+1) on validated inputs. The per-call tables
+    (and binomials, scratch) live on the stack if they fit, else in one heap allocation (borrowed:
+    their views are uncounted); either way in this function, so LLVM knows they alias no argument."""
     nb, nv = hb[0, 0], hb[0, 2]
     R = vd.shape[0] - 2
     K = R + 1
-    bufc = np.empty(table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + 6)  # tables, binomials, scratch
-    (buf,) = borrowed((bufc,))  # one allocation; its views are uncounted
+    n = table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + 6
+    buf = stack_floats()
+    if n > STACK_FLOATS:
+        bufc = np.empty(n)
+        (buf,) = borrowed((bufc,))
     V, S, Rw, pw, cw, Jw, Ib, F, W, _, rest = table_views(buf, K, R, nb, nv)
     C = view(rest, 0, (K + 2, K + 2))
     fill_binomials(C)
@@ -158,7 +165,8 @@ def rnea_core(hb, hf, q, vd, fext, out):
             for r in range(R + 1):
                 for a in range(6):
                     W[r, par, a] += W[r, i, a]
-    keep_alive(bufc)
+    if n > STACK_FLOATS:
+        keep_alive(bufc)
 
 
 @njit(cache=True, inline="always")
@@ -453,13 +461,17 @@ def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t
 def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     """v^(1…R+1) into ``out`` from τ^(0…R) on validated inputs (Alg. 3); with prescribed joints
     (``mask[i] = 1``: their rows 1… of ``dvk`` are the motion, Alg. 4) also their τ^(0…R) into
-    ``tau_out``. Row 0 of ``dvk`` is the velocity v. The per-call tables are borrowed (uncounted)."""
+    ``tau_out``. Row 0 of ``dvk`` is the velocity v. The per-call tables live on the stack if they fit,
+    else in one heap allocation (borrowed: uncounted), as in :func:`rnea_core`."""
     nb, nv = hb[0, 0], hb[0, 2]
     R = dtau.shape[0] - 1
     K = R + 1
     na = (nb + 1) * (36 + 36 + 12) + nv * 7 + 12 + 78  # articulated-body tables, scratch
-    bufc = np.empty(table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + na)  # one allocation per call
-    (buf,) = borrowed((bufc,))  # its views are uncounted
+    n = table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + na
+    buf = stack_floats()
+    if n > STACK_FLOATS:
+        bufc = np.empty(n)
+        (buf,) = borrowed((bufc,))
     V, S, Rw, pw, cw, Jw, Ib, F, W, vd, rest = table_views(buf, K, R, nb, nv)
     C = view(rest, 0, (K + 2, K + 2))
     fill_binomials(C)
@@ -492,7 +504,8 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
             order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B)
             aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6)
             aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6, out, tau_out)
-    keep_alive(bufc)
+    if n > STACK_FLOATS:
+        keep_alive(bufc)
     return st
 
 
