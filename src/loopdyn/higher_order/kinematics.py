@@ -548,25 +548,28 @@ def momentum_com(hf, i, n, full, C, V, cw, Jw, out):
     ``Π^(n) = (Σ_l binom(n, l) (J^(l) ω^(n−l) + m c^(l) × u^(n−l)) ; m u^(n))`` with
     ``u^(j) = c^(j+1)`` for j < n and ``u^(n) = v^(n) + Σ_m binom(n, m) ω^(m) × c^(n−m)``. The terms
     of ``V^(n)`` are ``M V^(n) = (J ω^(n) + m c × (v^(n) + ω^(n) × c) ; m (v^(n) + ω^(n) × c))``.
-    Needs ``c^(0…n)``, ``J^(0…n)`` and ``V^(0…n)`` (``V^(0…n−1)`` if not ``full``); no ``Ī``."""
+    Needs ``c^(0…n)``, ``J^(0…n)`` and ``V^(0…n)`` (``V^(0…n−1)`` if not ``full``); no ``Ī``. With
+    ``full`` and ``c^(n+1)`` already tabulated (inverse dynamics, n < K), ``u^(n) = c^(n+1)`` is read."""
     m_ = hf[i, HF_MASS]
-    u0 = u1 = u2 = 0.0  # u^(n), without the V^(n) part unless full
-    for m in range(n):
-        f = C[n, m]
-        w0, w1, w2 = f * V[m, i, 0], f * V[m, i, 1], f * V[m, i, 2]
-        x = cw[n - m, i]
-        u0 += w1 * x[2] - w2 * x[1]
-        u1 += w2 * x[0] - w0 * x[2]
-        u2 += w0 * x[1] - w1 * x[0]
+    lo = 0 if full else 1
+    if full and n + 1 < cw.shape[0]:
+        u0, u1, u2 = cw[n + 1, i, 0], cw[n + 1, i, 1], cw[n + 1, i, 2]
+    else:
+        u0 = u1 = u2 = 0.0  # u^(n), without the V^(n) part unless full
+        for m in range(n):
+            f = C[n, m]
+            w0, w1, w2 = f * V[m, i, 0], f * V[m, i, 1], f * V[m, i, 2]
+            x = cw[n - m, i]
+            u0 += w1 * x[2] - w2 * x[1]
+            u1 += w2 * x[0] - w0 * x[2]
+            u2 += w0 * x[1] - w1 * x[0]
+        if full:
+            w0, w1, w2 = V[n, i, 0], V[n, i, 1], V[n, i, 2]
+            x = cw[0, i]
+            u0 += V[n, i, 3] + w1 * x[2] - w2 * x[1]
+            u1 += V[n, i, 4] + w2 * x[0] - w0 * x[2]
+            u2 += V[n, i, 5] + w0 * x[1] - w1 * x[0]
     a0 = a1 = a2 = 0.0
-    lo = 1
-    if full:
-        w0, w1, w2 = V[n, i, 0], V[n, i, 1], V[n, i, 2]
-        x = cw[0, i]
-        u0 += V[n, i, 3] + w1 * x[2] - w2 * x[1]
-        u1 += V[n, i, 4] + w2 * x[0] - w0 * x[2]
-        u2 += V[n, i, 5] + w0 * x[1] - w1 * x[0]
-        lo = 0
     for l in range(lo, n + 1):  # Σ binom(n, l) J^(l) ω^(n−l)
         f = C[n, l]
         J = Jw[l, i]
