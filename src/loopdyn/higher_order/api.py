@@ -21,6 +21,11 @@ _FAST: dict = {}  # id(model) → (weakref, model.compiled(), key, hb, hf, nv): 
 # state ``key`` (the model's identity token, and the ``source_key`` of its Data)
 
 
+_LAST = (object(), None, None, 0)  # (key, hb, hf, nv) of the tree model state used last: a model's
+# identity token ``_key`` is a new object after any change and is kept alive here, so ``key is
+# model._key`` identifies the model and its state, and ``key is data.source_key`` the Data, with no
+# dictionary look-up (the common case: one model called repeatedly)
+
 _FAST_CL: dict = {}  # the same for cluster models: id(model) → (…, (hb, hf, mi, mf, ct, bt))
 
 
@@ -29,8 +34,10 @@ def prepare_tree(model, data):
     model state and a Data of that state skips the checks (the model's identity token ``_key`` is a new
     object after any change of the model, and a Data's ``source_key`` is the token of the model state
     it came from)."""
+    global _LAST
     e = _FAST.get(id(model))
     if e is not None and e[2] is getattr(data, "source_key", None) and e[2] is model._key:
+        _LAST = (e[2], e[3], e[4], e[5])
         return e[3], e[4]
     require_tree(model, "this higher-order function")
     check_data(model, data)
@@ -44,6 +51,7 @@ def prepare_tree(model, data):
         hf,
         int(hb[0, 2]),
     )
+    _LAST = (data.source_key, hb, hf, int(hb[0, 2]))
     return hb, hf
 
 
@@ -132,12 +140,10 @@ def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
         ``(r + 1, nv)``: row k is ``τ^(k)``; row 0 equals ``loopdyn.rnea(model, data, q, dv[0], dv[1],
         f_ext[0])``.
     """
-    e = _FAST.get(id(model))
-    if e is not None and e[2] is getattr(data, "source_key", None) and e[2] is model._key:
-        _, _, _, hb, hf, nv = e
-    elif model.has_constraints:
-        return _cluster_call(model, data, "rnea", (q, dv), f_ext)
-    else:
+    key, hb, hf, nv = _LAST
+    if key is not model._key or key is not getattr(data, "source_key", None):
+        if model.has_constraints:
+            return _cluster_call(model, data, "rnea", (q, dv), f_ext)
         hb, hf = prepare_tree(model, data)
         nv = model.nv
     try:  # (one row of dv: an empty out, refused by the kernel; no row: ValueError, the slow path)
@@ -183,12 +189,10 @@ def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
         ``(r + 1, nv)``: row k is v^(k+1) (row 0 = acceleration = ``loopdyn.aba``), so that
         ``aba(model, data, q, dv[0], rnea(model, data, q, dv)) == dv[1:]``.
     """
-    e = _FAST.get(id(model))
-    if e is not None and e[2] is getattr(data, "source_key", None) and e[2] is model._key:
-        _, _, _, hb, hf, nv = e
-    elif model.has_constraints:
-        return _cluster_call(model, data, "aba", (q, v, dtau), f_ext)
-    else:
+    key, hb, hf, nv = _LAST
+    if key is not model._key or key is not getattr(data, "source_key", None):
+        if model.has_constraints:
+            return _cluster_call(model, data, "aba", (q, v, dtau), f_ext)
         hb, hf = prepare_tree(model, data)
         nv = model.nv
     try:

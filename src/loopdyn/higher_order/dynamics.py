@@ -25,6 +25,7 @@ from ..model.joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from . import validation as hv
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS
 from .kinematics import (
+    STACK_FLOATS,
     applied_wrench_sub,
     body_derivative,
     fill_binomials,
@@ -33,10 +34,13 @@ from .kinematics import (
     pose_and_screws,
     pose_derivative,
     screw_derivative,
+    stack_floats,
     table_floats,
     table_views,
     twist_bias,
+    view,
 )
+from .kinematics import flat as flat_view
 
 _SIG = (
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, :, ::1], "
@@ -56,7 +60,7 @@ _SIG_FD = (
 # validation inside the kernels
 @njit(cache=True, inline="always")
 def check_finite(x, arg):
-    flat = x.reshape(-1)
+    flat = flat_view(x)
     for k in range(flat.shape[0]):
         if not math.isfinite(flat[k]):
             return (hv.NOT_FINITE + arg) * hv.STATUS_BASE + min(k, hv.STATUS_BASE - 1)
@@ -109,14 +113,19 @@ def check_fext(hb, fext, rows, arg):
 # H-GRNE (paper Alg. 2)
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def rnea_core(hb, hf, q, vd, fext, out):
-    """τ^(0…R) into ``out`` (R+1, nv) from ``vd`` = v^(0…R+1) on validated inputs."""
+    """τ^(0…R) into ``out`` (R+1, nv) from ``vd`` = v^(0…R+1) on validated inputs. The per-call tables
+    (and binomials, scratch) live on the stack if they fit, else in one heap allocation (borrowed:
+    their views are uncounted); either way in this function, so LLVM knows they alias no argument."""
     nb, nv = hb[0, 0], hb[0, 2]
     R = vd.shape[0] - 2
     K = R + 1
-    bufc = np.empty(table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + 6)  # tables, binomials, scratch
-    (buf,) = borrowed((bufc,))  # one allocation; its views are uncounted
+    n = table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + 6
+    buf = stack_floats()
+    if n > STACK_FLOATS:
+        bufc = np.empty(n)
+        (buf,) = borrowed((bufc,))
     V, S, Rw, pw, cw, Jw, Ib, F, W, _, rest = table_views(buf, K, R, nb, nv)
-    C = rest[: (K + 2) * (K + 2)].reshape((K + 2, K + 2))
+    C = view(rest, 0, (K + 2, K + 2))
     fill_binomials(C)
     vb = rest[(K + 2) * (K + 2) :]
     g = hf[0, 0:3]
@@ -156,13 +165,14 @@ def rnea_core(hb, hf, q, vd, fext, out):
             for r in range(R + 1):
                 for a in range(6):
                     W[r, par, a] += W[r, i, a]
-    keep_alive(bufc)
+    if n > STACK_FLOATS:
+        keep_alive(bufc)
 
 
 @njit(cache=True, inline="always")
 def no_forces(hf):
     """An empty ``(0, 0, 6)`` external-force stack (a view of ``hf``: nothing allocated)."""
-    return hf.reshape(-1)[:0].reshape((0, 0, 6))
+    return view(hf[0], 0, (0, 0, 6))
 
 
 @kernel(_SIG)
@@ -235,7 +245,7 @@ def cholesky_solve(L, n, b, y, x):
 def spd_inverse(A, n, Ainv, scratch):
     """Inverse of the SPD n×n block ``A[:n, :n]`` by Cholesky into ``Ainv``; False if not SPD.
     ``scratch``: at least 42 floats."""
-    L = scratch[:36].reshape((6, 6))
+    L = view(scratch, 0, (6, 6))
     y = scratch[36:42]
     if not cholesky_lower(A, n, L):
         return False
@@ -263,6 +273,12 @@ def spatial_inertia(hf, i, Ib, cw, M):
             M[3 + a, b] = M[b, 3 + a]
 
 
+@njit(cache=True, inline="always")
+def prescribed(mask, i):
+    """Whether joint i has a prescribed motion (Alg. 4); an empty ``mask`` prescribes none."""
+    return mask.shape[0] > 0 and mask[i] == 1
+
+
 @njit(cache=True, fastmath={"contract"})
 def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
     """Post-order sweep of eq. 23 (once per call): ``M^A_j``, ``U = M^A S``, ``D⁻¹ = (SᵀM^A S +
@@ -271,7 +287,7 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
     nb = hb[0, 0]
     for i in range(1, nb + 1):
         spatial_inertia(hf, i, Ib, cw, MA[i])
-    D = scratch[42:78].reshape((6, 6))
+    D = view(scratch, 42, (6, 6))
     for i in range(nb, 0, -1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
@@ -282,7 +298,7 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
                 for b in range(6):
                     s += MA[i, a, b] * S[0, iv + c, b]
                 U[iv + c, a] = s
-        if mask[i] == 0:
+        if not prescribed(mask, i):
             for c in range(n):
                 for d in range(n):
                     s = hf[i, HF_ARM + c] if c == d else 0.0
@@ -296,7 +312,7 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
             elif not spd_inverse(D, n, Dinv[i], scratch):
                 return i
         if par > 0:
-            if mask[i] == 0 and n == 1:  # M^A − U D⁻¹ Uᵀ, rank one
+            if not prescribed(mask, i) and n == 1:  # M^A − U D⁻¹ Uᵀ, rank one
                 dinv = Dinv[i, 0, 0]
                 for a in range(6):
                     ua = U[iv, a] * dinv
@@ -306,7 +322,7 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
                 for a in range(6):
                     for b in range(6):
                         s = MA[i, a, b]
-                        if mask[i] == 0:
+                        if not prescribed(mask, i):
                             for c in range(n):
                                 for d in range(n):
                                     s -= U[iv + c, a] * Dinv[i, c, d] * U[iv + d, b]
@@ -367,7 +383,7 @@ def aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6)
             for b in range(6):
                 s += MA[i, a, b] * Vb[i, b]
             t6[a] = s
-        if mask[i] == 1:
+        if prescribed(mask, i):
             for c in range(n):
                 qt[iv + c] = vd[r + 1, iv + c]
         else:
@@ -403,7 +419,7 @@ def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
         n = hb[i, HB_NV]
-        if mask[i] == 0:
+        if not prescribed(mask, i):
             for c in range(n):
                 s = 0.0
                 for a in range(6):
@@ -430,7 +446,7 @@ def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t
             W[r, i, a] = s
         if tau_out.shape[0] > 0:
             for c in range(iv, iv + n):
-                if mask[i] == 1:  # Q^(r) = Σ binom(r, k) S^(r−k)ᵀ W^(k) with the hybrid M^A (E5)
+                if prescribed(mask, i):  # Q^(r) = Σ binom(r, k) S^(r−k)ᵀ W^(k) with the hybrid M^A (E5)
                     acc = (
                         joint_wrench_projection(hb, i, c, r, C, S, W) + hf[i, HF_ARM + c - iv] * vd[r + 1, c]
                     )
@@ -445,26 +461,30 @@ def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t
 def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     """v^(1…R+1) into ``out`` from τ^(0…R) on validated inputs (Alg. 3); with prescribed joints
     (``mask[i] = 1``: their rows 1… of ``dvk`` are the motion, Alg. 4) also their τ^(0…R) into
-    ``tau_out``. Row 0 of ``dvk`` is the velocity v. The per-call tables are borrowed (uncounted)."""
+    ``tau_out``. Row 0 of ``dvk`` is the velocity v. The per-call tables live on the stack if they fit,
+    else in one heap allocation (borrowed: uncounted), as in :func:`rnea_core`."""
     nb, nv = hb[0, 0], hb[0, 2]
     R = dtau.shape[0] - 1
     K = R + 1
     na = (nb + 1) * (36 + 36 + 12) + nv * 7 + 12 + 78  # articulated-body tables, scratch
-    bufc = np.empty(table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + na)  # one allocation per call
-    (buf,) = borrowed((bufc,))  # its views are uncounted
+    n = table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + na
+    buf = stack_floats()
+    if n > STACK_FLOATS:
+        bufc = np.empty(n)
+        (buf,) = borrowed((bufc,))
     V, S, Rw, pw, cw, Jw, Ib, F, W, vd, rest = table_views(buf, K, R, nb, nv)
-    C = rest[: (K + 2) * (K + 2)].reshape((K + 2, K + 2))
+    C = view(rest, 0, (K + 2, K + 2))
     fill_binomials(C)
     art = rest[(K + 2) * (K + 2) :]
     g = hf[0, 0:3]
     vd[0] = dvk[0]
     o = (nb + 1) * 36
-    MA = art[:o].reshape((nb + 1, 6, 6))
-    Dinv = art[o : 2 * o].reshape((nb + 1, 6, 6))
-    Vb = art[2 * o : 2 * o + (nb + 1) * 6].reshape((nb + 1, 6))
-    B = art[2 * o + (nb + 1) * 6 : 2 * o + (nb + 1) * 12].reshape((nb + 1, 6))
+    MA = view(art, 0, (nb + 1, 6, 6))
+    Dinv = view(art, o, (nb + 1, 6, 6))
+    Vb = view(art, 2 * o, (nb + 1, 6))
+    B = view(art, 2 * o + (nb + 1) * 6, (nb + 1, 6))
     o = 2 * o + (nb + 1) * 12
-    U = art[o : o + nv * 6].reshape((nv, 6))
+    U = view(art, o, (nv, 6))
     qt = art[o + nv * 6 : o + nv * 7]
     t6 = art[o + nv * 7 : o + nv * 7 + 12]
     scratch = art[o + nv * 7 + 12 :]
@@ -478,13 +498,14 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     else:
         for r in range(R + 1):
             for i in range(1, nb + 1):  # prescribed motion of order r + 1 (Alg. 4)
-                if mask[i] == 1:
+                if prescribed(mask, i):
                     for c in range(hb[i, HB_IV], hb[i, HB_IV] + hb[i, HB_NV]):
                         vd[r + 1, c] = dvk[r + 1, c]
             order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B)
             aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6)
             aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6, out, tau_out)
-    keep_alive(bufc)
+    if n > STACK_FLOATS:
+        keep_alive(bufc)
     return st
 
 
@@ -516,11 +537,8 @@ def aba_entry(hb, hf, q, v, dtau, fext, out):
         st = check_fext(hb, fext, dtau.shape[0], 3)
     if st != 0:
         return st
-    maskc = np.zeros(hb[0, 0] + 1, dtype=np.int64)  # no prescribed joint
-    (mask,) = borrowed((maskc,))
-    st = aba_core(hb, hf, q, mask, v.reshape((1, v.shape[0])), dtau, fext, out, out[:0])  # no τ output
-    keep_alive(maskc)
-    return st
+    # an empty mask: no prescribed joint; no τ output
+    return aba_core(hb, hf, q, hb[0, :0], view(v, 0, (1, v.shape[0])), dtau, fext, out, out[:0])
 
 
 _SIG_HYB = (

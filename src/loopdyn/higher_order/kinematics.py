@@ -19,9 +19,11 @@ import math
 
 import numpy as np
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
 
-from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
+from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_AXIS, HF_COM, HF_IC, HF_JP, HF_JR, HF_MASS
 
 
@@ -36,6 +38,84 @@ def keep_alive(typingctx, x):
         return context.get_dummy_value()
 
     return types.none(x), codegen
+
+
+@intrinsic
+def view(typingctx, buf, offset, shape):
+    """``buf[offset : offset + prod(shape)].reshape(shape)`` for a C-contiguous ``buf``, built directly
+    (shape, C strides, data pointer, ``buf``'s reference-count record): Numba's ``reshape`` calls an
+    out-of-line helper, ~15 ns per view, and a kernel takes a dozen views per call. The view holds a
+    reference to ``buf``'s buffer, as a NumPy view (none when ``buf`` is borrowed). The caller
+    guarantees that the view lies inside ``buf`` (no check)."""
+    if not (isinstance(buf, types.Array) and buf.layout == "C" and isinstance(shape, types.BaseTuple)):
+        return None
+    ndim = len(shape)
+    retty = types.Array(buf.dtype, ndim, "C")
+
+    def codegen(context, builder, signature, args):
+        bufv, off, shp = args
+        src = context.make_array(buf)(context, builder, value=bufv)
+        dst = context.make_array(retty)(context, builder)
+        dims = [
+            context.cast(builder, builder.extract_value(shp, k), shape[k], types.intp) for k in range(ndim)
+        ]
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(context.get_data_type(buf.dtype)))
+        strides = [itemsize] * ndim
+        for k in range(ndim - 2, -1, -1):
+            strides[k] = builder.mul(strides[k + 1], dims[k + 1])
+        data = builder.gep(src.data, [context.cast(builder, off, offset, types.intp)])
+        populate_array(dst, data=data, shape=dims, strides=strides, itemsize=itemsize, meminfo=src.meminfo)
+        out = dst._getvalue()
+        context.nrt.incref(builder, retty, out)  # a new reference (a no-op on a borrowed buffer)
+        return out
+
+    return retty(buf, offset, shape), codegen
+
+
+@intrinsic
+def flat(typingctx, x):
+    """``x.reshape(-1)`` for a C-contiguous ``x``, without Numba's out-of-line reshape helper."""
+    if not (isinstance(x, types.Array) and x.layout == "C"):
+        return None
+    retty = types.Array(x.dtype, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(x)(context, builder, value=args[0])
+        dst = context.make_array(retty)(context, builder)
+        n = context.get_constant(types.intp, 1)
+        for d in cgutils.unpack_tuple(builder, src.shape, x.ndim):
+            n = builder.mul(n, d)
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(context.get_data_type(x.dtype)))
+        mi = src.meminfo
+        populate_array(dst, data=src.data, shape=[n], strides=[itemsize], itemsize=itemsize, meminfo=mi)
+        out = dst._getvalue()
+        context.nrt.incref(builder, retty, out)  # a new reference (a no-op on a borrowed array)
+        return out
+
+    return retty(x), codegen
+
+
+STACK_FLOATS = 6144  # 48 KiB: the tables of the aerial manipulator up to r = 6 (ID) / r = 5 (FD)
+
+
+@intrinsic
+def stack_floats(typingctx):
+    """A buffer of ``STACK_FLOATS`` float64 in the stack frame of the calling compiled function
+    (reserved at its entry, uncounted, valid until it returns): the per-call tables of small models
+    without a heap allocation (~80 ns per call)."""
+    retty = types.Array(types.float64, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        intp = types.intp
+        n = context.get_constant(intp, STACK_FLOATS)
+        data = cgutils.alloca_once(builder, context.get_data_type(types.float64), size=n)
+        dst = context.make_array(retty)(context, builder)
+        itemsize = context.get_constant(intp, context.get_abi_sizeof(context.get_data_type(types.float64)))
+        meminfo = cgutils.get_null_value(dst.meminfo.type)
+        populate_array(dst, data=data, shape=[n], strides=[itemsize], itemsize=itemsize, meminfo=meminfo)
+        return dst._getvalue()
+
+    return retty(), codegen
 
 
 @njit(cache=True)
@@ -107,40 +187,53 @@ def pose_and_screws(hb, hf, i, q, Rw, pw, S):
     lines 5–6 written with local placements) and its world joint screws ``S_i = Ad_{C_i} S_local``."""
     par = hb[i, HB_PARENT]
     L = joint_local(hb, hf, i, q)
-    Rp = Rw[0, par]
-    for a in range(3):
-        pw[0, i, a] = pw[0, par, a] + Rp[a, 0] * L[9] + Rp[a, 1] * L[10] + Rp[a, 2] * L[11]
-        for b in range(3):
-            Rw[0, i, a, b] = Rp[a, 0] * L[b] + Rp[a, 1] * L[3 + b] + Rp[a, 2] * L[6 + b]
+    P = Rw[0, par]  # the parent's rotation and origin, loaded once (the tables share one buffer:
+    p0, p1, p2 = pw[0, par, 0], pw[0, par, 1], pw[0, par, 2]  # every store would force a reload)
+    a00, a01, a02, a10, a11, a12 = P[0, 0], P[0, 1], P[0, 2], P[1, 0], P[1, 1], P[1, 2]
+    a20, a21, a22 = P[2, 0], P[2, 1], P[2, 2]
+    R = (
+        a00 * L[0] + a01 * L[3] + a02 * L[6], a00 * L[1] + a01 * L[4] + a02 * L[7],
+        a00 * L[2] + a01 * L[5] + a02 * L[8],
+        a10 * L[0] + a11 * L[3] + a12 * L[6], a10 * L[1] + a11 * L[4] + a12 * L[7],
+        a10 * L[2] + a11 * L[5] + a12 * L[8],
+        a20 * L[0] + a21 * L[3] + a22 * L[6], a20 * L[1] + a21 * L[4] + a22 * L[7],
+        a20 * L[2] + a21 * L[5] + a22 * L[8],
+    )  # fmt: skip
+    p0 += a00 * L[9] + a01 * L[10] + a02 * L[11]
+    p1 += a10 * L[9] + a11 * L[10] + a12 * L[11]
+    p2 += a20 * L[9] + a21 * L[10] + a22 * L[11]
+    Ri = Rw[0, i]
+    Ri[0, 0], Ri[0, 1], Ri[0, 2] = R[0], R[1], R[2]
+    Ri[1, 0], Ri[1, 1], Ri[1, 2] = R[3], R[4], R[5]
+    Ri[2, 0], Ri[2, 1], Ri[2, 2] = R[6], R[7], R[8]
+    pw[0, i, 0], pw[0, i, 1], pw[0, i, 2] = p0, p1, p2
     jt = hb[i, HB_JTYPE]
     iv = hb[i, HB_IV]
-    Ri = Rw[0, i]
-    p = pw[0, i]
-    for c in range(hb[i, HB_NV]):
-        # the local column (ω_l; v_l) is a unit axis: its world image (R ω_l ; p × R ω_l + R v_l)
-        ang = True
-        k = c
-        ax = False
-        if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
-            ax = True
-        elif jt == PRISMATIC:
-            ax = True
-            ang = False
-        elif jt == FREEFLYER:  # (linear, angular) velocity in the child frame
-            ang = c >= 3
-            k = c - 3 if c >= 3 else c
-        col = S[0, iv + c]
-        for a in range(3):
-            if ax:
-                r = Ri[a, 0] * hf[i, HF_AXIS] + Ri[a, 1] * hf[i, HF_AXIS + 1] + Ri[a, 2] * hf[i, HF_AXIS + 2]
-            else:
-                r = Ri[a, k]
-            col[a] = r if ang else 0.0
-            col[3 + a] = 0.0 if ang else r
-        if ang:
-            col[3] = p[1] * col[2] - p[2] * col[1]
-            col[4] = p[2] * col[0] - p[0] * col[2]
-            col[5] = p[0] * col[1] - p[1] * col[0]
+    if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED or jt == PRISMATIC:  # one unit axis
+        x, y, z = hf[i, HF_AXIS], hf[i, HF_AXIS + 1], hf[i, HF_AXIS + 2]
+        screw_column(
+            R[0] * x + R[1] * y + R[2] * z,
+            R[3] * x + R[4] * y + R[5] * z,
+            R[6] * x + R[7] * y + R[8] * z,
+            jt != PRISMATIC, p0, p1, p2, S[0, iv],
+        )  # fmt: skip
+    else:  # spherical: the three rotation axes; free flyer: the three translations, then rotations
+        first_angular = 0 if jt == SPHERICAL else 3
+        for c in range(hb[i, HB_NV]):
+            k = c % 3
+            screw_column(R[k], R[3 + k], R[6 + k], c >= first_angular, p0, p1, p2, S[0, iv + c])
+
+
+@njit(cache=True, inline="always")
+def screw_column(r0, r1, r2, angular, p0, p1, p2, col):
+    """The world screw of a unit local axis with world image ``r`` (body origin ``p``): ``(r ; p × r)``
+    for a rotation, ``(0 ; r)`` for a translation."""
+    if angular:
+        col[0], col[1], col[2] = r0, r1, r2
+        col[3], col[4], col[5] = p1 * r2 - p2 * r1, p2 * r0 - p0 * r2, p0 * r1 - p1 * r0
+    else:
+        col[0], col[1], col[2] = 0.0, 0.0, 0.0
+        col[3], col[4], col[5] = r0, r1, r2
 
 
 @njit(cache=True, inline="always")
@@ -196,33 +289,48 @@ def pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, pose):
     """:func:`body_derivative` without ``Ī^(k)``: ``c^(k)``, ``J^(k)`` (and ``R^(k)``, ``p^(k)`` if
     ``pose``), all :func:`momentum_com` needs."""
     if k == 0:
-        for a in range(3):
-            cw[0, i, a] = pw[0, i, a]
-            for b in range(3):
-                cw[0, i, a] += Rw[0, i, a, b] * hf[i, HF_COM + b]
-        T = Jw[0, i]  # J = (R J_c) Rᵀ, row by row
-        for a in range(3):
-            t0 = (
-                Rw[0, i, a, 0] * hf[i, HF_IC]
-                + Rw[0, i, a, 1] * hf[i, HF_IC + 3]
-                + Rw[0, i, a, 2] * hf[i, HF_IC + 6]
-            )
-            t1 = (
-                Rw[0, i, a, 0] * hf[i, HF_IC + 1]
-                + Rw[0, i, a, 1] * hf[i, HF_IC + 4]
-                + Rw[0, i, a, 2] * hf[i, HF_IC + 7]
-            )
-            t2 = (
-                Rw[0, i, a, 0] * hf[i, HF_IC + 2]
-                + Rw[0, i, a, 1] * hf[i, HF_IC + 5]
-                + Rw[0, i, a, 2] * hf[i, HF_IC + 8]
-            )
-            for b in range(3):
-                T[a, b] = t0 * Rw[0, i, b, 0] + t1 * Rw[0, i, b, 1] + t2 * Rw[0, i, b, 2]
+        centre_and_rotated_inertia(hf, i, Rw[0, i], pw[0, i], cw[0, i], Jw[0, i])
     else:
         centre_and_inertia_derivative(i, k, C, V, cw, Jw)
         if pose:
             pose_rate_derivative(i, k, C, V, Rw, pw)
+
+
+@njit(cache=True, inline="always")
+def centre_and_rotated_inertia(hf, i, R, p, c, J):
+    """Order 0: the world centre of mass ``c = p + R c_b`` and ``J = R J_c Rᵀ``, from locals (the
+    tables share one buffer: each store would otherwise force the reload of ``R``)."""
+    r00, r01, r02, r10, r11, r12 = R[0, 0], R[0, 1], R[0, 2], R[1, 0], R[1, 1], R[1, 2]
+    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    b0, b1, b2 = hf[i, HF_COM], hf[i, HF_COM + 1], hf[i, HF_COM + 2]
+    c[0] = p[0] + r00 * b0 + r01 * b1 + r02 * b2
+    c[1] = p[1] + r10 * b0 + r11 * b1 + r12 * b2
+    c[2] = p[2] + r20 * b0 + r21 * b1 + r22 * b2
+    j00, j01, j02 = hf[i, HF_IC], hf[i, HF_IC + 1], hf[i, HF_IC + 2]
+    j10, j11, j12 = hf[i, HF_IC + 3], hf[i, HF_IC + 4], hf[i, HF_IC + 5]
+    j20, j21, j22 = hf[i, HF_IC + 6], hf[i, HF_IC + 7], hf[i, HF_IC + 8]
+    # T = R J_c, row by row, then J = T Rᵀ (symmetric: the upper triangle, mirrored)
+    t00, t01, t02 = (
+        r00 * j00 + r01 * j10 + r02 * j20,
+        r00 * j01 + r01 * j11 + r02 * j21,
+        r00 * j02 + r01 * j12 + r02 * j22,
+    )
+    t10, t11, t12 = (
+        r10 * j00 + r11 * j10 + r12 * j20,
+        r10 * j01 + r11 * j11 + r12 * j21,
+        r10 * j02 + r11 * j12 + r12 * j22,
+    )
+    t20, t21, t22 = (
+        r20 * j00 + r21 * j10 + r22 * j20,
+        r20 * j01 + r21 * j11 + r22 * j21,
+        r20 * j02 + r21 * j12 + r22 * j22,
+    )
+    J[0, 0] = t00 * r00 + t01 * r01 + t02 * r02
+    J[1, 1] = t10 * r10 + t11 * r11 + t12 * r12
+    J[2, 2] = t20 * r20 + t21 * r21 + t22 * r22
+    J[0, 1] = J[1, 0] = t00 * r10 + t01 * r11 + t02 * r12
+    J[0, 2] = J[2, 0] = t00 * r20 + t01 * r21 + t02 * r22
+    J[1, 2] = J[2, 1] = t10 * r20 + t11 * r21 + t12 * r22
 
 
 @njit(cache=True, inline="always")
@@ -393,25 +501,25 @@ def table_views(buf, K, R, nb, nv):
     borrowed`, kept alive with :func:`keep_alive`): then no view is reference-counted."""
     n3, n6, n9 = (K + 1) * (nb + 1) * 3, (K + 1) * (nb + 1) * 6, (K + 1) * (nb + 1) * 9
     o = 0
-    V = buf[o : o + n6].reshape((K + 1, nb + 1, 6))
+    V = view(buf, o, (K + 1, nb + 1, 6))
     o += n6
-    S = buf[o : o + (K + 1) * nv * 6].reshape((K + 1, nv, 6))
+    S = view(buf, o, (K + 1, nv, 6))
     o += (K + 1) * nv * 6
-    Rw = buf[o : o + n9].reshape((K + 1, nb + 1, 3, 3))
+    Rw = view(buf, o, (K + 1, nb + 1, 3, 3))
     o += n9
-    pw = buf[o : o + n3].reshape((K + 1, nb + 1, 3))
+    pw = view(buf, o, (K + 1, nb + 1, 3))
     o += n3
-    cw = buf[o : o + n3].reshape((K + 1, nb + 1, 3))
+    cw = view(buf, o, (K + 1, nb + 1, 3))
     o += n3
-    Jw = buf[o : o + n9].reshape((K + 1, nb + 1, 3, 3))
+    Jw = view(buf, o, (K + 1, nb + 1, 3, 3))
     o += n9
-    Ib = buf[o : o + n9].reshape((K + 1, nb + 1, 3, 3))
+    Ib = view(buf, o, (K + 1, nb + 1, 3, 3))
     o += n9
-    F = buf[o : o + (R + 1) * (nb + 1) * 3].reshape((R + 1, nb + 1, 3))
+    F = view(buf, o, (R + 1, nb + 1, 3))
     o += (R + 1) * (nb + 1) * 3
-    W = buf[o : o + (R + 1) * (nb + 1) * 6].reshape((R + 1, nb + 1, 6))
+    W = view(buf, o, (R + 1, nb + 1, 6))
     o += (R + 1) * (nb + 1) * 6
-    vd = buf[o : o + (K + 1) * nv].reshape((K + 1, nv))
+    vd = view(buf, o, (K + 1, nv))
     o += (K + 1) * nv
     for k in range(K + 1):  # the world: identity pose, at rest at every order
         for a in range(6):
@@ -440,25 +548,28 @@ def momentum_com(hf, i, n, full, C, V, cw, Jw, out):
     ``Π^(n) = (Σ_l binom(n, l) (J^(l) ω^(n−l) + m c^(l) × u^(n−l)) ; m u^(n))`` with
     ``u^(j) = c^(j+1)`` for j < n and ``u^(n) = v^(n) + Σ_m binom(n, m) ω^(m) × c^(n−m)``. The terms
     of ``V^(n)`` are ``M V^(n) = (J ω^(n) + m c × (v^(n) + ω^(n) × c) ; m (v^(n) + ω^(n) × c))``.
-    Needs ``c^(0…n)``, ``J^(0…n)`` and ``V^(0…n)`` (``V^(0…n−1)`` if not ``full``); no ``Ī``."""
+    Needs ``c^(0…n)``, ``J^(0…n)`` and ``V^(0…n)`` (``V^(0…n−1)`` if not ``full``); no ``Ī``. With
+    ``full`` and ``c^(n+1)`` already tabulated (inverse dynamics, n < K), ``u^(n) = c^(n+1)`` is read."""
     m_ = hf[i, HF_MASS]
-    u0 = u1 = u2 = 0.0  # u^(n), without the V^(n) part unless full
-    for m in range(n):
-        f = C[n, m]
-        w0, w1, w2 = f * V[m, i, 0], f * V[m, i, 1], f * V[m, i, 2]
-        x = cw[n - m, i]
-        u0 += w1 * x[2] - w2 * x[1]
-        u1 += w2 * x[0] - w0 * x[2]
-        u2 += w0 * x[1] - w1 * x[0]
+    lo = 0 if full else 1
+    if full and n + 1 < cw.shape[0]:
+        u0, u1, u2 = cw[n + 1, i, 0], cw[n + 1, i, 1], cw[n + 1, i, 2]
+    else:
+        u0 = u1 = u2 = 0.0  # u^(n), without the V^(n) part unless full
+        for m in range(n):
+            f = C[n, m]
+            w0, w1, w2 = f * V[m, i, 0], f * V[m, i, 1], f * V[m, i, 2]
+            x = cw[n - m, i]
+            u0 += w1 * x[2] - w2 * x[1]
+            u1 += w2 * x[0] - w0 * x[2]
+            u2 += w0 * x[1] - w1 * x[0]
+        if full:
+            w0, w1, w2 = V[n, i, 0], V[n, i, 1], V[n, i, 2]
+            x = cw[0, i]
+            u0 += V[n, i, 3] + w1 * x[2] - w2 * x[1]
+            u1 += V[n, i, 4] + w2 * x[0] - w0 * x[2]
+            u2 += V[n, i, 5] + w0 * x[1] - w1 * x[0]
     a0 = a1 = a2 = 0.0
-    lo = 1
-    if full:
-        w0, w1, w2 = V[n, i, 0], V[n, i, 1], V[n, i, 2]
-        x = cw[0, i]
-        u0 += V[n, i, 3] + w1 * x[2] - w2 * x[1]
-        u1 += V[n, i, 4] + w2 * x[0] - w0 * x[2]
-        u2 += V[n, i, 5] + w0 * x[1] - w1 * x[0]
-        lo = 0
     for l in range(lo, n + 1):  # Σ binom(n, l) J^(l) ω^(n−l)
         f = C[n, l]
         J = Jw[l, i]
