@@ -7,6 +7,7 @@ import numpy as np
 from numba import njit
 
 from ..model import layout as L
+from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from ..spatial import ops
 from .borrow import borrowed
 from .common import check_configuration, jcalc, kernel, s_column
@@ -22,16 +23,67 @@ def zero_fill(M):
             M[a, b] = 0.0
 
 
+@njit(cache=True, inline="always")
+def s_dot(ib, ws, j, k, F):
+    """``S_j[:, k]ᵀ F`` for body j's joint and a 6-tuple force F, reading only the non-zero entries of
+    the motion subspace (the same sum as ``dot6(s_column(...), F)`` without the products by zero)."""
+    jt = ib[j, L.I_JTYPE]
+    if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
+        return ws[j, L.W_AXIS] * F[0] + ws[j, L.W_AXIS + 1] * F[1] + ws[j, L.W_AXIS + 2] * F[2]
+    if jt == PRISMATIC:
+        return ws[j, L.W_AXIS] * F[3] + ws[j, L.W_AXIS + 1] * F[4] + ws[j, L.W_AXIS + 2] * F[5]
+    if jt == SPHERICAL:
+        return F[k]
+    return F[k + 3] if k < 3 else F[k - 3]  # FREEFLYER: v = [linear; angular]
+
+
+@njit(cache=True, inline="always")
+def freeflyer_block(M, iv, Ic, ws, i):
+    """The 6 × 6 diagonal block ``Sᵀ Ic S`` of a free-flyer joint (S a permutation: v = [linear;
+    angular]), written from the compact inertia (m, h, Ī) without products: ``[[m 1, (h×)ᵀ], [h×, Ī]]``,
+    armature added on the diagonal (RBDA eq. 6.16 with S the identity up to order)."""
+    mass, h0, h1, h2, xx, yy, zz, xy, xz, yz = Ic
+    blk = (
+        (mass, 0.0, 0.0, 0.0, h2, -h1),
+        (0.0, mass, 0.0, -h2, 0.0, h0),
+        (0.0, 0.0, mass, h1, -h0, 0.0),
+        (0.0, -h2, h1, xx, xy, xz),
+        (h2, 0.0, -h0, xy, yy, yz),
+        (-h1, h0, 0.0, xz, yz, zz),
+    )
+    for a in range(6):
+        row = blk[a]
+        for b in range(6):
+            M[iv + a, iv + b] = row[b]
+        M[iv + a, iv + a] += ws[i, L.W_ARM + a]
+
+
+@njit(cache=True, inline="always")
+def walk_one_dof(ib, ws, i, ivi, F, M):
+    """Row/column ivi of M above the diagonal for a 1-DoF body i: ``F ← ʲX_λᵀ F`` up the tree and
+    ``H_ij = S_jᵀ F`` at every ancestor j (RBDA Table 6.2, inner loop), both triangles written."""
+    j = i
+    while ib[j, L.I_PARENT] > 0:
+        F = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), F)
+        j = ib[j, L.I_PARENT]
+        ivj = ib[j, L.I_IV]
+        for k in range(ib[j, L.I_NV]):
+            h = s_dot(ib, ws, j, k, F)
+            M[ivi, ivj + k] = h
+            M[ivj + k, ivi] = h
+
+
 @njit(cache=True, fastmath={"contract"})
 def crba_core(ib, ws, q, M):
     """Fill the full symmetric mass matrix M (nv × nv) at configuration q (validated), armature
-    included on the diagonal.
+    included on the diagonal (RBDA Table 6.2; eq. 6.16 for the composite inertias).
 
     Compiled with fused multiply-adds allowed (``fastmath={"contract"}``: no reassociation, no
     change to NaN/inf handling; each a·b + c rounds once instead of twice): 10–25 % faster here.
 
-    Composite inertias Ic live in ws[i, W_IC]; for multi-DoF joints the 6 × nv block F = Ic S is
-    kept in row 0's scratch (column k at W_TMP + 6 k).
+    Composite inertias Ic live in ws[i, W_IC] and the placements in ws[i, W_R], ws[i, W_P] (left there
+    for the callers that reuse them); for multi-DoF joints other than a root free flyer the 6 × nv
+    block F = Ic S is kept in row 0's scratch (column k at W_TMP + 6 k).
     """
     nb = ib[0, L.I0_NBODIES]
     T = L.W_TMP
@@ -52,23 +104,17 @@ def crba_core(ib, ws, q, M):
         ivi = ib[i, L.I_IV]
         if nvi == 1:  # the common case, with F in registers
             F = ops.inertia_mul(Ic, s_column(ib, ws, i, 0))
-            M[ivi, ivi] = ops.dot6(s_column(ib, ws, i, 0), F) + ws[i, L.W_ARM]
-            j = i
-            while ib[j, L.I_PARENT] > 0:
-                F = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), F)
-                j = ib[j, L.I_PARENT]
-                ivj = ib[j, L.I_IV]
-                for k in range(ib[j, L.I_NV]):
-                    h = ops.dot6(s_column(ib, ws, j, k), F)
-                    M[ivi, ivj + k] = h
-                    M[ivj + k, ivi] = h
+            M[ivi, ivi] = s_dot(ib, ws, i, 0, F) + ws[i, L.W_ARM]
+            walk_one_dof(ib, ws, i, ivi, F, M)
+            continue
+        if par == 0 and ib[i, L.I_JTYPE] == FREEFLYER:  # a floating base: no ancestors, no products
+            freeflyer_block(M, ivi, Ic, ws, i)
             continue
         for k in range(nvi):  # F = Ic S ; H_ii = Sᵀ F
             ops.store6(ws, 0, T + 6 * k, ops.inertia_mul(Ic, s_column(ib, ws, i, k)))
         for k in range(nvi):
-            sk = s_column(ib, ws, i, k)
             for l in range(nvi):
-                M[ivi + k, ivi + l] = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l))
+                M[ivi + k, ivi + l] = s_dot(ib, ws, i, k, ops.load6(ws, 0, T + 6 * l))
             M[ivi + k, ivi + k] += ws[i, L.W_ARM + k]  # armature
         j = i
         while ib[j, L.I_PARENT] > 0:  # F = ʲX_λᵀ F, H_ij = Fᵀ S_j
@@ -79,9 +125,8 @@ def crba_core(ib, ws, q, M):
             j = ib[j, L.I_PARENT]
             ivj = ib[j, L.I_IV]
             for k in range(ib[j, L.I_NV]):
-                sk = s_column(ib, ws, j, k)
                 for l in range(nvi):
-                    h = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l))
+                    h = s_dot(ib, ws, j, k, ops.load6(ws, 0, T + 6 * l))
                     M[ivi + l, ivj + k] = h
                     M[ivj + k, ivi + l] = h
 
