@@ -7,6 +7,7 @@ import numpy as np
 from numba import njit
 
 from ..model import layout as L
+from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from ..spatial import ops
 from .borrow import borrowed
 from .common import check_configuration, jcalc, kernel, s_column
@@ -22,68 +23,224 @@ def zero_fill(M):
             M[a, b] = 0.0
 
 
-@njit(cache=True, fastmath={"contract"})
-def crba_core(ib, ws, q, M):
-    """Fill the full symmetric mass matrix M (nv × nv) at configuration q (validated), armature
-    included on the diagonal.
+@njit(cache=True, inline="always")
+def s_dot(ib, ws, j, k, F):
+    """``S_j[:, k]ᵀ F`` for body j's joint and a 6-tuple force F, reading only the non-zero entries of
+    the motion subspace (the same sum as ``dot6(s_column(...), F)`` without the products by zero)."""
+    jt = ib[j, L.I_JTYPE]
+    if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
+        return ws[j, L.W_AXIS] * F[0] + ws[j, L.W_AXIS + 1] * F[1] + ws[j, L.W_AXIS + 2] * F[2]
+    if jt == PRISMATIC:
+        return ws[j, L.W_AXIS] * F[3] + ws[j, L.W_AXIS + 1] * F[4] + ws[j, L.W_AXIS + 2] * F[5]
+    if jt == SPHERICAL:
+        return F[k]
+    return F[k + 3] if k < 3 else F[k - 3]  # FREEFLYER: v = [linear; angular]
 
-    Compiled with fused multiply-adds allowed (``fastmath={"contract"}``: no reassociation, no
-    change to NaN/inf handling; each a·b + c rounds once instead of twice): 10–25 % faster here.
 
-    Composite inertias Ic live in ws[i, W_IC]; for multi-DoF joints the 6 × nv block F = Ic S is
-    kept in row 0's scratch (column k at W_TMP + 6 k).
-    """
+@njit(cache=True, inline="always")
+def freeflyer_block(M, iv, Ic, ws, i):
+    """The 6 × 6 diagonal block ``Sᵀ Ic S`` of a free-flyer joint (S a permutation: v = [linear;
+    angular]), written from the compact inertia (m, h, Ī) without products: ``[[m 1, (h×)ᵀ], [h×, Ī]]``,
+    armature added on the diagonal (RBDA eq. 6.16 with S the identity up to order)."""
+    mass, h0, h1, h2, xx, yy, zz, xy, xz, yz = Ic
+    blk = (
+        (mass, 0.0, 0.0, 0.0, h2, -h1),
+        (0.0, mass, 0.0, -h2, 0.0, h0),
+        (0.0, 0.0, mass, h1, -h0, 0.0),
+        (0.0, -h2, h1, xx, xy, xz),
+        (h2, 0.0, -h0, xy, yy, yz),
+        (-h1, h0, 0.0, xz, yz, zz),
+    )
+    for a in range(6):
+        row = blk[a]
+        for b in range(6):
+            M[iv + a, iv + b] = row[b]
+        M[iv + a, iv + a] += ws[i, L.W_ARM + a]
+
+
+# rows ≥ 1 of the W_TMP scratch during crba_core: body i's motion subspace expressed in the frame of
+# the root body of its subtree (column k at W_SR + 6 k, up to 6 columns), and body i's placement in
+# that frame (rotation W_RR, origin W_RP)
+W_SR = L.W_TMP
+W_RR = L.W_TMP + 36
+W_RP = L.W_TMP + 45
+W_DEPTH = L.W_TMP + 48  # number of ancestors below the root body (as a float)
+# the root-frame walk pays one transform and one root-frame S per body to save one transform per
+# (body, ancestor) pair: it is chosen when bodies have more than DEEP such ancestors on average, in
+# models of at least DEEP_BODIES bodies (smaller ones skip the count: the gain would be a few ns)
+DEEP = 6.0
+DEEP_BODIES = 16
+
+
+@njit(cache=True, inline="always")
+def mean_depth(ib, ws):
+    """The mean number of non-root ancestors per body (each body's count left at W_DEPTH)."""
     nb = ib[0, L.I0_NBODIES]
+    total = 0.0
+    for i in range(1, nb + 1):
+        par = ib[i, L.I_PARENT]
+        d = ws[par, W_DEPTH] + 1.0 if ib[par, L.I_PARENT] > 0 else (0.0 if par == 0 else 1.0)
+        ws[i, W_DEPTH] = d
+        total += d
+    return total / max(nb, 1)
+
+
+@njit(cache=True, inline="always")
+def walk_local(ib, ws, i, ivi, F, M):
+    """Row/column ivi of M above the diagonal for a 1-DoF body i: ``F ← ʲX_λᵀ F`` up the tree and
+    ``H_ij = S_jᵀ F`` at every ancestor j (RBDA Table 6.2, inner loop), both triangles written."""
+    j = i
+    while ib[j, L.I_PARENT] > 0:
+        F = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), F)
+        j = ib[j, L.I_PARENT]
+        ivj = ib[j, L.I_IV]
+        for k in range(ib[j, L.I_NV]):
+            h = s_dot(ib, ws, j, k, F)
+            M[ivi, ivj + k] = h
+            M[ivj + k, ivi] = h
+
+
+@njit(cache=True, inline="always")
+def root_frame_pass(ib, ws, i, R, p):
+    """Body i (not a root): its placement in its root body's frame, ʳX_i = ʳX_λ ᵡX_i, and its motion
+    subspace there, ʳX_i S_i (stored at W_RR, W_RP and W_SR)."""
+    par = ib[i, L.I_PARENT]
+    if ib[par, L.I_PARENT] > 0:
+        Rr = ops.load9(ws, par, W_RR)
+        t = ops.rot_vec(Rr, p)
+        pr = ops.load3(ws, par, W_RP)
+        R, p = ops.rot_mul(Rr, R), (pr[0] + t[0], pr[1] + t[1], pr[2] + t[2])
+    ops.store9(ws, i, W_RR, R)
+    ops.store3(ws, i, W_RP, p)
+    jt = ib[i, L.I_JTYPE]
+    if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:  # [R a; p × R a]
+        w = ops.rot_vec(R, ops.load3(ws, i, L.W_AXIS))
+        ops.store6(ws, i, W_SR, w + ops.cross3(p, w))
+    elif jt == PRISMATIC:  # [0; R a]
+        ops.store6(ws, i, W_SR, (0.0, 0.0, 0.0) + ops.rot_vec(R, ops.load3(ws, i, L.W_AXIS)))
+    else:
+        for k in range(ib[i, L.I_NV]):
+            ops.store6(ws, i, W_SR + 6 * k, ops.motion_to_parent(R, p, s_column(ib, ws, i, k)))
+
+
+@njit(cache=True, inline="always")
+def walk_root(ib, ws, i, ivi, F, M):
+    """Row/column ivi of M above the diagonal for a 1-DoF body i (RBDA Table 6.2, inner loop),
+    both triangles written: ``H_ij = S_jᵀ ᶦX_jᵀ F`` at every ancestor j, evaluated in the root body's
+    frame r as ``(ʳX_j S_j)ᵀ (ʳX_iᵀ F)`` — one force transform per body instead of one per ancestor
+    (the frame-invariance of the power ``Sᵀ F``)."""
+    j = ib[i, L.I_PARENT]
+    if j == 0:
+        return
+    F = ops.force_to_parent(ops.load9(ws, i, W_RR), ops.load3(ws, i, W_RP), F)
+    while ib[j, L.I_PARENT] > 0:
+        ivj = ib[j, L.I_IV]
+        for k in range(ib[j, L.I_NV]):
+            h = ops.dot6(ops.load6(ws, j, W_SR + 6 * k), F)
+            M[ivi, ivj + k] = h
+            M[ivj + k, ivi] = h
+        j = ib[j, L.I_PARENT]
+    ivj = ib[j, L.I_IV]  # the root body: its own frame
+    for k in range(ib[j, L.I_NV]):
+        h = s_dot(ib, ws, j, k, F)
+        M[ivi, ivj + k] = h
+        M[ivj + k, ivi] = h
+
+
+@njit(cache=True, inline="always")
+def multi_dof_columns(ib, ws, i, Ic, M):
+    """Rows/columns of a multi-DoF body i (not a root free flyer): F = Ic S in row 0's scratch
+    (column k at W_TMP + 6 k), ``H_ii = Sᵀ F`` (+ armature), then ``F ← ʲX_λᵀ F`` up the tree and
+    ``H_ij = S_jᵀ F`` at every ancestor (RBDA Table 6.2)."""
     T = L.W_TMP
+    nvi = ib[i, L.I_NV]
+    ivi = ib[i, L.I_IV]
+    for k in range(nvi):
+        ops.store6(ws, 0, T + 6 * k, ops.inertia_mul(Ic, s_column(ib, ws, i, k)))
+    for k in range(nvi):
+        for l in range(nvi):
+            M[ivi + k, ivi + l] = s_dot(ib, ws, i, k, ops.load6(ws, 0, T + 6 * l))
+        M[ivi + k, ivi + k] += ws[i, L.W_ARM + k]  # armature
+    j = i
+    while ib[j, L.I_PARENT] > 0:
+        R = ops.load9(ws, j, L.W_R)
+        p = ops.load3(ws, j, L.W_P)
+        for l in range(nvi):
+            ops.store6(ws, 0, T + 6 * l, ops.force_to_parent(R, p, ops.load6(ws, 0, T + 6 * l)))
+        j = ib[j, L.I_PARENT]
+        ivj = ib[j, L.I_IV]
+        for k in range(ib[j, L.I_NV]):
+            for l in range(nvi):
+                h = s_dot(ib, ws, j, k, ops.load6(ws, 0, T + 6 * l))
+                M[ivi + l, ivj + k] = h
+                M[ivj + k, ivi + l] = h
+
+
+@njit(cache=True, inline="always")
+def crba_sweeps(ib, ws, q, M, deep):
+    """The two sweeps of RBDA Table 6.2 (see :func:`crba_core`); ``deep`` (a constant where this is
+    inlined) chooses the root-frame walk."""
+    nb = ib[0, L.I0_NBODIES]
     zero_fill(M)  # entries of bodies on different branches stay zero
     for i in range(1, nb + 1):
-        jcalc(ib, ws, i, q)
+        R, p = jcalc(ib, ws, i, q)
         ops.store10(ws, i, L.W_IC, ops.load10(ws, i, L.W_INER))
+        if deep and ib[i, L.I_PARENT] > 0:
+            root_frame_pass(ib, ws, i, R, p)
     for i in range(nb, 0, -1):
         par = ib[i, L.I_PARENT]
         Ic = ops.load10(ws, i, L.W_IC)
-        if par > 0:  # Ic_λ += ᶦX_λᵀ Ic_i ᶦX_λ
+        if par > 0:  # Ic_λ += ᶦX_λᵀ Ic_i ᶦX_λ (eq. 6.16)
             R = ops.load9(ws, i, L.W_R)
             p = ops.load3(ws, i, L.W_P)
             ops.store10(
                 ws, par, L.W_IC, ops.add10(ops.load10(ws, par, L.W_IC), ops.inertia_to_parent(R, p, Ic))
             )
-        nvi = ib[i, L.I_NV]
         ivi = ib[i, L.I_IV]
-        if nvi == 1:  # the common case, with F in registers
+        if ib[i, L.I_NV] == 1:  # the common case, with F in registers
             F = ops.inertia_mul(Ic, s_column(ib, ws, i, 0))
-            M[ivi, ivi] = ops.dot6(s_column(ib, ws, i, 0), F) + ws[i, L.W_ARM]
-            j = i
-            while ib[j, L.I_PARENT] > 0:
-                F = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), F)
-                j = ib[j, L.I_PARENT]
-                ivj = ib[j, L.I_IV]
-                for k in range(ib[j, L.I_NV]):
-                    h = ops.dot6(s_column(ib, ws, j, k), F)
-                    M[ivi, ivj + k] = h
-                    M[ivj + k, ivi] = h
-            continue
-        for k in range(nvi):  # F = Ic S ; H_ii = Sᵀ F
-            ops.store6(ws, 0, T + 6 * k, ops.inertia_mul(Ic, s_column(ib, ws, i, k)))
-        for k in range(nvi):
-            sk = s_column(ib, ws, i, k)
-            for l in range(nvi):
-                M[ivi + k, ivi + l] = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l))
-            M[ivi + k, ivi + k] += ws[i, L.W_ARM + k]  # armature
-        j = i
-        while ib[j, L.I_PARENT] > 0:  # F = ʲX_λᵀ F, H_ij = Fᵀ S_j
-            R = ops.load9(ws, j, L.W_R)
-            p = ops.load3(ws, j, L.W_P)
-            for l in range(nvi):
-                ops.store6(ws, 0, T + 6 * l, ops.force_to_parent(R, p, ops.load6(ws, 0, T + 6 * l)))
-            j = ib[j, L.I_PARENT]
-            ivj = ib[j, L.I_IV]
-            for k in range(ib[j, L.I_NV]):
-                sk = s_column(ib, ws, j, k)
-                for l in range(nvi):
-                    h = ops.dot6(sk, ops.load6(ws, 0, T + 6 * l))
-                    M[ivi + l, ivj + k] = h
-                    M[ivj + k, ivi + l] = h
+            M[ivi, ivi] = s_dot(ib, ws, i, 0, F) + ws[i, L.W_ARM]
+            if deep:
+                walk_root(ib, ws, i, ivi, F, M)
+            else:
+                walk_local(ib, ws, i, ivi, F, M)
+        elif par == 0 and ib[i, L.I_JTYPE] == FREEFLYER:  # a floating base: no ancestors, no products
+            freeflyer_block(M, ivi, Ic, ws, i)
+        else:
+            multi_dof_columns(ib, ws, i, Ic, M)
+
+
+@njit(cache=True, fastmath={"contract"})
+def crba_local(ib, ws, q, M):
+    """:func:`crba_core` with the ancestor walk in local frames."""
+    crba_sweeps(ib, ws, q, M, False)
+
+
+@njit(cache=True, fastmath={"contract"})
+def crba_root(ib, ws, q, M):
+    """:func:`crba_core` with the ancestor walk in each subtree's root frame."""
+    crba_sweeps(ib, ws, q, M, True)
+
+
+@njit(cache=True, inline="always")
+def crba_core(ib, ws, q, M):
+    """Fill the full symmetric mass matrix M (nv × nv) at configuration q (validated), armature
+    included on the diagonal (RBDA Table 6.2; eq. 6.16 for the composite inertias).
+
+    Compiled with fused multiply-adds allowed (``fastmath={"contract"}``: no reassociation, no
+    change to NaN/inf handling; each a·b + c rounds once instead of twice): 10–25 % faster here.
+
+    Composite inertias Ic live in ws[i, W_IC] and the placements in ws[i, W_R], ws[i, W_P] (left there
+    for the callers that reuse them); for multi-DoF joints other than a root free flyer the 6 × nv
+    block F = Ic S is kept in row 0's scratch (column k at W_TMP + 6 k); rows ≥ 1 of W_TMP hold the
+    root-frame placements and motion subspaces of ``root_frame_pass`` and the depths of ``mean_depth``.
+    Deep trees (≥ DEEP_BODIES bodies, more than DEEP non-root ancestors per body on average) walk the
+    ancestors in the root frame (:func:`walk_root`), the others in local frames (:func:`walk_local`).
+    """
+    if ib[0, L.I0_NBODIES] >= DEEP_BODIES and mean_depth(ib, ws) > DEEP:
+        crba_root(ib, ws, q, M)
+    else:
+        crba_local(ib, ws, q, M)
 
 
 @njit(cache=True)
