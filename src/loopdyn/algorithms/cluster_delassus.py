@@ -195,7 +195,7 @@ def efpa_star_down(ib, ws, ic, cb, wc, k, es, Vs, KC, W, r, root):
             W[r, 6 * j + c] = w[c]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
     """C-EFPA on a validated state; writes Λ⁻¹ (m × m) into ``out``. Returns 0 or an error status."""
     st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, np.zeros(0), np.zeros(0), False)

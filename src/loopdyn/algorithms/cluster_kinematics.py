@@ -302,7 +302,7 @@ def cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_vel, with_acc):
             ops.store6(ws, i, L.W_C, c_i)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity):
     """Cluster forward kinematics for the whole tree (see the module docstring). Returns a status.
     Body accelerations only when ``a`` is given (not empty); with ``with_gravity`` the base then

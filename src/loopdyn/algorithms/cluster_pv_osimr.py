@@ -452,7 +452,7 @@ def cpv_assemble(T, crow, asm, buf, f, out, ncl):
                 out[b0 + s, a0 + r] = acc
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
                     cemp, asm, buf, out):  # fmt: skip
     """Cluster PV-OSIMr on a validated state; writes Λ⁻¹ into ``out``. Returns 0 or a status."""
