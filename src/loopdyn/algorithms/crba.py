@@ -86,6 +86,16 @@ def mean_depth(ib, ws):
 
 
 @njit(cache=True, inline="always")
+def ancestor_entries(ib, ws, j, ivi, F, M):
+    """``H_ij = S_jᵀ F`` for every DoF of the ancestor j (F in j's frame), both triangles of M."""
+    ivj = ib[j, L.I_IV]
+    for k in range(ib[j, L.I_NV]):
+        h = s_dot(ib, ws, j, k, F)
+        M[ivi, ivj + k] = h
+        M[ivj + k, ivi] = h
+
+
+@njit(cache=True, inline="always")
 def walk_local(ib, ws, i, ivi, F, M):
     """Row/column ivi of M above the diagonal for a 1-DoF body i: ``F ← ʲX_λᵀ F`` up the tree and
     ``H_ij = S_jᵀ F`` at every ancestor j (RBDA Table 6.2, inner loop), both triangles written."""
@@ -93,11 +103,7 @@ def walk_local(ib, ws, i, ivi, F, M):
     while ib[j, L.I_PARENT] > 0:
         F = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), F)
         j = ib[j, L.I_PARENT]
-        ivj = ib[j, L.I_IV]
-        for k in range(ib[j, L.I_NV]):
-            h = s_dot(ib, ws, j, k, F)
-            M[ivi, ivj + k] = h
-            M[ivj + k, ivi] = h
+        ancestor_entries(ib, ws, j, ivi, F, M)
 
 
 @njit(cache=True, inline="always")
@@ -140,11 +146,7 @@ def walk_root(ib, ws, i, ivi, F, M):
             M[ivi, ivj + k] = h
             M[ivj + k, ivi] = h
         j = ib[j, L.I_PARENT]
-    ivj = ib[j, L.I_IV]  # the root body: its own frame
-    for k in range(ib[j, L.I_NV]):
-        h = s_dot(ib, ws, j, k, F)
-        M[ivi, ivj + k] = h
-        M[ivj + k, ivi] = h
+    ancestor_entries(ib, ws, j, ivi, F, M)  # the root body: its own frame
 
 
 @njit(cache=True, inline="always")
