@@ -90,7 +90,7 @@ def ancestor_entries(ib, ws, j, ivi, F, M):
     """``H_ij = S_jᵀ F`` for every DoF of the ancestor j (F in j's frame), both triangles of M."""
     ivj = ib[j, L.I_IV]
     for k in range(ib[j, L.I_NV]):
-        h = s_dot(ib, ws, j, k, F)
+        h = ops.dot6(s_column(ib, ws, j, k), F)  # branch-free: s_dot's joint-type test costs more here
         M[ivi, ivj + k] = h
         M[ivj + k, ivi] = h
 
