@@ -12,6 +12,7 @@ from trees import assert_close
 
 import loopdyn
 from loopdyn.algorithms import crba as tree_crba
+from loopdyn.model import layout as L
 
 pin = pytest.importorskip("pinocchio")
 
@@ -58,6 +59,7 @@ def test_deep_trees_take_the_root_frame_walk_and_match_pinocchio(spec):
     nb, depth = mean_depth(lm)
     assert nb >= tree_crba.DEEP_BODIES and depth > tree_crba.DEEP, (nb, depth)
     ld, pd = lm.create_data(), pm.createData()
+    assert ld.ib[0, L.I0_ANCESTORS] == round(depth * nb)  # the count the kernel decides on
     rng = np.random.default_rng(spec[0])
     for s in range(4):
         q, _, _ = trees.random_state(rng, lm)

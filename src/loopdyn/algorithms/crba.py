@@ -64,25 +64,11 @@ def freeflyer_block(M, iv, Ic, ws, i):
 W_SR = L.W_TMP
 W_RR = L.W_TMP + 36
 W_RP = L.W_TMP + 45
-W_DEPTH = L.W_TMP + 48  # number of ancestors below the root body (as a float)
 # the root-frame walk pays one transform and one root-frame S per body to save one transform per
-# (body, ancestor) pair: it is chosen when bodies have more than DEEP such ancestors on average, in
-# models of at least DEEP_BODIES bodies (smaller ones skip the count: the gain would be a few ns)
+# (body, ancestor) pair: it is chosen when bodies have more than DEEP such ancestors on average
+# (ib[0, I0_ANCESTORS], counted when the model is compiled), in models of at least DEEP_BODIES bodies
 DEEP = 6.0
 DEEP_BODIES = 16
-
-
-@njit(cache=True, inline="always")
-def mean_depth(ib, ws):
-    """The mean number of non-root ancestors per body (each body's count left at W_DEPTH)."""
-    nb = ib[0, L.I0_NBODIES]
-    total = 0.0
-    for i in range(1, nb + 1):
-        par = ib[i, L.I_PARENT]
-        d = ws[par, W_DEPTH] + 1.0 if ib[par, L.I_PARENT] > 0 else (0.0 if par == 0 else 1.0)
-        ws[i, W_DEPTH] = d
-        total += d
-    return total / max(nb, 1)
 
 
 @njit(cache=True, inline="always")
@@ -235,11 +221,12 @@ def crba_core(ib, ws, q, M):
     Composite inertias Ic live in ws[i, W_IC] and the placements in ws[i, W_R], ws[i, W_P] (left there
     for the callers that reuse them); for multi-DoF joints other than a root free flyer the 6 × nv
     block F = Ic S is kept in row 0's scratch (column k at W_TMP + 6 k); rows ≥ 1 of W_TMP hold the
-    root-frame placements and motion subspaces of ``root_frame_pass`` and the depths of ``mean_depth``.
+    root-frame placements and motion subspaces of ``root_frame_pass``.
     Deep trees (≥ DEEP_BODIES bodies, more than DEEP non-root ancestors per body on average) walk the
     ancestors in the root frame (:func:`walk_root`), the others in local frames (:func:`walk_local`).
     """
-    if ib[0, L.I0_NBODIES] >= DEEP_BODIES and mean_depth(ib, ws) > DEEP:
+    nb = ib[0, L.I0_NBODIES]
+    if nb >= DEEP_BODIES and ib[0, L.I0_ANCESTORS] > DEEP * nb:
         crba_root(ib, ws, q, M)
     else:
         crba_local(ib, ws, q, M)

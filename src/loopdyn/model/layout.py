@@ -42,6 +42,7 @@ IB_ROW0 = (
     ("NBODIES", 1, "number of bodies"),
     ("NQ", 1, "size of the (spanning-tree) configuration"),
     ("NV", 1, "size of the (spanning-tree) velocity"),
+    ("ANCESTORS", 1, "number of (body, non-root ancestor) pairs: the tree CRBA's choice of walk"),
 )
 
 # ---- ws: one row per body ---------------------------------------------------------------------------

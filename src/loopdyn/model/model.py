@@ -822,6 +822,11 @@ def _compile(model: Model) -> CompiledModel:
         if b.armature is not None:
             ws[i, L.W_ARM : L.W_ARM + b.joint.nv] = b.armature
             ws[0, L.W_ARM] = 1.0  # row 0: the model has armature (RNEA skips it otherwise)
+    depth = np.zeros(nb + 1, dtype=np.int64)  # non-root ancestors of each body (parents come first)
+    for i in range(1, nb + 1):
+        par = ib[i, L.I_PARENT]
+        depth[i] = 0 if par == 0 else (depth[par] + 1 if ib[par, L.I_PARENT] > 0 else 1)
+    ib[0, L.I0_ANCESTORS] = int(depth.sum())
     # row 0 of ib holds the model sizes; the kernels never read a parent for row 0
     nf = len(model.frames)
     frame_body = np.array([f.body for f in model.frames], dtype=np.int64)
