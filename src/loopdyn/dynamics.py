@@ -17,7 +17,6 @@ from .algorithms import cluster_dynamics as cluster
 from .algorithms import crba as tree_crba
 from .algorithms import rnea as tree_rnea
 from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
-from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 
 # the user arguments of the kernels: tree kernels take (ib, ws, ...), cluster kernels the 5 arrays of
@@ -100,20 +99,11 @@ def crba(model, data, q) -> np.ndarray:
     included; for a model with loops, in independent coordinates: ``H = Gᵀ H_span G``."""
     if data.source_key is not model._key:
         check_data(model, data)
-    n = data.nv
-    out = np.empty((n, n))
+    out = np.empty((data.nv, data.nv))
     if model.has_constraints:
         run(cluster.c_crba_kernel, model, CLUSTER_Q, (*data.cluster_arrays, q, out))
-        return out
-    # the tree kernel called directly (``run``'s fast path inlined: this call is short enough that the
-    # extra Python frame shows); on a type mismatch ``run`` retries with coerced arguments
-    try:
-        st = tree_crba.crba_kernel(data.ib, data.ws, q, out)
-    except TypeError:
-        st = 0
+    else:
         run(tree_crba.crba_kernel, model, TREE_Q, (data.ib, data.ws, q, out))
-    if st:
-        raise_for_status(model, st, TREE_Q.names)
     return out
 
 
