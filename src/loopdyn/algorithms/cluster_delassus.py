@@ -139,6 +139,16 @@ def star_port(ib, ws, ic, cb, wc, k):
 
 
 @njit(cache=True, inline="always")
+def star_column(Re, pe, se, dinv, V, chi):
+    """A force column χ on body e of a star cluster through 𝖫ᵀ to Λ (eqs. 17, 62): with e's placement
+    ``ᵉX_Λ = (Re, pe)``, its 𝖲 block ``se``, the scalar 𝖣⁻¹ and the port V (:func:`star_port`),
+    returns ``(z, y, f)``: ``z = 𝖲_eᵀχ``, ``y = 𝖣⁻¹ z`` and ``f = ᵉX_Λᵀ χ − V y`` on Λ."""
+    z = ops.dot6(se, chi)
+    y = dinv * z
+    return z, y, ops.sub6(ops.force_to_parent(Re, pe, chi), ops.scale6(V, y))
+
+
+@njit(cache=True, inline="always")
 def dinv_mul(ic, wc, k, z, y):
     """y[:m] = 𝖣_k⁻¹ z."""
     m = ic[k, L.C_M]
@@ -164,11 +174,9 @@ def efpa_star_up(ib, ws, ic, cb, wc, k, es, Vs, KC, r):
     """Eq. 62 for a star cluster k whose row r of χ is non-zero on body es only: row r − 1 (zero
     elsewhere) gets ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲_eᵀ χ_e`` on Λ's block (:func:`star_port`)."""
     ie = cb[ic[k, L.C_FIRST] + es]
-    o = 6 * es
-    chi = ops.load6(KC, r, o)
-    y = wc[ic[k, L.C_DINV]] * ops.dot6(s_col(ib, ws, ic, cb, wc, k, es, 0), chi)
-    f = ops.sub6(ops.force_to_parent(ops.load9(ws, ie, L.W_XR), ops.load3(ws, ie, L.W_XP), chi),
-                 ops.scale6(ops.load6(Vs, k, 0), y))  # fmt: skip
+    Re, pe = ops.load9(ws, ie, L.W_XR), ops.load3(ws, ie, L.W_XP)
+    _, _, f = star_column(Re, pe, s_col(ib, ws, ic, cb, wc, k, es, 0), wc[ic[k, L.C_DINV]],
+                          ops.load6(Vs, k, 0), ops.load6(KC, r, 6 * es))  # fmt: skip
     o = 6 * ib[ib[ie, L.I_OUT], L.I_SUB]
     for c in range(6):
         KC[r - 1, o + c] = f[c]

@@ -44,7 +44,7 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
-from .cluster_delassus import dinv_mul, force_to_parent_cluster, st_mul_cluster, star_port
+from .cluster_delassus import dinv_mul, force_to_parent_cluster, st_mul_cluster, star_column, star_port
 from .cluster_dynamics import c_aba_backward, s_col
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
 from .common import kernel
@@ -289,12 +289,10 @@ def cpv_star_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z):
     so = src + 6 * e * dim
     for col in range(dim):
         chi = ops.col6w(buf, so + col, dim)
-        z = ops.dot6(sg, chi)
-        y = dinv * z
+        z, y, f = star_column(Re, pe, sg, dinv, V, chi)
         Y[0, col] = z
         Z[0, col] = y
         if pd >= 0:
-            f = ops.sub6(ops.force_to_parent(Re, pe, chi), ops.scale6(V, y))
             for r in range(6):
                 buf[pd + (lam_rows + r) * dim + col] = f[r]
 
@@ -313,9 +311,10 @@ def cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z):
         branching = T[k, N_INN] == 1
         ch = T[k, N_CHAIN]
         src = 0 if branching else T[ch, N_PD]
-        if ic[k, L.C_STAR] != 0 and T[k, N_ENTRY] >= 0:
+        star = ic[k, L.C_STAR] != 0 and T[k, N_ENTRY] >= 0  # one entry body: cpv_star_step
+        if star:
             cpv_star_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z)
-        for col in range(dim if ic[k, L.C_STAR] == 0 or T[k, N_ENTRY] < 0 else 0):
+        for col in range(0 if star else dim):
             if branching:  # ᵏP_k = 1 (line 7), on the ports' forces
                 for a in range(nb6):
                     f[0, a] = 0.0
