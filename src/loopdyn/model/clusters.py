@@ -627,6 +627,20 @@ def _is_star(model, c) -> int:
     return int(with_children <= 1)
 
 
+def _one_output(tree: ClusterTree, c) -> bool:
+    """Whether every body of cluster ``c`` has the same output body (one port into its parent)."""
+    return len({tree.output_body[b] for b in c.bodies}) == 1
+
+
+def _is_one_port(tree: ClusterTree, c) -> int:
+    """1 if cluster ``c`` is one-port (layout column ``C_ONEPORT``): several bodies, all with the same
+    output body, and every child cluster one-port too — no child couples two of its bodies, so its
+    articulated inertia stays block-diagonal. Stars have their own, narrower flag."""
+    if c.kind == SINGLE_BODY or len(c.bodies) < 2 or not _one_output(tree, c):
+        return 0
+    return int(all(_one_output(tree, o) for o in tree.clusters if o.parent == c.index))
+
+
 def _rotor_inertia(ws: np.ndarray, i: int) -> np.ndarray | None:
     """Body i's 6 × 6 inertia in its parent's frame, ᶦXᵀ I ᶦX, if it does not depend on the angle of
     its revolute joint — the inertia is axisymmetric about the joint axis through the body origin
@@ -740,6 +754,8 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray, ws: np.ndarray) -
         else:
             row[L.C_PROG] = len(programs)
             programs.append(compile_constraint(c.phi_exprs + c.check_exprs, c.symbols))
+        if not row[L.C_STAR]:
+            row[L.C_ONEPORT] = _is_one_port(tree, c)
     nqs, nvs = model.spanning_nq, model.spanning_nv
     ic[0, L.C0_NCL] = ncl
     ic[0, L.C0_NQS] = nqs

@@ -114,6 +114,9 @@ IC_COLUMNS = (
     ("STAR", 1, "1 for a star cluster: explicit, one independent coordinate, every body hinged on the same "
      "output body, at most one body with children (a link and its geared rotors); its 𝖨^A stays "
      "block-diagonal with one port, so C-ABA takes it in one step (cluster_dynamics.c_aba_star)"),
+    ("ONEPORT", 1, "1 for a one-port cluster that is not a star: several bodies (any kind, any number of "
+     "coordinates), every one with the same output body, and every child cluster one-port too, so its "
+     "𝖨^A stays block-diagonal and it hands its parent one port (cluster_dynamics.c_aba_one_port)"),
 )
 IC_ROW0 = (
     ("NCL", 1, "number of clusters"),
