@@ -185,14 +185,20 @@ def run_c_efpa(model, data, q, rows: ConstraintRows) -> np.ndarray:
     """Λ⁻¹ by C-EFPA (models with loops)."""
     out = np.empty((rows.m, rows.m))
     args = (*data.cluster_arrays, q, rows.body, rows.row, rows.K, out)
-    run(cluster_delassus.c_efpa_kernel, model, _CLUSTER_Q, args)
+    try:  # algorithms.call.run's fast path, inlined
+        st = cluster_delassus.c_efpa_kernel(*args)
+    except TypeError:
+        st = cluster_delassus.c_efpa_kernel(*_CLUSTER_Q.coerce(model, args))
+    if st:
+        raise_for_status(model, st, _CLUSTER_Q.names)
     return out
 
 
 def run_c_pv_osimr(model, data, q, rows: ConstraintRows) -> np.ndarray:
     """Λ⁻¹ by the cluster PV-OSIMr (models with loops). The branching structure and the kernel's
     arguments other than q are kept with the rows, for the last ``data`` used (a control loop pays
-    one lookup per call)."""
+    one lookup per call); the kernel is called directly (``algorithms.call.run``'s fast path,
+    inlined: the default method of :func:`delassus` on a model with loops)."""
     hit = rows.compiled.get("cpv")
     if hit is None or hit[0] is not data.cluster_arrays:
         s = cluster_pv_osimr.cluster_structure(model, data, rows.body, rows.row)
@@ -200,7 +206,13 @@ def run_c_pv_osimr(model, data, q, rows: ConstraintRows) -> np.ndarray:
         hit = rows.compiled["cpv"] = (data.cluster_arrays, static, s, (rows.m, rows.m))
     arrays, static, s, shape = hit
     out = np.empty(shape)
-    run(cluster_pv_osimr.c_pv_osimr_kernel, model, _CLUSTER_Q, (*arrays, q, *static, s.buffer(), out))
+    args = (*arrays, q, *static, s.buffer(), out)
+    try:
+        st = cluster_pv_osimr.c_pv_osimr_kernel(*args)
+    except TypeError:
+        st = cluster_pv_osimr.c_pv_osimr_kernel(*_CLUSTER_Q.coerce(model, args))
+    if st:
+        raise_for_status(model, st, _CLUSTER_Q.names)
     return out
 
 
@@ -232,6 +244,11 @@ for _name, _runner in (
     ("dense", lambda model, data, q, rows, _c: run_dense(model, data, q, rows)),
 ):
     register_method(_name, _runner, for_loops=True)
+
+
+#: the cluster methods :func:`delassus` calls without the method table (None: the default)
+_FAST_CLUSTER = {None: run_c_pv_osimr, "c-pv-osimr": run_c_pv_osimr, "pv-osimr": run_c_pv_osimr,
+                 "c-efpa": run_c_efpa, "efpa": run_c_efpa}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,6 +302,12 @@ def delassus(model, data, q, constraints, method: str | None = None) -> np.ndarr
         if st:
             raise_for_status(model, st, _TREE_Q.names)
         return out
+    if model.has_constraints:  # the compiled cluster methods, directly
+        fast = _FAST_CLUSTER.get(method, None) if method.__class__ is str or method is None else None
+        if fast is not None:
+            if data.source_key is not model._key:
+                check_data(model, data)
+            return fast(model, data, q, prepare(model, constraints))
     m = resolve_method(model, data, method)
     return m.runner(model, data, q, prepare(model, constraints), constraints)
 

@@ -17,10 +17,11 @@ eliminated by the clusters.
     ``a'_a = ᵃX_Λ W_λ(Λ(a))``: ``W_k = a' + 𝖲 𝖣⁻¹ (𝖲ᵀ χ − 𝖴ᵀ a')``;
   * ``Λ⁻¹_{r1,r2} = χ_{r1,c} · W_{r2,c}`` at the deepest cluster c supporting both rows.
 
-  On a star cluster (a link and its geared rotors, all hinged on one output body Λ) a row's χ is
-  non-zero on one body e only, and both steps go through the cluster's one port
-  ``V = Σ_b ᵇX_Λᵀ 𝖴_b`` (:func:`star_port`): one transform and a scalar 𝖣⁻¹ per row
-  (:func:`efpa_star_up`, :func:`efpa_star_down`).
+  On a one-port cluster (a star — a link and its geared rotors — or any cluster whose bodies all hang
+  from one output body Λ, e.g. a belt pair or a differential) a row's χ is non-zero on one body e
+  only, and both steps go through the cluster's port ``V = Σ_b ᵇX_Λᵀ 𝖴_b`` left by C-ABA's
+  backward sweep: one transform and m rank-one terms per row (:func:`port_column`,
+  :func:`efpa_port_up`, :func:`efpa_port_down`).
 
   O(N_C l³) for the sweep, O(m 𝖽 l²) for the propagation (𝖽 the depth of the cluster tree, l the
   cluster size) and O(m² l) for the products.
@@ -37,7 +38,7 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
-from .cluster_dynamics import c_aba_backward, placement_in_output, s_col
+from .cluster_dynamics import c_aba_backward, has_port, placement_in_output, port_at, s_col
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
 from .common import kernel
 from .efpa import common_depth
@@ -125,30 +126,6 @@ def st_mul_cluster(ib, ws, ic, cb, wc, k, F, rf, z):
 
 
 @njit(cache=True, inline="always")
-def star_port(ib, ws, ic, cb, wc, k):
-    """The one port ``V = Σ_b ᵇX_Λᵀ 𝖴_b`` of a star cluster k (layout ``C_STAR``: every body hinged on
-    the output body Λ, one coordinate) after C-ABA's backward sweep: 𝖫ᵀ moved to Λ is
-    ``χ ↦ Σ_b ᵇX_Λᵀ χ_b − V 𝖣⁻¹ 𝖲ᵀχ`` and ``𝖴ᵀ 𝒳 a_Λ = V · a_Λ``."""
-    first, U = ic[k, L.C_FIRST], ic[k, L.C_U]
-    V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    for j in range(ic[k, L.C_NB]):
-        i = cb[first + j]
-        V = ops.add6(V, ops.force_to_parent(ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP),
-                                            ops.col6w(wc, U + 6 * j, 1)))  # fmt: skip
-    return V
-
-
-@njit(cache=True, inline="always")
-def star_column(Re, pe, se, dinv, V, chi):
-    """A force column χ on body e of a star cluster through 𝖫ᵀ to Λ (eqs. 17, 62): with e's placement
-    ``ᵉX_Λ = (Re, pe)``, its 𝖲 block ``se``, the scalar 𝖣⁻¹ and the port V (:func:`star_port`),
-    returns ``(z, y, f)``: ``z = 𝖲_eᵀχ``, ``y = 𝖣⁻¹ z`` and ``f = ᵉX_Λᵀ χ − V y`` on Λ."""
-    z = ops.dot6(se, chi)
-    y = dinv * z
-    return z, y, ops.sub6(ops.force_to_parent(Re, pe, chi), ops.scale6(V, y))
-
-
-@njit(cache=True, inline="always")
 def dinv_mul(ic, wc, k, z, y):
     """y[:m] = 𝖣_k⁻¹ z."""
     m = ic[k, L.C_M]
@@ -170,35 +147,96 @@ def entry_sub(ib, ic, cb, path, e, t, d, b):
 
 
 @njit(cache=True, inline="always")
-def efpa_star_up(ib, ws, ic, cb, wc, k, es, Vs, KC, r):
-    """Eq. 62 for a star cluster k whose row r of χ is non-zero on body es only: row r − 1 (zero
-    elsewhere) gets ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲_eᵀ χ_e`` on Λ's block (:func:`star_port`)."""
-    ie = cb[ic[k, L.C_FIRST] + es]
-    Re, pe = ops.load9(ws, ie, L.W_XR), ops.load3(ws, ie, L.W_XP)
-    _, _, f = star_column(Re, pe, s_col(ib, ws, ic, cb, wc, k, es, 0), wc[ic[k, L.C_DINV]],
-                          ops.load6(Vs, k, 0), ops.load6(KC, r, 6 * es))  # fmt: skip
-    o = 6 * ib[ib[ie, L.I_OUT], L.I_SUB]
+def port_column1(ib, ws, ic, cb, wc, k, e, chi):
+    """:func:`port_column` for a cluster with one coordinate (a star), in scalars: returns
+    ``(z, y, f)`` with ``z = 𝖲_eᵀχ``, ``y = z / 𝖣`` and ``f = ᵉX_Λᵀ χ − V y``."""
+    ie = cb[ic[k, L.C_FIRST] + e]
+    z = ops.dot6(s_col(ib, ws, ic, cb, wc, k, e, 0), chi)
+    y = wc[ic[k, L.C_DINV]] * z
+    f = ops.force_to_parent(ops.load9(ws, ie, L.W_XR), ops.load3(ws, ie, L.W_XP), chi)
+    return z, y, ops.sub6(f, ops.scale6(ops.load6_at(wc, port_at(ic, k)), y))
+
+
+@njit(cache=True, inline="always")
+def port_column(ib, ws, ic, cb, wc, k, e, chi, z, y):
+    """A force column χ on body e alone of a one-port cluster k (a star or ``C_ONEPORT``: every body
+    hangs from the one output body Λ) through 𝖫ᵀ to Λ (eqs. 17, 62): ``z = 𝖲_eᵀχ`` and
+    ``y = 𝖣⁻¹ z`` (m each, into the arrays z, y); returns ``ᵉX_Λᵀ χ − V y``, V the cluster's port
+    (:func:`~.cluster_dynamics.port_at`): one transform and m rank-one terms instead of the 6 n_b-row
+    product and a transform per body."""
+    m = ic[k, L.C_M]
+    ie = cb[ic[k, L.C_FIRST] + e]
+    f = ops.force_to_parent(ops.load9(ws, ie, L.W_XR), ops.load3(ws, ie, L.W_XP), chi)
+    V = port_at(ic, k)
+    for l in range(m):
+        z[l] = ops.dot6(s_col(ib, ws, ic, cb, wc, k, e, l), chi)
+    dinv_mul(ic, wc, k, z, y)
+    for l in range(m):
+        f = ops.sub6(f, ops.scale6(ops.col6w(wc, V + l, m), y[l]))
+    return f
+
+
+@njit(cache=True)  # not inlined: the star's step below is, and keeps c_efpa_core's loop small
+def port_column_m(ib, ws, ic, cb, wc, k, e, KC, r, z, y):
+    """:func:`port_column` of row r of KC on body e."""
+    return port_column(ib, ws, ic, cb, wc, k, e, ops.load6(KC, r, 6 * e), z, y)
+
+
+@njit(cache=True, inline="always")
+def efpa_port_up(ib, ws, ic, cb, wc, k, es, KC, r, z, y):
+    """Eq. 62 for a one-port cluster k whose row r of χ is non-zero on body es only: row r − 1 (zero
+    elsewhere) gets ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲_eᵀ χ_e`` on Λ's block (:func:`port_column`)."""
+    if ic[k, L.C_M] == 1:
+        _, _, f = port_column1(ib, ws, ic, cb, wc, k, es, ops.load6(KC, r, 6 * es))
+    else:
+        f = port_column_m(ib, ws, ic, cb, wc, k, es, KC, r, z, y)
+    o = 6 * ib[ib[cb[ic[k, L.C_FIRST] + es], L.I_OUT], L.I_SUB]
     for c in range(6):
         KC[r - 1, o + c] = f[c]
 
 
 @njit(cache=True, inline="always")
-def efpa_star_down(ib, ws, ic, cb, wc, k, es, Vs, KC, W, r, root):
-    """Eqs. 63–67 for a star cluster k (row r of χ non-zero on body es only): with a_Λ the parent's
-    column on Λ (zero at the root), ``y = 𝖣⁻¹ (𝖲_eᵀ χ_e − V·a_Λ)`` and ``W_b = ᵇX_Λ a_Λ + 𝖲_b y``."""
+def efpa_port_down1(ib, ws, ic, cb, wc, k, es, KC, W, r, root, entry_only):
+    """:func:`efpa_port_down` for a cluster with one coordinate (a star), in scalars; with
+    ``entry_only``, W on body es alone (where the next cluster and the assembly read it)."""
     first = ic[k, L.C_FIRST]
-    o = 6 * es
-    z = ops.dot6(s_col(ib, ws, ic, cb, wc, k, es, 0), ops.load6(KC, r, o))
+    z = ops.dot6(s_col(ib, ws, ic, cb, wc, k, es, 0), ops.load6(KC, r, 6 * es))
     a = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     if not root:
-        o = 6 * ib[ib[cb[first], L.I_OUT], L.I_SUB]
-        a = ops.load6(W, r - 1, o)
-        z -= ops.dot6(ops.load6(Vs, k, 0), a)
+        a = ops.load6(W, r - 1, 6 * ib[ib[cb[first], L.I_OUT], L.I_SUB])
+        z -= ops.dot6(ops.load6_at(wc, port_at(ic, k)), a)
     y = wc[ic[k, L.C_DINV]] * z
     for j in range(ic[k, L.C_NB]):
+        if entry_only and j != es:
+            continue
         i = cb[first + j]
         w = ops.add6(ops.motion_to_child(ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP), a),
                      ops.scale6(s_col(ib, ws, ic, cb, wc, k, j, 0), y))  # fmt: skip
+        for c in range(6):
+            W[r, 6 * j + c] = w[c]
+
+
+@njit(cache=True)  # not inlined: only the star's step (efpa_port_down1) is
+def efpa_port_down(ib, ws, ic, cb, wc, k, es, KC, W, r, root, z, y):
+    """Eqs. 63–67 for a one-port cluster k (row r of χ non-zero on body es only): with a_Λ the
+    parent's column on Λ (zero at the root), ``y = 𝖣⁻¹ (𝖲_eᵀ χ_e − Vᵀ a_Λ)`` and
+    ``W_b = ᵇX_Λ a_Λ + 𝖲_b y``."""
+    first, m = ic[k, L.C_FIRST], ic[k, L.C_M]
+    chi = ops.load6(KC, r, 6 * es)
+    a = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if not root:
+        a = ops.load6(W, r - 1, 6 * ib[ib[cb[first], L.I_OUT], L.I_SUB])
+    V = port_at(ic, k)
+    for l in range(m):
+        z[l] = ops.dot6(s_col(ib, ws, ic, cb, wc, k, es, l), chi)
+        if not root:
+            z[l] -= ops.dot6(ops.col6w(wc, V + l, m), a)
+    dinv_mul(ic, wc, k, z, y)
+    for j in range(ic[k, L.C_NB]):
+        i = cb[first + j]
+        w = ops.motion_to_child(ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP), a)
+        for l in range(m):
+            w = ops.add6(w, ops.scale6(s_col(ib, ws, ic, cb, wc, k, j, l), y[l]))
         for c in range(6):
             W[r, 6 * j + c] = w[c]
 
@@ -220,6 +258,14 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
         mmax = max(mmax, ic[k, L.C_M])
     depth, path = cluster_paths(ib, ic, cbody)
     nc = cbody.shape[0]
+    shared = np.zeros((nc, path.shape[1]), dtype=np.bool_)  # [e, t]: another row's path leaves e's there
+    for e1 in range(nc):
+        for e2 in range(e1 + 1, nc):
+            if cbody[e1] > 0 and cbody[e2] > 0:
+                t = common_depth(path, e1, e2, min(depth[ib[cbody[e1], L.I_CLUSTER]],
+                                                   depth[ib[cbody[e2], L.I_CLUSTER]]))  # fmt: skip
+                shared[e1, t] = True
+                shared[e2, t] = True
     m = crow[nc]
     dmax = path.shape[1] - 1
     w6 = 6 * nbmax
@@ -229,14 +275,6 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
     z = np.empty(mmax)
     y = np.empty(mmax)
     ap = np.empty((1, w6))
-    Vs = np.empty((ncl + 1, 6))  # the ports of the star clusters on the paths
-    for e in range(nc):
-        for t in range(2, depth[ib[cbody[e], L.I_CLUSTER]] + 1 if cbody[e] > 0 else 0):
-            k = path[e, t]
-            if ic[k, L.C_STAR] != 0:
-                V = star_port(ib, ws, ic, cb, wc, k)
-                for c in range(6):
-                    Vs[k, c] = V[c]
     for e in range(nc):
         b = cbody[e]
         if b == 0:
@@ -249,9 +287,9 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
                 KC[base + d, sb + c] = K[r, c]
             for t in range(d, 1, -1):  # backward (eq. 62): χ_λ = 𝒳ᵀ 𝖫ᵀ χ_k
                 k = path[e, t]
-                if ic[k, L.C_STAR] != 0:
-                    efpa_star_up(ib, ws, ic, cb, wc, k, entry_sub(ib, ic, cb, path, e, t, d, b), Vs, KC,
-                                 base + t)  # fmt: skip
+                if has_port(ic, k):
+                    efpa_port_up(ib, ws, ic, cb, wc, k, entry_sub(ib, ic, cb, path, e, t, d, b), KC,
+                                 base + t, z, y)  # fmt: skip
                     continue
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
                 st_mul_cluster(ib, ws, ic, cb, wc, k, KC, base + t, z)
@@ -264,9 +302,13 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
                 force_to_parent_cluster(ib, ws, ic, cb, k, ap, 0, KC, base + t - 1)
             for t in range(1, d + 1):  # forward (eqs. 63–67)
                 k = path[e, t]
-                if ic[k, L.C_STAR] != 0:
-                    efpa_star_down(ib, ws, ic, cb, wc, k, entry_sub(ib, ic, cb, path, e, t, d, b), Vs, KC, W,
-                                   base + t, t == 1)  # fmt: skip
+                if has_port(ic, k):
+                    es = entry_sub(ib, ic, cb, path, e, t, d, b)
+                    if ic[k, L.C_M] == 1:  # W on the entry body alone where no one else reads it
+                        entry_only = not shared[e, t] and (t == d or has_port(ic, path[e, t + 1]))
+                        efpa_port_down1(ib, ws, ic, cb, wc, k, es, KC, W, base + t, t == 1, entry_only)
+                    else:
+                        efpa_port_down(ib, ws, ic, cb, wc, k, es, KC, W, base + t, t == 1, z, y)
                     continue
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
                 if t == 1:

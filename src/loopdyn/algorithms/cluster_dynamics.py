@@ -52,6 +52,21 @@ def s_col(ib, ws, ic, cb, wc, k, j, l):
 
 
 @njit(cache=True, inline="always")
+def has_port(ic, k):
+    """Whether cluster k hands its parent one port (a star, layout ``C_STAR``, or a one-port cluster,
+    ``C_ONEPORT``): C-ABA's backward sweep then leaves the port V at :func:`port_at`."""
+    return ic[k, L.C_STAR] != 0 or ic[k, L.C_ONEPORT] != 0
+
+
+@njit(cache=True, inline="always")
+def port_at(ic, k):
+    """Offset in wc of the port ``V = Σ_b ᵇX_Λᵀ 𝖴_b`` (6 × m, row-major) of a star or one-port cluster
+    k with a parent, written by C-ABA's backward sweep (in the cluster's group scratch)."""
+    nb = ic[k, L.C_NB]
+    return ic[k, L.C_MASK] + nb * nb + nb
+
+
+@njit(cache=True, inline="always")
 def touch_block(w, mask, nb, a, b, IA, nb6):
     """Make block (a, b) of a cluster's 𝖨^A usable: zero it the first time it becomes non-zero."""
     if w[mask + a * nb + b] == 0.0:
@@ -121,9 +136,9 @@ def c_aba_init(ib, ws, ic, cb, wc, fext, bias):
             vi = ops.load6(ws, i, L.W_V)
             pa = ops.sub6(ops.cross_force(vi, ops.inertia_mul(I, vi)), external_force(fext, i))
             ops.store6(ws, i, L.W_F, pa)
-    for k in range(1, ic[0, L.C0_NCL] + 1):
+    for k in range(1, ic[0, L.C0_NCL] + 1):  # the masks (a one-port cluster's 𝖨^A has no off-diagonal block)
         nb, MK = ic[k, L.C_NB], ic[k, L.C_MASK]
-        if nb > 1:
+        if nb > 1 and not has_port(ic, k):
             for x in range(nb * nb):
                 wc[MK + x] = 0.0
 
@@ -313,7 +328,7 @@ def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     V = Σ ᵇX_Λᵀ 𝖴_b, the parent's 𝖨^A += Σ ᵇX_Λᵀ 𝖨^A_b ᵇX_Λ − V Vᵀ/𝖣 (a rotor's term is its constant
     W_IPAR) and its 𝗉^A += Σ ᵇX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_b + V (𝗎 − Σ 𝖴_b·𝖼_b)/𝖣. Leaves 𝖴, 𝗎 and 𝖣⁻¹ where
     the generic step does, 𝖣 too (for :func:`c_aba_forward`, the Delassus and spatial-operator
-    sweeps). False if 𝖣 ≤ 0."""
+    sweeps), and V at :func:`port_at`. False if 𝖣 ≤ 0."""
     first, nb, U, G = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_U], ic[k, L.C_G]
     to_parent = ic[k, L.C_PARENT] != 0
     lam = ib[cb[first], L.I_OUT]
@@ -352,14 +367,120 @@ def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     wc[ic[k, L.C_UU]] = u
     wc[ic[k, L.C_DSCR]] = d  # 𝖣 itself (the spatial-operator sweeps factor it again)
     wc[ic[k, L.C_DINV]] = dinv
-    if to_parent:  # the low-rank part through the one port
+    if to_parent:  # the low-rank part through the one port, kept for the Delassus sweeps
         w = (u - uc) * dinv
+        P = port_at(ic, k)
         for r in range(6):
+            wc[P + r] = V[r]
             if bias:
                 ws[lam, L.W_F + r] += V[r] * w
             vr = V[r] * dinv
             for c in range(6):
                 ws[lam, L.W_IA + 6 * r + c] -= vr * V[c]
+    return True
+
+
+@njit(cache=True, inline="always")
+def small_spd_inverse(wc, DS, DI, m):
+    """𝖣⁻¹ at wc[DI] of the m × m 𝖣 at wc[DS] (closed form for m ≤ 2, else by Cholesky with the scratch
+    after 𝖣). False if 𝖣 is not positive definite."""
+    if m == 1:
+        if not wc[DS] > 0.0:
+            return False
+        wc[DI] = 1.0 / wc[DS]
+        return True
+    if m == 2:
+        a, b, c = wc[DS], wc[DS + 1], wc[DS + 3]
+        det = a * c - b * b
+        if not (a > 0.0 and det > 0.0):
+            return False
+        wc[DI], wc[DI + 1], wc[DI + 2], wc[DI + 3] = c / det, -b / det, -b / det, a / det
+        return True
+    return ops.spd_inverse(wc, DS, m, wc, DI, wc, DS + m * m)
+
+
+@njit(cache=True, inline="always")
+def c_aba_one_port(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
+    """A one-port cluster k (layout ``C_ONEPORT``: every body b has the same output body Λ, and no
+    child cluster couples two of its bodies, so 𝖨^A is block-diagonal) in one step of C-ABA's
+    backward pass (Alg. lines 25–33, eqs. 49 and 56) — the star step for any number m of coordinates
+    and bodies with in-cluster parents (𝖲 from the cluster kinematics' table). Per body b:
+    𝖴_b = 𝖨^A_b 𝖲_b, 𝗎 −= 𝖲_bᵀ𝗉^A_b, 𝖣 += 𝖲_bᵀ𝖴_b, the port V += ᵇX_Λᵀ 𝖴_b and the full-rank part
+    ᵇX_Λᵀ 𝖨^A_b ᵇX_Λ, ᵇX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_b into Λ; then Λ's 𝖨^A −= V 𝖣⁻¹ Vᵀ and its
+    𝗉^A += V 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼). Leaves 𝖴, 𝗎, 𝖣 and 𝖣⁻¹ where the generic step does. False if 𝖣 is not
+    positive definite."""
+    first, nb, m, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
+    U, DI, UU, DS = ic[k, L.C_U], ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR]
+    to_parent = ic[k, L.C_PARENT] != 0
+    lam = ib[cb[first], L.I_OUT]
+    V = port_at(ic, k)  # the port (6 × m, row-major)
+    UC = V + 6 * m  # 𝗎 − 𝖴ᵀ𝖼 (m), after V (the group scratch holds nb ≥ 2 of them)
+    for l in range(m):
+        wc[UU + l] = tau[iv + l] if bias else 0.0
+        wc[UC + l] = wc[UU + l]
+        for r in range(6):
+            wc[V + r * m + l] = 0.0
+    for x in range(m * m):
+        wc[DS + x] = 0.0
+    for a in range(nb):
+        i = cb[first + a]
+        R, p = placement_in_output(ib, ws, ic, k, i)
+        for l in range(m):  # 𝖴_b = 𝖨^A_b 𝖲_b (eq. 49) and its port column
+            Ub = diag_mul(ib, ws, i, s_col(ib, ws, ic, cb, wc, k, a, l))
+            for r in range(6):
+                wc[U + (6 * a + r) * m + l] = Ub[r]
+            if to_parent:
+                xu = ops.force_to_parent(R, p, Ub)
+                for r in range(6):
+                    wc[V + r * m + l] += xu[r]
+        for l1 in range(m):  # 𝖣 += 𝖲_bᵀ 𝖴_b (lower triangle)
+            sl = s_col(ib, ws, ic, cb, wc, k, a, l1)
+            for l2 in range(l1 + 1):
+                wc[DS + l1 * m + l2] += ops.dot6(sl, u_col(wc, U, m, a, l2))
+        if bias:  # 𝗎 −= 𝖲_bᵀ 𝗉^A_b; 𝗎 − 𝖴ᵀ𝖼 likewise
+            fa, ca = ops.load6(ws, i, L.W_F), ops.load6(ws, i, L.W_C)
+            for l in range(m):
+                su = ops.dot6(s_col(ib, ws, ic, cb, wc, k, a, l), fa)
+                wc[UU + l] -= su
+                wc[UC + l] -= su + ops.dot6(u_col(wc, U, m, a, l), ca)
+            if to_parent:
+                pb = ops.add6(fa, diag_mul(ib, ws, i, ca))  # (𝗉^A + 𝖨^A 𝖼)_b
+                ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(R, p, pb))
+        if to_parent:
+            if ib[i, L.I_ROTOR] != 0:  # ᵇX_Λᵀ 𝖨_b ᵇX_Λ is constant for a rotor: W_IPAR
+                for x in range(36):
+                    ws[lam, L.W_IA + x] += ws[i, L.W_IPAR + x]
+            else:
+                ops.mat6_to_parent_add(ws, i, L.W_IA, R, p, lam, L.W_IA)
+    for l1 in range(m):
+        for l2 in range(l1):
+            wc[DS + l2 * m + l1] = wc[DS + l1 * m + l2]
+    if has_armature:  # 𝖣 += Gᵀ diag(A) G, 𝗎 −= Gᵀ diag(A) g
+        for l1 in range(m):
+            for j in range(ic[k, L.C_N]):
+                arm = _armature(ic, wc, k, j)
+                if arm != 0.0:
+                    ga = _g(ic, wc, k, j, l1) * arm
+                    for l2 in range(m):
+                        wc[DS + l1 * m + l2] += ga * _g(ic, wc, k, j, l2)
+                    if bias:
+                        wc[UU + l1] -= ga * wc[ic[k, L.C_GB] + j]
+                        wc[UC + l1] -= ga * wc[ic[k, L.C_GB] + j]
+    if not small_spd_inverse(wc, DS, DI, m):
+        return False
+    if to_parent:  # the low-rank part through the one port: 𝗐 = 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼)
+        for r in range(6):
+            acc = 0.0
+            for l in range(m):
+                vd = 0.0
+                for l2 in range(m):
+                    vd += wc[V + r * m + l2] * wc[DI + l2 * m + l]
+                if bias:
+                    acc += vd * wc[UC + l]
+                for c in range(6):
+                    ws[lam, L.W_IA + 6 * r + c] -= vd * wc[V + c * m + l]
+            if bias:
+                ws[lam, L.W_F + r] += acc
     return True
 
 
@@ -383,6 +504,10 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
             if not c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
                 return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
             continue
+        if ic[k, L.C_ONEPORT] != 0:
+            if not c_aba_one_port(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
+                return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+            continue
         if not c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
             return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
         if ic[k, L.C_PARENT] == 0:
@@ -402,6 +527,23 @@ def c_aba_forward(ib, ws, ic, cb, wc, ddy):
     for k in range(1, ncl + 1):
         first, nb, m, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
         U, DI, UU, DS = ic[k, L.C_U], ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR]
+        if m == 1 and has_port(ic, k):  # one coordinate, one output body: in scalars
+            aL = ops.load6(ws, ib[cb[first], L.I_OUT], L.W_A)
+            acc = wc[UU]
+            for j in range(nb):  # 𝖺' = ᵇX_Λ 𝖺_Λ + 𝖼 and 𝗎 − 𝖴ᵀ 𝖺'
+                i = cb[first + j]
+                ap = ops.add6(ops.motion_to_child(ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP), aL),
+                              ops.load6(ws, i, L.W_C))  # fmt: skip
+                ops.store6(ws, i, L.W_A, ap)
+                acc -= ops.dot6(ops.load6_at(wc, U + 6 * j), ap)
+            y = wc[DI] * acc
+            ddy[iv] = y
+            S = ic[k, L.C_S]
+            for j in range(nb):  # 𝖺 = 𝖺' + 𝖲 ÿ
+                i = cb[first + j]
+                ai = ops.add6(ops.load6(ws, i, L.W_A), ops.scale6(ops.load6_at(wc, S + 6 * j), y))
+                ops.store6(ws, i, L.W_A, ai)
+            continue
         for j in range(nb):  # 𝖺' = ᵏ𝖷_λ 𝖺_λ + 𝖼
             i = cb[first + j]
             R, p = placement_in_output(ib, ws, ic, k, i)

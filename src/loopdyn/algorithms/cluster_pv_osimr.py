@@ -20,9 +20,10 @@ branching strict ancestor.
 
   * eq. 16: ``^{λ(k)}Ω_{D(k)} = ᵏΩ_{D(k)} + Yᵀ 𝖣_k⁻¹ Y``;
   * eq. 17: ``^{λ(k)}P_{D(k)} = 𝒳ᵀ 𝖫_kᵀ P``, column by column: ``χ − 𝖴 𝖣⁻¹ 𝖲ᵀχ``, then each body's
-    force to its output body. An unbranched star cluster (a link and its geared rotors) takes the
-    forces from below on one body only and pays one transform and a rank-one term per column
-    (:func:`cpv_star_step`).
+    force to its output body. An unbranched one-port cluster (a star — a link and its geared rotors —
+    or a belt pair, a differential: every body hangs from one output body) takes the forces from
+    below on one body only and pays one transform and m rank-one terms per column
+    (:func:`cpv_port_step`).
 
 * Forward sweep over N (line 17, eq. 18): ``⁰Ω_i = ^{A}Ω_i + ^{A}P_iᵀ ⁰Ω_A ^{A}P_i``.
 * CEMPs up the branching ancestors (lines 18–22, eq. 19): ``^{A(e)}K_e = ^{A(e)}P_eᵀ``,
@@ -44,8 +45,8 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
-from .cluster_delassus import dinv_mul, force_to_parent_cluster, st_mul_cluster, star_column, star_port
-from .cluster_dynamics import c_aba_backward, s_col
+from .cluster_delassus import dinv_mul, force_to_parent_cluster, port_column, port_column1, st_mul_cluster
+from .cluster_dynamics import c_aba_backward, has_port
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
 from .common import kernel
 from .pv_osim import branching_structure
@@ -266,32 +267,29 @@ def cpv_seed_end_effectors(ib, cbody, crow, K, T, buf, ncl):
 
 
 @njit(cache=True, inline="always")
-def cpv_star_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z):
-    """Lines 5–15 for an unbranched star cluster k (layout ``C_STAR``: one coordinate, every body hinged
-    on the one output body Λ, :func:`~.cluster_dynamics.c_aba_star`). Its chain child's forces reach
-    one body e (``N_ENTRY``), so per column χ: 𝖲ᵀχ = G_e s_eᵀ χ_e (a scalar), and eq. 17 is
-    ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲ᵀχ`` on Λ's block, with the port ``V = Σ_b ᵇX_Λᵀ 𝖴_b`` formed once."""
-    first = ic[k, L.C_FIRST]
+def cpv_port_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z, z, y):
+    """Lines 5–15 for an unbranched one-port cluster k (a star or ``C_ONEPORT``: every body hangs from
+    the one output body Λ). Its chain child's forces reach one body e (``N_ENTRY``), so per column χ
+    eq. 17 is ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲_eᵀχ_e`` on Λ's block, V the cluster's port
+    (:func:`~.cluster_delassus.port_column`)."""
     dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
-    src = T[ch, N_PD]
     e = T[k, N_ENTRY]
-    ie = cb[first + e]
-    sg = s_col(ib, ws, ic, cb, wc, k, e, 0)  # 𝖲 on body e
-    dinv = wc[ic[k, L.C_DINV]]
-    Re, pe = ops.load9(ws, ie, L.W_XR), ops.load3(ws, ie, L.W_XP)
-    V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     lam_rows = 0
     if pd >= 0:
-        V = star_port(ib, ws, ic, cb, wc, k)
-        lam_rows = 6 * ib[ib[ie, L.I_OUT], L.I_SUB]
+        lam_rows = 6 * ib[ib[cb[ic[k, L.C_FIRST] + e], L.I_OUT], L.I_SUB]
         for a in range(T[T[k, N_PARENT], N_FULL] * dim):  # the parent's other bodies get nothing
             buf[pd + a] = 0.0
-    so = src + 6 * e * dim
+    so = T[ch, N_PD] + 6 * e * dim
+    star = ic[k, L.C_M] == 1
     for col in range(dim):
         chi = ops.col6w(buf, so + col, dim)
-        z, y, f = star_column(Re, pe, sg, dinv, V, chi)
-        Y[0, col] = z
-        Z[0, col] = y
+        if star:  # in scalars
+            Y[0, col], Z[0, col], f = port_column1(ib, ws, ic, cb, wc, k, e, chi)
+        else:
+            f = port_column(ib, ws, ic, cb, wc, k, e, chi, z, y)
+            for l in range(ic[k, L.C_M]):
+                Y[l, col] = z[l]
+                Z[l, col] = y[l]
         if pd >= 0:
             for r in range(6):
                 buf[pd + (lam_rows + r) * dim + col] = f[r]
@@ -311,10 +309,10 @@ def cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z):
         branching = T[k, N_INN] == 1
         ch = T[k, N_CHAIN]
         src = 0 if branching else T[ch, N_PD]
-        star = ic[k, L.C_STAR] != 0 and T[k, N_ENTRY] >= 0  # one entry body: cpv_star_step
-        if star:
-            cpv_star_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z)
-        for col in range(0 if star else dim):
+        one_port = has_port(ic, k) and T[k, N_ENTRY] >= 0  # one entry body: cpv_port_step
+        if one_port:
+            cpv_port_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z, z, y)
+        for col in range(0 if one_port else dim):
             if branching:  # ᵏP_k = 1 (line 7), on the ports' forces
                 for a in range(nb6):
                     f[0, a] = 0.0
