@@ -580,6 +580,95 @@ def c_crba_one_port_columns(ib, ws, ic, cb, wc, k, H):
         j = up
 
 
+@njit(cache=True, inline="always")
+def lower_add(H, y, a, h):
+    """H[y, a] += h in the lower triangle (y ≠ a)."""
+    if a <= y:
+        H[y, a] += h
+    else:
+        H[a, y] += h
+
+
+@njit(cache=True, inline="always")
+def g_pair(wc, G, m, j):
+    """Row j of a cluster's G (at wc[G], m ≤ 2 columns) as two numbers, the second 0 when m = 1."""
+    return wc[G + j * m], (wc[G + j * m + 1] if m == 2 else 0.0)
+
+
+@njit(cache=True, inline="always")
+def c_crba_one_port_pair(ib, ws, ic, cb, wc, k, H):
+    """:func:`c_crba_one_port_columns` for a one-port cluster of 1-DoF bodies with m ≤ 2 independent
+    coordinates (every one-port cluster of the built-in robots), in registers: body b's spanning
+    coordinate is row b of the cluster's G (``g_pair``), so the in-cluster block
+    ``Σ G[r, ·]ᵀ H_span[r, s] G[s, ·]`` is summed in three numbers (h00, h10, h11) and the combined
+    columns F_0, F_1 are two 6-tuples — fixed loops, no sparse rows, no scratch."""
+    first, nb, m, y0, G = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_G]
+    out = ib[cb[first], L.I_OUT]
+    C0 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    C1 = C0
+    h00, h10, h11 = 0.0, 0.0, 0.0
+    for b in range(nb):
+        i = cb[first + b]
+        g0, g1 = g_pair(wc, G, m, b)
+        si = s_column(ib, ws, i, 0)
+        F = ops.inertia_mul(ops.load10(ws, i, L.W_IC), si)
+        h = ops.dot6(si, F) + ws[i, L.W_ARM]  # H_span[r, r]
+        h00 += g0 * g0 * h
+        h10 += g1 * g0 * h
+        h11 += g1 * g1 * h
+        j = i
+        while True:  # F up the in-cluster ancestors j: H_span[r, s] = H_span[s, r] = s_jᵀ F
+            up = ib[j, L.I_CPAR]
+            if up == 0 and out == 0:
+                break
+            F = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), F)
+            if up == 0:
+                break
+            j = up
+            e0, e1 = g_pair(wc, G, m, ib[j, L.I_SUB])
+            h = ops.dot6(s_column(ib, ws, j, 0), F)
+            h00 += 2.0 * g0 * e0 * h
+            h10 += (g1 * e0 + e1 * g0) * h
+            h11 += 2.0 * g1 * e1 * h
+        C0 = ops.add6(C0, ops.scale6(F, g0))  # F_l += G[r, l] F_r, in Λ's frame
+        C1 = ops.add6(C1, ops.scale6(F, g1))
+    H[y0, y0] += h00
+    if m == 2:
+        H[y0 + 1, y0] += h10
+        H[y0 + 1, y0 + 1] += h11
+    GM = ic[0, L.C0_GMAP]
+    j = out
+    while j > 0:
+        ivj = ib[j, L.I_IV]
+        for x in range(ib[j, L.I_NV]):  # H[y_l, a] += G[s, a] (s_s · F_l), s = j's coordinate
+            sx = s_column(ib, ws, j, x)
+            h0 = ops.dot6(sx, C0)
+            h1 = ops.dot6(sx, C1)
+            s = ivj + x
+            for f in range(GM + cb[GM + s], GM + cb[GM + s + 1], 2):
+                a, g = cb[f], wc[cb[f + 1]]
+                lower_add(H, y0, a, g * h0)
+                if m == 2:
+                    lower_add(H, y0 + 1, a, g * h1)
+        up = ib[j, L.I_PARENT]
+        if up > 0:
+            R, p = ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P)
+            C0 = ops.force_to_parent(R, p, C0)
+            C1 = ops.force_to_parent(R, p, C1)
+        j = up
+
+
+@njit(cache=True, inline="always")
+def one_port_pair_fits(ib, ic, cb, k):
+    """Whether one-port cluster k takes :func:`c_crba_one_port_pair`: m ≤ 2, every body 1-DoF."""
+    if ic[k, L.C_M] > 2:
+        return False
+    for b in range(ic[k, L.C_NB]):
+        if ib[cb[ic[k, L.C_FIRST] + b], L.I_NV] != 1:
+            return False
+    return True
+
+
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     no_v = np.zeros(0)
@@ -609,7 +698,10 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
             continue
         if ic[kc, L.C_ONEPORT] != 0 and ic[kc, L.C_M] <= ONE_PORT_MAX_M:  # likewise a one-port cluster
             if i == cb[ic[kc, L.C_FIRST]]:  # its first body is its lowest (compile_clusters)
-                c_crba_one_port_columns(ib, ws, ic, cb, wc, kc, H)
+                if one_port_pair_fits(ib, ic, cb, kc):
+                    c_crba_one_port_pair(ib, ws, ic, cb, wc, kc, H)
+                else:
+                    c_crba_one_port_columns(ib, ws, ic, cb, wc, kc, H)
             continue
         nvi, ivi = ib[i, L.I_NV], ib[i, L.I_IV]
         tree_joint = ic[kc, L.C_KIND] == L.SINGLE_BODY  # G = 1: its rows are its independent ones
