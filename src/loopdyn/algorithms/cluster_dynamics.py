@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from ..model import layout as L
+from ..model.joints import FREEFLYER
 from ..spatial import ops
 from .borrow import borrowed
 from .cluster_kinematics import (
@@ -29,6 +30,7 @@ from .cluster_kinematics import (
     validate_cluster_state,
 )
 from .common import external_force, gravity_seed, jcalc, kernel, s_column
+from .crba import freeflyer_block, zero_fill
 from .rnea import rnea_core
 from .status import SINGULAR, STATUS_BASE
 
@@ -671,7 +673,7 @@ def one_port_pair_fits(ib, ic, cb, k):
 
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
-    no_v = np.zeros(0)
+    no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
     for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q (and G for implicit clusters)
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, no_v, no_v)
         if st != 0:
@@ -680,7 +682,7 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     qs = wc[QS : QS + ic[0, L.C0_NQS]]
     nb = ib[0, L.I0_NBODIES]
     T = L.W_TMP  # F = Ic S, one 6-column per DoF of the body, in row 0's scratch
-    H[:, :] = 0.0  # entries of clusters on different branches stay zero
+    zero_fill(H)  # entries of clusters on different branches stay zero
     for i in range(1, nb + 1):
         jcalc(ib, ws, i, qs)
         ops.store10(ws, i, L.W_IC, ops.load10(ws, i, L.W_INER))
@@ -692,9 +694,15 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
             Icp = ops.add10(ops.load10(ws, par, L.W_IC), ops.inertia_to_parent(R, p, Ic))
             ops.store10(ws, par, L.W_IC, Icp)
         kc = ib[i, L.I_CLUSTER]
-        if ic[kc, L.C_STAR] != 0:  # a star cluster's column once its first body is reached
+        tree_joint = ic[kc, L.C_KIND] == L.SINGLE_BODY  # G = 1: its rows are its independent ones
+        # a star cluster's column once its first body is reached; a 1-DoF tree joint is a star of one
+        # body with G = 1 (its table's G)
+        if ic[kc, L.C_STAR] != 0 or (tree_joint and ib[i, L.I_NV] == 1):
             if i == cb[ic[kc, L.C_FIRST]]:
                 c_crba_star_column(ib, ws, ic, cb, wc, kc, H)
+            continue
+        if tree_joint and par == 0 and ib[i, L.I_JTYPE] == FREEFLYER:  # a floating base, no products
+            freeflyer_block(H, ic[kc, L.C_IV], Ic, ws, i)
             continue
         if ic[kc, L.C_ONEPORT] != 0 and ic[kc, L.C_M] <= ONE_PORT_MAX_M:  # likewise a one-port cluster
             if i == cb[ic[kc, L.C_FIRST]]:  # its first body is its lowest (compile_clusters)
@@ -704,7 +712,6 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
                     c_crba_one_port_columns(ib, ws, ic, cb, wc, kc, H)
             continue
         nvi, ivi = ib[i, L.I_NV], ib[i, L.I_IV]
-        tree_joint = ic[kc, L.C_KIND] == L.SINGLE_BODY  # G = 1: its rows are its independent ones
         y0 = ic[kc, L.C_IV]
         for k in range(nvi):  # F = Ic S ; H_span[ii] = Sᵀ F (+ armature)
             ops.store6(ws, 0, T + 6 * k, ops.inertia_mul(Ic, s_column(ib, ws, i, k)))
