@@ -671,10 +671,33 @@ def one_port_pair_fits(ib, ic, cb, k):
     return True
 
 
+@njit(cache=True, inline="always")
+def spanning_positions(ib, ic, cb, wc, k, q):
+    """Spanning q of a tree joint or an explicit cluster k (the positions-only part of
+    ``cluster_coordinates``, without its velocity branches): a tree joint copies its coordinates, an
+    explicit cluster of 1-DoF joints multiplies by its constant G."""
+    QS, first, iq = ic[0, L.C0_QS], ic[k, L.C_FIRST], ic[k, L.C_IQ]
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:
+        b = cb[first]
+        bq = QS + ib[b, L.I_IQ]
+        for j in range(ib[b, L.I_NQ]):
+            wc[bq + j] = q[iq + j]
+        return
+    n, m, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_G]
+    for j in range(n):
+        x = 0.0
+        for l in range(m):
+            x += wc[G + j * m + l] * q[iq + l]
+        wc[QS + ib[cb[first + j], L.I_IQ]] = x
+
+
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
     for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q (and G for implicit clusters)
+        if ic[k, L.C_KIND] != L.IMPLICIT:
+            spanning_positions(ib, ic, cb, wc, k, q)
+            continue
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, no_v, no_v)
         if st != 0:
             return st
