@@ -489,99 +489,6 @@ def c_crba_star_column(ib, ws, ic, cb, wc, k, H):
         j = ib[j, L.I_PARENT]
 
 
-# row 0's W_TMP scratch of the one-port columns: a body's F = Ic S (up to 6 columns), then the
-# cluster's combined columns, one per independent coordinate (up to ONE_PORT_MAX_M of them; a
-# cluster with more takes the generic path)
-ONE_PORT_F = L.W_TMP
-ONE_PORT_C = L.W_TMP + 36
-ONE_PORT_MAX_M = (L.W_TMP + 168 - ONE_PORT_C) // 6
-
-
-@njit(cache=True, inline="always")
-def c_crba_in_cluster(ib, ws, ic, cb, wc, i, out, H):
-    """Body i's entries of H_span inside its cluster, projected as made (``project_entry``):
-    F = Ic_i S_i (row 0's scratch at ONE_PORT_F), ``H_span[i, i] = Sᵀ F`` (+ armature), then F
-    carried up the in-cluster ancestors j (``ib[·, I_CPAR]``) with ``H_span[i, j] = S_jᵀ F``. F is
-    left in the frame of the cluster's output body ``out`` (not carried when it is the world)."""
-    T = ONE_PORT_F
-    nvi, ivi = ib[i, L.I_NV], ib[i, L.I_IV]
-    Ic = ops.load10(ws, i, L.W_IC)
-    for x in range(nvi):
-        ops.store6(ws, 0, T + 6 * x, ops.inertia_mul(Ic, s_column(ib, ws, i, x)))
-    for x in range(nvi):
-        sx = s_column(ib, ws, i, x)
-        for y in range(x + 1):
-            h = ops.dot6(sx, ops.load6(ws, 0, T + 6 * y)) + (ws[i, L.W_ARM + x] if x == y else 0.0)
-            project_entry(ic, cb, wc, H, ivi + x, ivi + y, h)
-    j = i
-    while True:
-        up = ib[j, L.I_CPAR]
-        if up == 0 and out == 0:
-            return
-        R, p = ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P)
-        for x in range(nvi):
-            ops.store6(ws, 0, T + 6 * x, ops.force_to_parent(R, p, ops.load6(ws, 0, T + 6 * x)))
-        if up == 0:
-            return
-        j = up
-        ivj = ib[j, L.I_IV]
-        for y in range(ib[j, L.I_NV]):
-            sy = s_column(ib, ws, j, y)
-            for x in range(nvi):
-                project_entry(ic, cb, wc, H, ivi + x, ivj + y, ops.dot6(sy, ops.load6(ws, 0, T + 6 * x)))
-
-
-@njit(cache=True, inline="always")
-def c_crba_one_port_columns(ib, ws, ic, cb, wc, k, H):
-    """Rows of H of one-port cluster k (layout ``C_ONEPORT``: every body has the same output body Λ;
-    called once every composite inertia of the cluster is complete). The in-cluster entries are
-    projected as in the generic path (:func:`c_crba_in_cluster`); for the rest, every body's
-    F_r = Ic S_r is carried to Λ's frame and combined per independent coordinate l,
-    ``F_l = Σ_r G[r, l] ᵇX_Λᵀ F_r`` (the composite force of the cluster moving along ÿ_l), and the m
-    combined columns walk from Λ to the root once: ``H[y_l, a] += G[s, a] (S_s · F_l)`` for every
-    coordinate s of Λ and its ancestors (rows of G through layout.C0_GMAP) — m walks to the root per
-    cluster instead of one per body (Gᵀ H_span G, spec §2.3, regrouped by the linearity of F in G)."""
-    first, nb, m, y0 = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV]
-    GM = ic[0, L.C0_GMAP]
-    T, C = ONE_PORT_F, ONE_PORT_C
-    out = ib[cb[first], L.I_OUT]
-    for l in range(m):
-        ops.store6(ws, 0, C + 6 * l, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
-    for b in range(nb):
-        i = cb[first + b]
-        c_crba_in_cluster(ib, ws, ic, cb, wc, i, out, H)
-        if out == 0:
-            continue
-        ivi = ib[i, L.I_IV]
-        for x in range(ib[i, L.I_NV]):  # F_l += G[r, l] F_r over the non-zeros of row r of G
-            F = ops.load6(ws, 0, T + 6 * x)
-            r = ivi + x
-            for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
-                o = C + 6 * (cb[e] - y0)
-                ops.store6(ws, 0, o, ops.add6(ops.load6(ws, 0, o), ops.scale6(F, wc[cb[e + 1]])))
-    j = out
-    while j > 0:
-        ivj = ib[j, L.I_IV]
-        for x in range(ib[j, L.I_NV]):  # H[y_l, a] += G[s, a] (s_s · F_l), s = j's coordinate
-            sx = s_column(ib, ws, j, x)
-            s = ivj + x
-            for l in range(m):
-                h = ops.dot6(sx, ops.load6(ws, 0, C + 6 * l))
-                y = y0 + l
-                for f in range(GM + cb[GM + s], GM + cb[GM + s + 1], 2):
-                    a = cb[f]
-                    if a <= y:
-                        H[y, a] += wc[cb[f + 1]] * h
-                    else:
-                        H[a, y] += wc[cb[f + 1]] * h
-        up = ib[j, L.I_PARENT]
-        if up > 0:
-            R, p = ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P)
-            for l in range(m):
-                ops.store6(ws, 0, C + 6 * l, ops.force_to_parent(R, p, ops.load6(ws, 0, C + 6 * l)))
-        j = up
-
-
 @njit(cache=True, inline="always")
 def lower_add(H, y, a, h):
     """H[y, a] += h in the lower triangle (y ≠ a)."""
@@ -599,11 +506,17 @@ def g_pair(wc, G, m, j):
 
 @njit(cache=True, inline="always")
 def c_crba_one_port_pair(ib, ws, ic, cb, wc, k, H):
-    """:func:`c_crba_one_port_columns` for a one-port cluster of 1-DoF bodies with m ≤ 2 independent
-    coordinates (every one-port cluster of the built-in robots), in registers: body b's spanning
-    coordinate is row b of the cluster's G (``g_pair``), so the in-cluster block
-    ``Σ G[r, ·]ᵀ H_span[r, s] G[s, ·]`` is summed in three numbers (h00, h10, h11) and the combined
-    columns F_0, F_1 are two 6-tuples — fixed loops, no sparse rows, no scratch."""
+    """Rows of H of one-port cluster k (layout ``C_ONEPORT``: every body has the same output body Λ)
+    of 1-DoF bodies with m ≤ 2 independent coordinates (every one-port cluster of the built-in
+    robots), called once every composite inertia of the cluster is complete. Body b's spanning
+    coordinate r is row b of the cluster's G (``g_pair``). Inside the cluster, F_r = Ic_b s_b walks
+    up the in-cluster parents (``ib[·, I_CPAR]``) and the block ``Σ G[r, ·]ᵀ H_span[r, s] G[s, ·]``
+    is summed in three numbers (h00, h10, h11). Outside, F_r is carried to Λ's frame and combined
+    per independent coordinate, ``F_l = Σ_r G[r, l] ᵇX_Λᵀ F_r`` (the composite force of the cluster
+    moving along ÿ_l), and the m combined columns walk from Λ to the root once,
+    ``H[y_l, a] += G[s, a] (S_s · F_l)`` for every coordinate s of Λ and its ancestors (rows of G
+    through layout.C0_GMAP): H = Gᵀ H_span G (spec §2.3) regrouped by the linearity of F in G, m
+    walks to the root per cluster instead of one per body; everything in registers."""
     first, nb, m, y0, G = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_G]
     out = ib[cb[first], L.I_OUT]
     C0 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -727,12 +640,10 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
         if tree_joint and par == 0 and ib[i, L.I_JTYPE] == FREEFLYER:  # a floating base, no products
             freeflyer_block(H, ic[kc, L.C_IV], Ic, ws, i)
             continue
-        if ic[kc, L.C_ONEPORT] != 0 and ic[kc, L.C_M] <= ONE_PORT_MAX_M:  # likewise a one-port cluster
+        # likewise a one-port cluster of 1-DoF bodies with m ≤ 2 (any other: the generic path below)
+        if ic[kc, L.C_ONEPORT] != 0 and one_port_pair_fits(ib, ic, cb, kc):
             if i == cb[ic[kc, L.C_FIRST]]:  # its first body is its lowest (compile_clusters)
-                if one_port_pair_fits(ib, ic, cb, kc):
-                    c_crba_one_port_pair(ib, ws, ic, cb, wc, kc, H)
-                else:
-                    c_crba_one_port_columns(ib, ws, ic, cb, wc, kc, H)
+                c_crba_one_port_pair(ib, ws, ic, cb, wc, kc, H)
             continue
         nvi, ivi = ib[i, L.I_NV], ib[i, L.I_IV]
         y0 = ic[kc, L.C_IV]
