@@ -504,7 +504,7 @@ def g_pair(wc, G, m, j):
     return wc[G + j * m], (wc[G + j * m + 1] if m == 2 else 0.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath={"contract"})
 def c_crba_one_port_pair(ib, ws, ic, cb, wc, k, H):
     """Rows of H of one-port cluster k (layout ``C_ONEPORT``: every body has the same output body Λ)
     of 1-DoF bodies with m ≤ 2 independent coordinates (every one-port cluster of the built-in
