@@ -545,7 +545,7 @@ def c_crba_one_port_pair(ib, ws, ic, cb, wc, k, H):
             h00 += 2.0 * g0 * e0 * h
             h10 += (g1 * e0 + e1 * g0) * h
             h11 += 2.0 * g1 * e1 * h
-        C0 = ops.add6(C0, ops.scale6(F, g0))  # F_l += G[r, l] F_r, in Λ's frame
+        C0 = ops.add6(C0, ops.scale6(F, g0))  # F_l += G[r, l] F_r, in Λ's frame (unused if Λ = world)
         C1 = ops.add6(C1, ops.scale6(F, g1))
     H[y0, y0] += h00
     if m == 2:
