@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from ..model import layout as L
+from ..model.joints import FREEFLYER
 from ..spatial import ops
 from .borrow import borrowed
 from .cluster_kinematics import (
@@ -29,6 +30,7 @@ from .cluster_kinematics import (
     validate_cluster_state,
 )
 from .common import external_force, gravity_seed, jcalc, kernel, s_column
+from .crba import freeflyer_block, zero_fill
 from .rnea import rnea_core
 from .status import SINGULAR, STATUS_BASE
 
@@ -629,10 +631,128 @@ def c_crba_star_column(ib, ws, ic, cb, wc, k, H):
         j = ib[j, L.I_PARENT]
 
 
+@njit(cache=True, inline="always")
+def lower_add(H, y, a, h):
+    """H[y, a] += h in the lower triangle (y ≠ a)."""
+    if a <= y:
+        H[y, a] += h
+    else:
+        H[a, y] += h
+
+
+@njit(cache=True, inline="always")
+def g_pair(wc, G, m, j):
+    """Row j of a cluster's G (at wc[G], m ≤ 2 columns) as two numbers, the second 0 when m = 1."""
+    return wc[G + j * m], (wc[G + j * m + 1] if m == 2 else 0.0)
+
+
+@njit(cache=True, fastmath={"contract"})
+def c_crba_one_port_pair(ib, ws, ic, cb, wc, k, H):
+    """Rows of H of one-port cluster k (layout ``C_ONEPORT``: every body has the same output body Λ)
+    of 1-DoF bodies with m ≤ 2 independent coordinates (every one-port cluster of the built-in
+    robots), called once every composite inertia of the cluster is complete. Body b's spanning
+    coordinate r is row b of the cluster's G (``g_pair``). Inside the cluster, F_r = Ic_b s_b walks
+    up the in-cluster parents (``ib[·, I_CPAR]``) and the block ``Σ G[r, ·]ᵀ H_span[r, s] G[s, ·]``
+    is summed in three numbers (h00, h10, h11). Outside, F_r is carried to Λ's frame and combined
+    per independent coordinate, ``F_l = Σ_r G[r, l] ᵇX_Λᵀ F_r`` (the composite force of the cluster
+    moving along ÿ_l), and the m combined columns walk from Λ to the root once,
+    ``H[y_l, a] += G[s, a] (S_s · F_l)`` for every coordinate s of Λ and its ancestors (rows of G
+    through layout.C0_GMAP): H = Gᵀ H_span G (spec §2.3) regrouped by the linearity of F in G, m
+    walks to the root per cluster instead of one per body; everything in registers."""
+    first, nb, m, y0, G = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_G]
+    out = ib[cb[first], L.I_OUT]
+    C0 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    C1 = C0
+    h00, h10, h11 = 0.0, 0.0, 0.0
+    for b in range(nb):
+        i = cb[first + b]
+        g0, g1 = g_pair(wc, G, m, b)
+        si = s_column(ib, ws, i, 0)
+        F = ops.inertia_mul(ops.load10(ws, i, L.W_IC), si)
+        h = ops.dot6(si, F) + ws[i, L.W_ARM]  # H_span[r, r]
+        h00 += g0 * g0 * h
+        h10 += g1 * g0 * h
+        h11 += g1 * g1 * h
+        j = i
+        while True:  # F up the in-cluster ancestors j: H_span[r, s] = H_span[s, r] = s_jᵀ F
+            up = ib[j, L.I_CPAR]
+            if up == 0 and out == 0:
+                break
+            F = ops.force_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), F)
+            if up == 0:
+                break
+            j = up
+            e0, e1 = g_pair(wc, G, m, ib[j, L.I_SUB])
+            h = ops.dot6(s_column(ib, ws, j, 0), F)
+            h00 += 2.0 * g0 * e0 * h
+            h10 += (g1 * e0 + e1 * g0) * h
+            h11 += 2.0 * g1 * e1 * h
+        C0 = ops.add6(C0, ops.scale6(F, g0))  # F_l += G[r, l] F_r, in Λ's frame (unused if Λ = world)
+        C1 = ops.add6(C1, ops.scale6(F, g1))
+    H[y0, y0] += h00
+    if m == 2:
+        H[y0 + 1, y0] += h10
+        H[y0 + 1, y0 + 1] += h11
+    GM = ic[0, L.C0_GMAP]
+    j = out
+    while j > 0:
+        ivj = ib[j, L.I_IV]
+        for x in range(ib[j, L.I_NV]):  # H[y_l, a] += G[s, a] (s_s · F_l), s = j's coordinate
+            sx = s_column(ib, ws, j, x)
+            h0 = ops.dot6(sx, C0)
+            h1 = ops.dot6(sx, C1)
+            s = ivj + x
+            for f in range(GM + cb[GM + s], GM + cb[GM + s + 1], 2):
+                a, g = cb[f], wc[cb[f + 1]]
+                lower_add(H, y0, a, g * h0)
+                if m == 2:
+                    lower_add(H, y0 + 1, a, g * h1)
+        up = ib[j, L.I_PARENT]
+        if up > 0:
+            R, p = ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P)
+            C0 = ops.force_to_parent(R, p, C0)
+            C1 = ops.force_to_parent(R, p, C1)
+        j = up
+
+
+@njit(cache=True, inline="always")
+def one_port_pair_fits(ib, ic, cb, k):
+    """Whether one-port cluster k takes :func:`c_crba_one_port_pair`: m ≤ 2, every body 1-DoF."""
+    if ic[k, L.C_M] > 2:
+        return False
+    for b in range(ic[k, L.C_NB]):
+        if ib[cb[ic[k, L.C_FIRST] + b], L.I_NV] != 1:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def spanning_positions(ib, ic, cb, wc, k, q):
+    """Spanning q of a tree joint or an explicit cluster k (the positions-only part of
+    ``cluster_coordinates``, without its velocity branches): a tree joint copies its coordinates, an
+    explicit cluster of 1-DoF joints multiplies by its constant G."""
+    QS, first, iq = ic[0, L.C0_QS], ic[k, L.C_FIRST], ic[k, L.C_IQ]
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:
+        b = cb[first]
+        bq = QS + ib[b, L.I_IQ]
+        for j in range(ib[b, L.I_NQ]):
+            wc[bq + j] = q[iq + j]
+        return
+    n, m, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_G]
+    for j in range(n):
+        x = 0.0
+        for l in range(m):
+            x += wc[G + j * m + l] * q[iq + l]
+        wc[QS + ib[cb[first + j], L.I_IQ]] = x
+
+
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
-    no_v = np.zeros(0)
+    no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
     for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q (and G for implicit clusters)
+        if ic[k, L.C_KIND] != L.IMPLICIT:
+            spanning_positions(ib, ic, cb, wc, k, q)
+            continue
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, no_v, no_v)
         if st != 0:
             return st
@@ -640,7 +760,7 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     qs = wc[QS : QS + ic[0, L.C0_NQS]]
     nb = ib[0, L.I0_NBODIES]
     T = L.W_TMP  # F = Ic S, one 6-column per DoF of the body, in row 0's scratch
-    H[:, :] = 0.0  # entries of clusters on different branches stay zero
+    zero_fill(H)  # entries of clusters on different branches stay zero
     for i in range(1, nb + 1):
         jcalc(ib, ws, i, qs)
         ops.store10(ws, i, L.W_IC, ops.load10(ws, i, L.W_INER))
@@ -652,12 +772,22 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
             Icp = ops.add10(ops.load10(ws, par, L.W_IC), ops.inertia_to_parent(R, p, Ic))
             ops.store10(ws, par, L.W_IC, Icp)
         kc = ib[i, L.I_CLUSTER]
-        if ic[kc, L.C_STAR] != 0:  # a star cluster's column once its first body is reached
+        tree_joint = ic[kc, L.C_KIND] == L.SINGLE_BODY  # G = 1: its rows are its independent ones
+        # a star cluster's column once its first body is reached; a 1-DoF tree joint is a star of one
+        # body with G = 1 (its table's G)
+        if ic[kc, L.C_STAR] != 0 or (tree_joint and ib[i, L.I_NV] == 1):
             if i == cb[ic[kc, L.C_FIRST]]:
                 c_crba_star_column(ib, ws, ic, cb, wc, kc, H)
             continue
+        if tree_joint and par == 0 and ib[i, L.I_JTYPE] == FREEFLYER:  # a floating base, no products
+            freeflyer_block(H, ic[kc, L.C_IV], Ic, ws, i)
+            continue
+        # likewise a one-port cluster of 1-DoF bodies with m ≤ 2 (any other: the generic path below)
+        if ic[kc, L.C_ONEPORT] != 0 and one_port_pair_fits(ib, ic, cb, kc):
+            if i == cb[ic[kc, L.C_FIRST]]:  # its first body is its lowest (compile_clusters)
+                c_crba_one_port_pair(ib, ws, ic, cb, wc, kc, H)
+            continue
         nvi, ivi = ib[i, L.I_NV], ib[i, L.I_IV]
-        tree_joint = ic[kc, L.C_KIND] == L.SINGLE_BODY  # G = 1: its rows are its independent ones
         y0 = ic[kc, L.C_IV]
         for k in range(nvi):  # F = Ic S ; H_span[ii] = Sᵀ F (+ armature)
             ops.store6(ws, 0, T + 6 * k, ops.inertia_mul(Ic, s_column(ib, ws, i, k)))
