@@ -147,3 +147,24 @@ def random_cluster_model(
             m.add_implicit_constraint(f"diff{k}", [f"dr1_{k}", f"dr2_{k}", f"dl1_{k}", f"dl2_{k}"], phi)
             parents.append(f"dl2_{k}")
     return m
+
+
+def data_with_flag_cleared(model, column: int):
+    """A Data of ``model`` with its own copy of the cluster table and the layout column ``column``
+    (a specialised cluster kind such as ``C_STAR`` or ``C_ONEPORT``) cleared on every cluster: the
+    generic cluster path, to compare the specialised one against. The model's table is untouched."""
+    from loopdyn.model import layout as L
+
+    d = model.create_data()
+    d.ic = d.ic.copy()
+    d.ic[:, column] = 0
+    d.cluster_arrays = (d.ib, d.ws, d.ic, d.cb, d.wc)
+    assert d.ic is not model.create_data().ic and L.NC == d.ic.shape[1]
+    return d
+
+
+def assert_close(x, y, what: str, rtol: float = 1e-12) -> None:
+    """``max |x − y| ≤ rtol · max(1, max |y|)``, with a message naming the quantity."""
+    scale = max(1.0, float(np.abs(y).max()))
+    err = float(np.abs(np.asarray(x) - np.asarray(y)).max()) / scale
+    assert err <= rtol, f"{what}: relative difference {err:.2e} > {rtol:.0e}"

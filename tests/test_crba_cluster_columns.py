@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cluster_models import random_cluster_model
+from cluster_models import assert_close, data_with_flag_cleared, random_cluster_model
 from test_spatial_operators_loops import to_pinocchio
 from test_star_clusters import star_model
 
@@ -48,19 +48,12 @@ def model(request):
 
 
 def _generic(model):
-    """A Data with its own copy of the cluster table, every one-port flag cleared: the generic
-    per-body path of the cluster mass matrix."""
-    d = model.create_data()
-    d.ic = d.ic.copy()
-    d.ic[:, L.C_ONEPORT] = 0
-    d.cluster_arrays = (d.ib, d.ws, d.ic, d.cb, d.wc)
-    return d
+    """The generic per-body path of the cluster mass matrix: the one-port flags cleared in a Data's
+    own copy of the cluster table."""
+    return data_with_flag_cleared(model, L.C_ONEPORT)
 
 
-def _close(x, y, what, rtol=1e-12):
-    scale = max(1.0, float(np.abs(y).max()))
-    err = float(np.abs(np.asarray(x) - np.asarray(y)).max()) / scale
-    assert err <= rtol, f"{what}: relative difference {err:.2e} > {rtol:.0e}"
+_close = assert_close
 
 
 def _one_port_clusters(d):

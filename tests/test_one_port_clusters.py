@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_star_clusters import _axis, _close, _inertia, _place, star_model
+from cluster_models import assert_close as _close
+from cluster_models import data_with_flag_cleared
+from test_star_clusters import _axis, _inertia, _place, star_model
 
 import loopdyn
 from loopdyn.model import layout as L
@@ -71,12 +73,9 @@ def model(request):
 
 
 def _generic(model):
-    """A Data with its own copy of the cluster table, every one-port flag cleared: the generic path."""
-    d = model.create_data()
-    d.ic = d.ic.copy()
-    d.ic[:, L.C_ONEPORT] = 0
-    d.cluster_arrays = (d.ib, d.ws, d.ic, d.cb, d.wc)
-    assert model.create_data().ic[1:, L.C_ONEPORT].any()  # the model's own table is untouched
+    """The generic cluster path: every one-port flag cleared in a Data's own copy of the table."""
+    d = data_with_flag_cleared(model, L.C_ONEPORT)
+    assert model.create_data().ic[1:, L.C_ONEPORT].any()  # the model's own table keeps its flags
     return d
 
 

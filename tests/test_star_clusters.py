@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cluster_models import random_cluster_model
+from cluster_models import assert_close, data_with_flag_cleared, random_cluster_model
 
 import loopdyn
 from loopdyn.model import layout as L
@@ -99,20 +99,13 @@ def model(request):
 
 
 def _generic(model):
-    """A Data with its own copy of the cluster table (shared by the model's Data otherwise), every
-    star flag cleared: the generic cluster path."""
-    d = model.create_data()
-    d.ic = d.ic.copy()
-    d.ic[:, L.C_STAR] = 0
-    d.cluster_arrays = (d.ib, d.ws, d.ic, d.cb, d.wc)
-    assert model.create_data().ic[1:, L.C_STAR].any()  # the model's own table is untouched
+    """The generic cluster path: every star flag cleared in a Data's own copy of the table."""
+    d = data_with_flag_cleared(model, L.C_STAR)
+    assert model.create_data().ic[1:, L.C_STAR].any()  # the model's own table keeps its stars
     return d
 
 
-def _close(x, y, what, rtol=1e-12):
-    scale = max(1.0, float(np.abs(y).max()))
-    err = float(np.abs(np.asarray(x) - np.asarray(y)).max()) / scale
-    assert err <= rtol, f"{what}: relative difference {err:.2e} > {rtol:.0e}"
+_close = assert_close
 
 
 def test_star_flags_are_set_where_expected(model):
