@@ -183,27 +183,27 @@ def port_column_m(ib, ws, ic, cb, wc, k, e, KC, r, z, y):
 
 
 @njit(cache=True, inline="always")
-def efpa_port_up(ib, ws, ic, cb, wc, k, es, KC, r, z, y):
+def efpa_port_up(ib, ws, ic, cb, wc, k, es, lam, KC, r, z, y):
     """Eq. 62 for a one-port cluster k whose row r of χ is non-zero on body es only: row r − 1 (zero
-    elsewhere) gets ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲_eᵀ χ_e`` on Λ's block (:func:`port_column`)."""
+    elsewhere) gets ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲_eᵀ χ_e`` on the block of Λ (sub-index ``lam`` in the parent
+    cluster) (:func:`port_column`)."""
     if ic[k, L.C_M] == 1:
         _, _, f = port_column1(ib, ws, ic, cb, wc, k, es, ops.load6(KC, r, 6 * es))
     else:
         f = port_column_m(ib, ws, ic, cb, wc, k, es, KC, r, z, y)
-    o = 6 * ib[ib[cb[ic[k, L.C_FIRST] + es], L.I_OUT], L.I_SUB]
     for c in range(6):
-        KC[r - 1, o + c] = f[c]
+        KC[r - 1, 6 * lam + c] = f[c]
 
 
 @njit(cache=True, inline="always")
-def efpa_port_down1(ib, ws, ic, cb, wc, k, es, KC, W, r, root, entry_only):
+def efpa_port_down1(ib, ws, ic, cb, wc, k, es, lam, KC, W, r, root, entry_only):
     """:func:`efpa_port_down` for a cluster with one coordinate (a star), in scalars; with
     ``entry_only``, W on body es alone (where the next cluster and the assembly read it)."""
     first = ic[k, L.C_FIRST]
     z = ops.dot6(s_col(ib, ws, ic, cb, wc, k, es, 0), ops.load6(KC, r, 6 * es))
     a = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     if not root:
-        a = ops.load6(W, r - 1, 6 * ib[ib[cb[first], L.I_OUT], L.I_SUB])
+        a = ops.load6(W, r - 1, 6 * lam)
         z -= ops.dot6(ops.load6_at(wc, port_at(ic, k)), a)
     y = wc[ic[k, L.C_DINV]] * z
     for j in range(ic[k, L.C_NB]):
@@ -217,15 +217,15 @@ def efpa_port_down1(ib, ws, ic, cb, wc, k, es, KC, W, r, root, entry_only):
 
 
 @njit(cache=True)  # not inlined: only the star's step (efpa_port_down1) is
-def efpa_port_down(ib, ws, ic, cb, wc, k, es, KC, W, r, root, z, y):
+def efpa_port_down(ib, ws, ic, cb, wc, k, es, lam, KC, W, r, root, z, y):
     """Eqs. 63–67 for a one-port cluster k (row r of χ non-zero on body es only): with a_Λ the
-    parent's column on Λ (zero at the root), ``y = 𝖣⁻¹ (𝖲_eᵀ χ_e − Vᵀ a_Λ)`` and
-    ``W_b = ᵇX_Λ a_Λ + 𝖲_b y``."""
+    parent's column on Λ (sub-index ``lam`` in the parent; zero at the root),
+    ``y = 𝖣⁻¹ (𝖲_eᵀ χ_e − Vᵀ a_Λ)`` and ``W_b = ᵇX_Λ a_Λ + 𝖲_b y``."""
     first, m = ic[k, L.C_FIRST], ic[k, L.C_M]
     chi = ops.load6(KC, r, 6 * es)
     a = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     if not root:
-        a = ops.load6(W, r - 1, 6 * ib[ib[cb[first], L.I_OUT], L.I_SUB])
+        a = ops.load6(W, r - 1, 6 * lam)
     V = port_at(ic, k)
     for l in range(m):
         z[l] = ops.dot6(s_col(ib, ws, ic, cb, wc, k, es, l), chi)
@@ -239,6 +239,33 @@ def efpa_port_down(ib, ws, ic, cb, wc, k, es, KC, W, r, root, z, y):
             w = ops.add6(w, ops.scale6(s_col(ib, ws, ic, cb, wc, k, j, l), y[l]))
         for c in range(6):
             W[r, 6 * j + c] = w[c]
+
+
+@njit(cache=True, inline="always")
+def efpa_entries(ib, ic, cb, cbody, depth, path):
+    """Per constraint e and depth t on its path: ``[e, t, 0]`` the body (sub-index) of the cluster at
+    depth t that the constraint's forces reach (:func:`entry_sub`; at t − 1 it is the output body of
+    the cluster at t), and ``[e, t, 1]`` = 1 where the forward sweep must give W on every body of
+    that cluster — another constraint's path leaves there (the assembly reads W on its entry body),
+    or the next cluster down is not one-port — else 0 (W on the entry body alone)."""
+    nc = cbody.shape[0]
+    ent = np.zeros((nc, path.shape[1], 2), dtype=np.int64)
+    for e in range(nc):
+        b = cbody[e]
+        if b == 0:
+            continue
+        d = depth[ib[b, L.I_CLUSTER]]
+        for t in range(1, d + 1):
+            ent[e, t, 0] = entry_sub(ib, ic, cb, path, e, t, d, b)
+            ent[e, t, 1] = 0 if t == d or has_port(ic, path[e, t + 1]) else 1
+    for e1 in range(nc):
+        for e2 in range(e1 + 1, nc):
+            if cbody[e1] > 0 and cbody[e2] > 0:
+                t = common_depth(path, e1, e2, min(depth[ib[cbody[e1], L.I_CLUSTER]],
+                                                   depth[ib[cbody[e2], L.I_CLUSTER]]))  # fmt: skip
+                ent[e1, t, 1] = 1
+                ent[e2, t, 1] = 1
+    return ent
 
 
 @njit(cache=True, inline="always")
@@ -258,14 +285,7 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
         mmax = max(mmax, ic[k, L.C_M])
     depth, path = cluster_paths(ib, ic, cbody)
     nc = cbody.shape[0]
-    shared = np.zeros((nc, path.shape[1]), dtype=np.bool_)  # [e, t]: another row's path leaves e's there
-    for e1 in range(nc):
-        for e2 in range(e1 + 1, nc):
-            if cbody[e1] > 0 and cbody[e2] > 0:
-                t = common_depth(path, e1, e2, min(depth[ib[cbody[e1], L.I_CLUSTER]],
-                                                   depth[ib[cbody[e2], L.I_CLUSTER]]))  # fmt: skip
-                shared[e1, t] = True
-                shared[e2, t] = True
+    ent = efpa_entries(ib, ic, cb, cbody, depth, path)
     m = crow[nc]
     dmax = path.shape[1] - 1
     w6 = 6 * nbmax
@@ -288,8 +308,7 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
             for t in range(d, 1, -1):  # backward (eq. 62): χ_λ = 𝒳ᵀ 𝖫ᵀ χ_k
                 k = path[e, t]
                 if has_port(ic, k):
-                    efpa_port_up(ib, ws, ic, cb, wc, k, entry_sub(ib, ic, cb, path, e, t, d, b), KC,
-                                 base + t, z, y)  # fmt: skip
+                    efpa_port_up(ib, ws, ic, cb, wc, k, ent[e, t, 0], ent[e, t - 1, 0], KC, base + t, z, y)
                     continue
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
                 st_mul_cluster(ib, ws, ic, cb, wc, k, KC, base + t, z)
@@ -303,12 +322,12 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
             for t in range(1, d + 1):  # forward (eqs. 63–67)
                 k = path[e, t]
                 if has_port(ic, k):
-                    es = entry_sub(ib, ic, cb, path, e, t, d, b)
-                    if ic[k, L.C_M] == 1:  # W on the entry body alone where no one else reads it
-                        entry_only = not shared[e, t] and (t == d or has_port(ic, path[e, t + 1]))
-                        efpa_port_down1(ib, ws, ic, cb, wc, k, es, KC, W, base + t, t == 1, entry_only)
+                    es, lam = ent[e, t, 0], ent[e, t - 1, 0]
+                    if ic[k, L.C_M] == 1:
+                        efpa_port_down1(ib, ws, ic, cb, wc, k, es, lam, KC, W, base + t, t == 1,
+                                        ent[e, t, 1] == 0)  # fmt: skip
                     else:
-                        efpa_port_down(ib, ws, ic, cb, wc, k, es, KC, W, base + t, t == 1, z, y)
+                        efpa_port_down(ib, ws, ic, cb, wc, k, es, lam, KC, W, base + t, t == 1, z, y)
                     continue
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
                 if t == 1:
