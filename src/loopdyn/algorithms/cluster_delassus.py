@@ -196,16 +196,17 @@ def efpa_port_up(ib, ws, ic, cb, wc, k, es, lam, KC, r, z, y):
 
 
 @njit(cache=True, inline="always")
-def efpa_port_down1(ib, ws, ic, cb, wc, k, es, lam, KC, W, r, root, entry_only):
-    """:func:`efpa_port_down` for a cluster with one coordinate (a star), in scalars; with
-    ``entry_only``, W on body es alone (where the next cluster and the assembly read it)."""
+def efpa_port_down1(ib, ws, ic, cb, wc, k, es, a, KC, W, r, root, entry_only):
+    """:func:`efpa_port_down` for a cluster with one coordinate (a star), in scalars, with the
+    parent's column on Λ given (``a``, carried in registers from the step above); with
+    ``entry_only``, W on body es alone (where the next cluster and the assembly read it). Returns W
+    on body es."""
     first = ic[k, L.C_FIRST]
     z = ops.dot6(s_col(ib, ws, ic, cb, wc, k, es, 0), ops.load6(KC, r, 6 * es))
-    a = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     if not root:
-        a = ops.load6(W, r - 1, 6 * lam)
         z -= ops.dot6(ops.load6_at(wc, port_at(ic, k)), a)
     y = wc[ic[k, L.C_DINV]] * z
+    w_es = a
     for j in range(ic[k, L.C_NB]):
         if entry_only and j != es:
             continue
@@ -214,6 +215,9 @@ def efpa_port_down1(ib, ws, ic, cb, wc, k, es, lam, KC, W, r, root, entry_only):
                      ops.scale6(s_col(ib, ws, ic, cb, wc, k, j, 0), y))  # fmt: skip
         for c in range(6):
             W[r, 6 * j + c] = w[c]
+        if j == es:
+            w_es = w
+    return w_es
 
 
 @njit(cache=True)  # not inlined: only the star's step (efpa_port_down1) is
@@ -305,10 +309,18 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
             base = r * nd
             for c in range(6):
                 KC[base + d, sb + c] = K[r, c]
+            chi = ops.load6(K, r, 0)  # the row's forces on its entry body, in registers down the stars
             for t in range(d, 1, -1):  # backward (eq. 62): χ_λ = 𝒳ᵀ 𝖫ᵀ χ_k
                 k = path[e, t]
+                lam = ent[e, t - 1, 0]
+                if has_port(ic, k) and ic[k, L.C_M] == 1:
+                    _, _, chi = port_column1(ib, ws, ic, cb, wc, k, ent[e, t, 0], chi)
+                    for c in range(6):
+                        KC[base + t - 1, 6 * lam + c] = chi[c]
+                    continue
                 if has_port(ic, k):
-                    efpa_port_up(ib, ws, ic, cb, wc, k, ent[e, t, 0], ent[e, t - 1, 0], KC, base + t, z, y)
+                    efpa_port_up(ib, ws, ic, cb, wc, k, ent[e, t, 0], lam, KC, base + t, z, y)
+                    chi = ops.load6(KC, base + t - 1, 6 * lam)
                     continue
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
                 st_mul_cluster(ib, ws, ic, cb, wc, k, KC, base + t, z)
@@ -319,15 +331,18 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
                         acc -= wc[U + x * mk + l] * y[l]
                     ap[0, x] = acc
                 force_to_parent_cluster(ib, ws, ic, cb, k, ap, 0, KC, base + t - 1)
+                chi = ops.load6(KC, base + t - 1, 6 * lam)
+            aw = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # W on the entry body of the step above, in registers
             for t in range(1, d + 1):  # forward (eqs. 63–67)
                 k = path[e, t]
+                es = ent[e, t, 0]
+                if has_port(ic, k) and ic[k, L.C_M] == 1:
+                    aw = efpa_port_down1(ib, ws, ic, cb, wc, k, es, aw, KC, W, base + t, t == 1,
+                                         ent[e, t, 1] == 0)  # fmt: skip
+                    continue
                 if has_port(ic, k):
-                    es, lam = ent[e, t, 0], ent[e, t - 1, 0]
-                    if ic[k, L.C_M] == 1:
-                        efpa_port_down1(ib, ws, ic, cb, wc, k, es, lam, KC, W, base + t, t == 1,
-                                        ent[e, t, 1] == 0)  # fmt: skip
-                    else:
-                        efpa_port_down(ib, ws, ic, cb, wc, k, es, lam, KC, W, base + t, t == 1, z, y)
+                    efpa_port_down(ib, ws, ic, cb, wc, k, es, ent[e, t - 1, 0], KC, W, base + t, t == 1, z, y)
+                    aw = ops.load6(W, base + t, 6 * es)
                     continue
                 nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
                 if t == 1:
@@ -347,6 +362,7 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
                         sc = s_col(ib, ws, ic, cb, wc, k, j, l)
                         for c in range(6):
                             W[base + t, 6 * j + c] += sc[c] * y[l]
+                aw = ops.load6(W, base + t, 6 * es)
     # assembly: Λ⁻¹_{r1,r2} = χ_{r1,c} · W_{r2,c} at the deepest common cluster c (0: none, zero block)
     for e1 in range(nc):
         d1 = depth[ib[cbody[e1], L.I_CLUSTER]] if cbody[e1] > 0 else 0
