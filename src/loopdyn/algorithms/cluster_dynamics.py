@@ -401,7 +401,7 @@ def small_spd_inverse(wc, DS, DI, m):
     return ops.spd_inverse(wc, DS, m, wc, DI, wc, DS + m * m)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # compiled once, not inlined into the backward pass: 7 s less to compile C-ABA
 def c_aba_one_port(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     """A one-port cluster k (layout ``C_ONEPORT``: every body b has the same output body Λ, and no
     child cluster couples two of its bodies, so 𝖨^A is block-diagonal) in one step of C-ABA's
