@@ -185,20 +185,14 @@ def run_c_efpa(model, data, q, rows: ConstraintRows) -> np.ndarray:
     """Λ⁻¹ by C-EFPA (models with loops)."""
     out = np.empty((rows.m, rows.m))
     args = (*data.cluster_arrays, q, rows.body, rows.row, rows.K, out)
-    try:  # algorithms.call.run's fast path, inlined
-        st = cluster_delassus.c_efpa_kernel(*args)
-    except TypeError:
-        st = cluster_delassus.c_efpa_kernel(*_CLUSTER_Q.coerce(model, args))
-    if st:
-        raise_for_status(model, st, _CLUSTER_Q.names)
+    run(cluster_delassus.c_efpa_kernel, model, _CLUSTER_Q, args)
     return out
 
 
 def run_c_pv_osimr(model, data, q, rows: ConstraintRows) -> np.ndarray:
     """Λ⁻¹ by the cluster PV-OSIMr (models with loops). The branching structure and the kernel's
     arguments other than q are kept with the rows, for the last ``data`` used (a control loop pays
-    one lookup per call); the kernel is called directly (``algorithms.call.run``'s fast path,
-    inlined: the default method of :func:`delassus` on a model with loops)."""
+    one lookup per call)."""
     hit = rows.compiled.get("cpv")
     if hit is None or hit[0] is not data.cluster_arrays:
         s = cluster_pv_osimr.cluster_structure(model, data, rows.body, rows.row)
@@ -206,13 +200,7 @@ def run_c_pv_osimr(model, data, q, rows: ConstraintRows) -> np.ndarray:
         hit = rows.compiled["cpv"] = (data.cluster_arrays, static, s, (rows.m, rows.m))
     arrays, static, s, shape = hit
     out = np.empty(shape)
-    args = (*arrays, q, *static, s.buffer(), out)
-    try:
-        st = cluster_pv_osimr.c_pv_osimr_kernel(*args)
-    except TypeError:
-        st = cluster_pv_osimr.c_pv_osimr_kernel(*_CLUSTER_Q.coerce(model, args))
-    if st:
-        raise_for_status(model, st, _CLUSTER_Q.names)
+    run(cluster_pv_osimr.c_pv_osimr_kernel, model, _CLUSTER_Q, (*arrays, q, *static, s.buffer(), out))
     return out
 
 

@@ -825,7 +825,7 @@ def _compile(model: Model) -> CompiledModel:
     depth = np.zeros(nb + 1, dtype=np.int64)  # non-root ancestors of each body (parents come first)
     for i in range(1, nb + 1):
         par = ib[i, L.I_PARENT]
-        depth[i] = 0 if par == 0 else (depth[par] + 1 if ib[par, L.I_PARENT] > 0 else 1)
+        depth[i] = 0 if par == 0 else depth[par] + 1
     ib[0, L.I0_ANCESTORS] = int(depth.sum())
     # row 0 of ib holds the model sizes; the kernels never read a parent for row 0
     nf = len(model.frames)
