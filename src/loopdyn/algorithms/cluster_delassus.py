@@ -176,21 +176,12 @@ def port_column(ib, ws, ic, cb, wc, k, e, chi, z, y):
     return f
 
 
-@njit(cache=True)  # not inlined: the star's step below is, and keeps c_efpa_core's loop small
-def port_column_m(ib, ws, ic, cb, wc, k, e, KC, r, z, y):
-    """:func:`port_column` of row r of KC on body e."""
-    return port_column(ib, ws, ic, cb, wc, k, e, ops.load6(KC, r, 6 * e), z, y)
-
-
-@njit(cache=True, inline="always")
+@njit(cache=True)  # not inlined: c_efpa_core inlines only the stars' step, keeping its loop small
 def efpa_port_up(ib, ws, ic, cb, wc, k, es, lam, KC, r, z, y):
-    """Eq. 62 for a one-port cluster k whose row r of χ is non-zero on body es only: row r − 1 (zero
-    elsewhere) gets ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲_eᵀ χ_e`` on the block of Λ (sub-index ``lam`` in the parent
-    cluster) (:func:`port_column`)."""
-    if ic[k, L.C_M] == 1:
-        _, _, f = port_column1(ib, ws, ic, cb, wc, k, es, ops.load6(KC, r, 6 * es))
-    else:
-        f = port_column_m(ib, ws, ic, cb, wc, k, es, KC, r, z, y)
+    """Eq. 62 for a one-port cluster k with m > 1 coordinates whose row r of χ is non-zero on body es
+    only: row r − 1 (zero elsewhere) gets ``ᵉX_Λᵀ χ_e − V 𝖣⁻¹ 𝖲_eᵀ χ_e`` on the block of Λ
+    (sub-index ``lam`` in the parent cluster) (:func:`port_column`)."""
+    f = port_column(ib, ws, ic, cb, wc, k, es, ops.load6(KC, r, 6 * es), z, y)
     for c in range(6):
         KC[r - 1, 6 * lam + c] = f[c]
 
@@ -243,6 +234,30 @@ def efpa_port_down(ib, ws, ic, cb, wc, k, es, lam, KC, W, r, root, z, y):
             w = ops.add6(w, ops.scale6(s_col(ib, ws, ic, cb, wc, k, j, l), y[l]))
         for c in range(6):
             W[r, 6 * j + c] = w[c]
+
+
+@njit(cache=True, inline="always")
+def efpa_generic_down(ib, ws, ic, cb, wc, k, KC, W, r, root, z, y):
+    """Eqs. 63–67 for any cluster k: ``a' = 𝒳 W_λ`` on every body (zero at the root), then
+    ``W = a' + 𝖲 𝖣⁻¹ (𝖲ᵀ χ − 𝖴ᵀ a')``, into row r of W."""
+    nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
+    if root:
+        for x in range(nb6):
+            W[r, x] = 0.0
+    else:
+        _motion_from_parent_cluster(ib, ws, ic, cb, k, W, r - 1, W, r)
+    st_mul_cluster(ib, ws, ic, cb, wc, k, KC, r, z)
+    for l in range(mk):
+        acc = z[l]
+        for x in range(nb6):
+            acc -= wc[U + x * mk + l] * W[r, x]
+        z[l] = acc
+    dinv_mul(ic, wc, k, z, y)
+    for j in range(ic[k, L.C_NB]):
+        for l in range(mk):
+            sc = s_col(ib, ws, ic, cb, wc, k, j, l)
+            for c in range(6):
+                W[r, 6 * j + c] += sc[c] * y[l]
 
 
 @njit(cache=True, inline="always")
@@ -320,17 +335,16 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
                     continue
                 if has_port(ic, k):
                     efpa_port_up(ib, ws, ic, cb, wc, k, ent[e, t, 0], lam, KC, base + t, z, y)
-                    chi = ops.load6(KC, base + t - 1, 6 * lam)
-                    continue
-                nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
-                st_mul_cluster(ib, ws, ic, cb, wc, k, KC, base + t, z)
-                dinv_mul(ic, wc, k, z, y)
-                for x in range(nb6):
-                    acc = KC[base + t, x]
-                    for l in range(mk):
-                        acc -= wc[U + x * mk + l] * y[l]
-                    ap[0, x] = acc
-                force_to_parent_cluster(ib, ws, ic, cb, k, ap, 0, KC, base + t - 1)
+                else:
+                    nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
+                    st_mul_cluster(ib, ws, ic, cb, wc, k, KC, base + t, z)
+                    dinv_mul(ic, wc, k, z, y)
+                    for x in range(nb6):
+                        acc = KC[base + t, x]
+                        for l in range(mk):
+                            acc -= wc[U + x * mk + l] * y[l]
+                        ap[0, x] = acc
+                    force_to_parent_cluster(ib, ws, ic, cb, k, ap, 0, KC, base + t - 1)
                 chi = ops.load6(KC, base + t - 1, 6 * lam)
             aw = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # W on the entry body of the step above, in registers
             for t in range(1, d + 1):  # forward (eqs. 63–67)
@@ -342,26 +356,8 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
                     continue
                 if has_port(ic, k):
                     efpa_port_down(ib, ws, ic, cb, wc, k, es, ent[e, t - 1, 0], KC, W, base + t, t == 1, z, y)
-                    aw = ops.load6(W, base + t, 6 * es)
-                    continue
-                nb6, mk, U = 6 * ic[k, L.C_NB], ic[k, L.C_M], ic[k, L.C_U]
-                if t == 1:
-                    for x in range(nb6):
-                        W[base + t, x] = 0.0
                 else:
-                    _motion_from_parent_cluster(ib, ws, ic, cb, k, W, base + t - 1, W, base + t)
-                st_mul_cluster(ib, ws, ic, cb, wc, k, KC, base + t, z)
-                for l in range(mk):
-                    acc = z[l]
-                    for x in range(nb6):
-                        acc -= wc[U + x * mk + l] * W[base + t, x]
-                    z[l] = acc
-                dinv_mul(ic, wc, k, z, y)
-                for j in range(ic[k, L.C_NB]):
-                    for l in range(mk):
-                        sc = s_col(ib, ws, ic, cb, wc, k, j, l)
-                        for c in range(6):
-                            W[base + t, 6 * j + c] += sc[c] * y[l]
+                    efpa_generic_down(ib, ws, ic, cb, wc, k, KC, W, base + t, t == 1, z, y)
                 aw = ops.load6(W, base + t, 6 * es)
     # assembly: Λ⁻¹_{r1,r2} = χ_{r1,c} · W_{r2,c} at the deepest common cluster c (0: none, zero block)
     for e1 in range(nc):
