@@ -119,7 +119,7 @@ def rnea_core(hb, hf, q, vd, fext, out):
     nb, nv = hb[0, 0], hb[0, 2]
     R = vd.shape[0] - 2
     K = R + 1
-    n = table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + 6
+    n = table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + 6 + (K + 1) * (K + 1) * 6
     buf = stack_floats()
     if n > STACK_FLOATS:
         bufc = np.empty(n)
@@ -127,22 +127,27 @@ def rnea_core(hb, hf, q, vd, fext, out):
     V, S, Rw, pw, cw, Jw, Ib, F, W, _, rest = table_views(buf, K, R, nb, nv)
     C = view(rest, 0, (K + 2, K + 2))
     fill_binomials(C)
-    vb = rest[(K + 2) * (K + 2) :]
+    vb = rest[(K + 2) * (K + 2) : (K + 2) * (K + 2) + 6]
+    Z = view(rest, (K + 2) * (K + 2) + 6, (K + 1, K + 1, 6))  # the floating root's z_j^(p), u_j^(p)
     g = hf[0, 0:3]
     # pre-order sweep (Alg. 1 then Alg. 2 lines 2–6, 9 without the children's sum)
     for i in range(1, nb + 1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
         pose_and_screws(hb, hf, i, q, Rw, pw, S)
+        root = floating_root(hb, i)
+        if root:
+            root_twists(hb, i, K, C, vd, Rw, pw, V, Z)
         for k in range(K + 1):
-            if k > 0:
-                screw_derivative(hb, i, k, C, V, S)  # D1
-            twist_bias(hb, i, k, C, S, vd, vb)  # D2 = V_p^(k) + S v^(k) + D6
-            for a in range(6):
-                acc = V[k, par, a] + vb[a]
-                for c in range(hb[i, HB_NV]):
-                    acc += S[0, iv + c, a] * vd[k, iv + c]
-                V[k, i, a] = acc
+            if not root:
+                if k > 0:
+                    screw_derivative(hb, i, k, C, V, S)  # D1
+                twist_bias(hb, i, k, C, S, vd, vb)  # D2 = V_p^(k) + S v^(k) + D6
+                for a in range(6):
+                    acc = V[k, par, a] + vb[a]
+                    for c in range(hb[i, HB_NV]):
+                        acc += S[0, iv + c, a] * vd[k, iv + c]
+                    V[k, i, a] = acc
             pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, fext.shape[0] > 0)  # pose, D3
         for r in range(R + 1):  # W_i^(r) ← Π^(r+1) − W_grav^(r) − W_app^(r)   (D4, D7, D9)
             momentum_com(hf, i, r + 1, True, C, V, cw, Jw, W[r, i])
@@ -151,9 +156,11 @@ def rnea_core(hb, hf, q, vd, fext, out):
     for i in range(nb, 0, -1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
-        for c in range(iv, iv + hb[i, HB_NV]):
+        if floating_root(hb, i):
+            root_forces(hb, hf, i, R, C, vd, Rw, pw, V, W, Z, out)
+        for c in range(iv, iv + hb[i, HB_NV] * (1 - floating_root(hb, i))):
             arm = hf[i, HF_ARM + c - iv]
-            for r in range(R + 1):
+            for r in range(R + 1):  # τ^(r) = Σ_k binom(r, k) S^(r−k)ᵀ W^(k)  (Alg. 2 line 14)
                 acc = arm * vd[r + 1, c]
                 for k in range(r + 1):
                     s = 0.0
@@ -167,6 +174,101 @@ def rnea_core(hb, hf, q, vd, fext, out):
                     W[r, par, a] += W[r, i, a]
     if n > STACK_FLOATS:
         keep_alive(bufc)
+
+
+@njit(cache=True, inline="always")
+def floating_root(hb, i):
+    """Whether body i hangs from the world by a free-flyer joint (its columns take the steps below)."""
+    return hb[i, HB_PARENT] == 0 and hb[i, HB_JTYPE] == FREEFLYER
+
+
+@njit(cache=True, inline="always")
+def root_twists(hb, i, K, C, vd, Rw, pw, V, Z):
+    """``V^(0…K)`` of a free-flyer root without its six screw derivatives (D1, D2): its world twist is
+    ``V = Ad_C ν`` (ν = (ω; v), Pinocchio's child-frame velocity reordered) and ``d/dt (Ad_C x) =
+    Ad_C (ẋ + ad_ν x)``, so with ``z_1 = ν̇`` and ``z_{j+1} = ż_j + ad_ν z_j``, ``V^(k) = Ad_C z_k``
+    (``V̇ = Ad_C ν̇``: ``ad_ν ν = 0``). The derivatives ``z_j^(p)`` (j + p ≤ K) go into ``Z[j, p]``:
+    ``z_1^(p) = ν^(p+1)``, ``z_{j+1}^(p) = z_j^(p+1) + Σ_l binom(p, l) ad_{ν^(l)} z_j^(p−l)``: 35
+    six-vector products at K = 6 where the screw derivatives of six columns take 126."""
+    iv = hb[i, HB_IV]
+    for p in range(K):
+        for a in range(3):
+            Z[1, p, a] = vd[p + 1, iv + 3 + a]
+            Z[1, p, 3 + a] = vd[p + 1, iv + a]
+    for j in range(1, K):
+        for p in range(K - j):
+            x0, x1, x2 = Z[j, p + 1, 0], Z[j, p + 1, 1], Z[j, p + 1, 2]
+            y0, y1, y2 = Z[j, p + 1, 3], Z[j, p + 1, 4], Z[j, p + 1, 5]
+            for l in range(p + 1):  # ad_ν z = (ω × a ; v × a + ω × b) for z = (a; b)
+                f = C[p, l]
+                w0, w1, w2 = f * vd[l, iv + 3], f * vd[l, iv + 4], f * vd[l, iv + 5]
+                u0, u1, u2 = f * vd[l, iv], f * vd[l, iv + 1], f * vd[l, iv + 2]
+                z = Z[j, p - l]
+                x0 += w1 * z[2] - w2 * z[1]
+                x1 += w2 * z[0] - w0 * z[2]
+                x2 += w0 * z[1] - w1 * z[0]
+                y0 += u1 * z[2] - u2 * z[1] + w1 * z[5] - w2 * z[4]
+                y1 += u2 * z[0] - u0 * z[2] + w2 * z[3] - w0 * z[5]
+                y2 += u0 * z[1] - u1 * z[0] + w0 * z[4] - w1 * z[3]
+            Z[j + 1, p, 0], Z[j + 1, p, 1], Z[j + 1, p, 2] = x0, x1, x2
+            Z[j + 1, p, 3], Z[j + 1, p, 4], Z[j + 1, p, 5] = y0, y1, y2
+    Rr = Rw[0, i]
+    p0, p1, p2 = pw[0, i, 0], pw[0, i, 1], pw[0, i, 2]
+    for k in range(K + 1):  # V^(k) = Ad_C z_k = (R a ; p × R a + R b), z_0 = ν
+        if k == 0:
+            a0, a1, a2 = vd[0, iv + 3], vd[0, iv + 4], vd[0, iv + 5]
+            b0, b1, b2 = vd[0, iv], vd[0, iv + 1], vd[0, iv + 2]
+        else:
+            a0, a1, a2, b0, b1, b2 = Z[k, 0, 0], Z[k, 0, 1], Z[k, 0, 2], Z[k, 0, 3], Z[k, 0, 4], Z[k, 0, 5]
+        r0 = Rr[0, 0] * a0 + Rr[0, 1] * a1 + Rr[0, 2] * a2
+        r1 = Rr[1, 0] * a0 + Rr[1, 1] * a1 + Rr[1, 2] * a2
+        r2 = Rr[2, 0] * a0 + Rr[2, 1] * a1 + Rr[2, 2] * a2
+        V[k, i, 0], V[k, i, 1], V[k, i, 2] = r0, r1, r2
+        V[k, i, 3] = p1 * r2 - p2 * r1 + Rr[0, 0] * b0 + Rr[0, 1] * b1 + Rr[0, 2] * b2
+        V[k, i, 4] = p2 * r0 - p0 * r2 + Rr[1, 0] * b0 + Rr[1, 1] * b1 + Rr[1, 2] * b2
+        V[k, i, 5] = p0 * r1 - p1 * r0 + Rr[2, 0] * b0 + Rr[2, 1] * b1 + Rr[2, 2] * b2
+
+
+@njit(cache=True, inline="always")
+def root_forces(hb, hf, i, R, C, vd, Rw, pw, V, W, Z, out):
+    """τ^(0…R) of a free-flyer root (Alg. 2 line 14 without its screw derivatives): ``Sᵀ W`` is the
+    child-frame wrench ``Ad_Cᵀ W`` reordered, and ``d/dt (Ad_Cᵀ w) = Ad_Cᵀ (ẇ + ad_Vᵀ w)``, so with
+    ``u_0 = W`` and ``u_{j+1} = u̇_j + ad_Vᵀ u_j``, ``τ^(r) = Ad_Cᵀ u_r`` (+ armature). ``u_j^(p)``
+    (j + p ≤ R, ``u_0^(p) = W^(p)``) go into ``Z[j, p]``: ``u_{j+1}^(p) = u_j^(p+1) + Σ_l binom(p, l)
+    ad_{V^(l)}ᵀ u_j^(p−l)``, with ``ad_Vᵀ (n; f) = −(ω × n + v × f ; ω × f)``."""
+    iv = hb[i, HB_IV]
+    for j in range(R):
+        src = W[:, i] if j == 0 else Z[j]
+        for p in range(R - j):
+            n0, n1, n2 = src[p + 1, 0], src[p + 1, 1], src[p + 1, 2]
+            f0, f1, f2 = src[p + 1, 3], src[p + 1, 4], src[p + 1, 5]
+            for l in range(p + 1):
+                c = C[p, l]
+                w0, w1, w2 = c * V[l, i, 0], c * V[l, i, 1], c * V[l, i, 2]
+                v0, v1, v2 = c * V[l, i, 3], c * V[l, i, 4], c * V[l, i, 5]
+                u = src[p - l]
+                n0 -= w1 * u[2] - w2 * u[1] + v1 * u[5] - v2 * u[4]
+                n1 -= w2 * u[0] - w0 * u[2] + v2 * u[3] - v0 * u[5]
+                n2 -= w0 * u[1] - w1 * u[0] + v0 * u[4] - v1 * u[3]
+                f0 -= w1 * u[5] - w2 * u[4]
+                f1 -= w2 * u[3] - w0 * u[5]
+                f2 -= w0 * u[4] - w1 * u[3]
+            Z[j + 1, p, 0], Z[j + 1, p, 1], Z[j + 1, p, 2] = n0, n1, n2
+            Z[j + 1, p, 3], Z[j + 1, p, 4], Z[j + 1, p, 5] = f0, f1, f2
+    Rr = Rw[0, i]
+    p0, p1, p2 = pw[0, i, 0], pw[0, i, 1], pw[0, i, 2]
+    for r in range(R + 1):  # Ad_Cᵀ (n; f) = (Rᵀ (n − p × f) ; Rᵀ f), Pinocchio's order [force; torque]
+        u = W[0, i] if r == 0 else Z[r, 0]
+        n0 = u[0] - (p1 * u[5] - p2 * u[4])
+        n1 = u[1] - (p2 * u[3] - p0 * u[5])
+        n2 = u[2] - (p0 * u[4] - p1 * u[3])
+        for a in range(3):
+            out[r, iv + a] = (
+                Rr[0, a] * u[3] + Rr[1, a] * u[4] + Rr[2, a] * u[5] + hf[i, HF_ARM + a] * vd[r + 1, iv + a]
+            )
+            out[r, iv + 3 + a] = (
+                Rr[0, a] * n0 + Rr[1, a] * n1 + Rr[2, a] * n2 + hf[i, HF_ARM + 3 + a] * vd[r + 1, iv + 3 + a]
+            )
 
 
 @njit(cache=True, inline="always")
