@@ -11,7 +11,9 @@ rocker's x as ``<axis2 xyz="0 -1 0">`` — the test of the frame ``<axis2>`` is 
 Oracles:
 
 * the same mechanism built in code with ``Model.add_loop(kind="universal")``: the loaded model's
-  CRBA, ABA and RNEA equal the built one's on random states (1e-12);
+  CRBA, ABA and RNEA equal the built one's on random states (1e-12; also with the successor frame on
+  a link merged by a fixed joint); likewise :func:`loopdyn.robots.delta_robot` (two universal loops,
+  itself checked against a Pinocchio KKT oracle) written out as URDF+;
 * **Pinocchio** parsing the same file (its URDF parser skips the ``<loop>``): at random
   configurations of the loaded model (found by loopdyn's own loop solver), Pinocchio's forward
   kinematics of the spanning tree puts the two constraint-frame origins at one point and the
@@ -248,6 +250,95 @@ def test_negative_control_different_loop_breaks_the_agreement(loaded):
     dl, db = loaded.create_data(), built.create_data()
     q = loopdyn.neutral(loaded)
     assert rel_err(loopdyn.crba(loaded, dl, q), loopdyn.crba(built, db, q)) > 1e-3
+
+
+def test_loop_end_on_a_link_merged_by_a_fixed_joint():
+    """The successor is a link welded to the rocker at the constraint frame: the frame (and <axis2>,
+    expressed in it) are carried over to the rocker; same dynamics as the mechanism built in code."""
+    tip = (
+        '<link name="rocker_tip"/><joint name="tip" type="fixed"><parent link="rocker"/>'
+        f'<child link="rocker_tip"/><origin xyz="{fmt(SUCC_ORIGIN)}" rpy="0 0 {SUCC_YAW!r}"/></joint>'
+    )
+    doc = rsur().split("\n")
+    doc[7] = tip  # line 8, a comment in rsur()
+    doc[11] = '<successor link="rocker_tip"/>'
+    merged, built = load_urdf("\n".join(doc)), built_in_code()
+    (con,) = merged.constraints
+    assert con.successor == "rocker"
+    np.testing.assert_allclose(con.successor_placement[0], rz(SUCC_YAW), rtol=0, atol=1e-16)
+    dm, db = merged.create_data(), built.create_data()
+    rng = np.random.default_rng(12)
+    for _ in range(5):
+        q = loopdyn.random_configuration(merged, rng)
+        v, tau = rng.normal(size=1), rng.normal(size=1)
+        assert rel_err(loopdyn.crba(merged, dm, q), loopdyn.crba(built, db, q)) <= TOL
+        assert rel_err(loopdyn.aba(merged, dm, q, v, tau), loopdyn.aba(built, db, q, v, tau)) <= TOL
+
+
+# ---- (1b) the delta robot (two universal loops) written as URDF+ ---------------------------------
+def model_as_urdf(model: loopdyn.Model) -> str:
+    """A model of revolute joints and loop joints written as URDF+ (placements as xyz + rpy)."""
+    from loopdyn.spatial import matrix_to_rpy
+
+    def origin(R, p) -> str:
+        return f'<origin xyz="{fmt(p)}" rpy="{fmt(matrix_to_rpy(R))}"/>'
+
+    out = [f'<robot name="{model.name}">', '<link name="base_link"/>']
+    for i, b in enumerate(model.bodies, start=1):
+        I, m = b.inertia, b.inertia.mass
+        if m > 0:
+            t = I.inertia
+            tensor = " ".join(
+                f'{k}="{float(t[r, c])!r}"'
+                for k, (r, c) in zip(
+                    ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"),
+                    ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)),
+                    strict=True,
+                )
+            )
+            inertial = (
+                f'<inertial><origin xyz="{fmt(I.com)}"/><mass value="{m!r}"/><inertia {tensor}/></inertial>'
+            )
+        else:
+            inertial = ""
+        out.append(f'<link name="{model.body_names[i]}">{inertial}</link>')
+        lo, hi = (float(x) for x in (b.joint.lower_position()[0], b.joint.upper_position()[0]))
+        lo, hi = (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else (-LIMIT, LIMIT)
+        parent = "base_link" if b.parent == 0 else model.body_names[b.parent]
+        out.append(
+            f'<joint name="{b.joint_name}" type="revolute" independent="{str(b.independent).lower()}">'
+            f'<parent link="{parent}"/><child link="{model.body_names[i]}"/>'
+            f'{origin(b.rotation, b.translation)}<axis xyz="{fmt(b.joint.axis)}"/>'
+            f'<limit lower="{lo!r}" upper="{hi!r}" effort="1" velocity="1"/></joint>'
+        )
+    for con in model.constraints:
+        out.append(
+            f'<loop name="{con.name}" type="{con.kind}">'
+            f'<predecessor link="{con.predecessor}">{origin(*con.predecessor_placement)}</predecessor>'
+            f'<successor link="{con.successor}">{origin(*con.successor_placement)}</successor>'
+            f'<axis xyz="{fmt(con.axis)}"/><axis2 xyz="{fmt(con.successor_axis)}"/></loop>'
+        )
+    out.append("</robot>")
+    return "\n".join(out)
+
+
+def test_delta_robot_as_urdf_plus():
+    """loopdyn.robots.delta_robot() (checked against a Pinocchio KKT oracle in
+    test_parallel_mechanisms.py) written as URDF+ with its two universal loops: same model."""
+    delta = loopdyn.robots.delta_robot()
+    loaded = load_urdf(model_as_urdf(delta))
+    assert loaded.joint_names == delta.joint_names and loaded.velocity_names == delta.velocity_names
+    assert [c.kind for c in loaded.constraints] == ["universal", "universal"]
+    for a, b in zip(loaded.constraints, delta.constraints, strict=True):
+        np.testing.assert_allclose(a.axis, b.axis, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(a.successor_axis, b.successor_axis, rtol=0, atol=1e-15)
+    dl, dd = loaded.create_data(), delta.create_data()
+    rng = np.random.default_rng(13)
+    for _ in range(N_STATES):
+        q = loopdyn.random_configuration(loaded, rng)
+        v, tau = rng.normal(size=3), rng.normal(size=3)
+        assert rel_err(loopdyn.crba(loaded, dl, q), loopdyn.crba(delta, dd, q)) <= TOL
+        assert rel_err(loopdyn.aba(loaded, dl, q, v, tau), loopdyn.aba(delta, dd, q, v, tau)) <= TOL
 
 
 # ---- (2) the loaded constraint is a universal joint (Pinocchio's kinematics of the same file) ----
