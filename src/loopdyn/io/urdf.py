@@ -43,11 +43,21 @@ URDF+ (the kinematic-loop extension read by GRBDA, Chignoli et al. 2024) is read
   ``<origin>`` is the constraint frame in its link's frame and ``<axis>`` (default ``(1, 0, 0)``) is
   expressed in the predecessor's constraint frame. With ``loops="exact"`` (default) the loop type is
   honoured: ``revolute``/``continuous`` → a revolute loop joint, ``prismatic`` → prismatic,
-  ``fixed`` → weld, ``spherical``/``point`` → point coincidence; ``planar`` is not supported. With
-  ``loops="point"`` every loop constrains only the coincidence of the two frame origins, which is
-  what GRBDA does (its loop ``type`` and ``axis`` are ignored). A loop end may be a link merged by a
-  ``fixed`` joint, or the root link of a fixed-base model: the constraint frame is then carried over
-  to the body the link is rigidly attached to (the universe for the root link).
+  ``fixed`` → weld, ``spherical``/``point`` → point coincidence, ``universal`` → a universal
+  (Cardan) loop joint; ``planar`` is not supported. With ``loops="point"`` every loop constrains
+  only the coincidence of the two frame origins, which is what GRBDA does (its loop ``type`` and
+  axes are ignored). A loop end may be a link merged by a ``fixed`` joint, or the root link of a
+  fixed-base model: the constraint frame is then carried over to the body the link is rigidly
+  attached to (the universe for the root link).
+* ``universal`` loops (a loopdyn extension of URDF+, with SDF's ``<axis>``/``<axis2>`` naming of a
+  universal joint's two axes) need both axes written out, as no default would be safe: ``<axis
+  xyz>`` is the axis fixed to the predecessor, in the predecessor's constraint frame, and ``<axis2
+  xyz>`` the cross axis fixed to the successor, in the successor's constraint frame. The loop keeps
+  the two frame origins together and the two axes perpendicular (4 rows; ``Model.add_loop(...,
+  kind="universal", axis=..., successor_axis=...)``). Like every loop it is assembled where its
+  constraints hold, nearest the file's zero pose; a loop whose axes can never be made perpendicular
+  is refused when the clusters are built. ``<axis2>`` on a loop of another type is refused, in both
+  ``loops`` modes, rather than silently ignored.
 
 Loop and coupling names share one namespace and must be unique. The clusters are built when the file
 is loaded, so a cluster whose ``independent`` flags do not match its constraints is reported then,
@@ -94,6 +104,7 @@ LOOP_TYPE_KINDS = {
     "fixed": "weld",
     "spherical": "point",
     "point": "point",
+    "universal": "universal",  # <axis> fixed to the predecessor, <axis2> to the successor (both required)
 }
 LOOP_TYPES = (*LOOP_TYPE_KINDS, "planar")
 
@@ -223,6 +234,7 @@ class _Loop:
     successor: _LinkRef
     axis: tuple[float, float, float]
     line: int
+    successor_axis: tuple[float, float, float] | None = None  # universal loops: <axis2>
 
 
 class _Reader:
@@ -453,18 +465,41 @@ class _Reader:
             kind = LOOP_TYPE_KINDS[ltype]
         pred = self.link_ref(element, "predecessor", what, with_origin=True)
         succ = self.link_ref(element, "successor", what, with_origin=True)
-        axis = self.axis(element, what) if kind in ("revolute", "prismatic") else (1.0, 0.0, 0.0)
-        return _Loop(name, ltype, kind, pred, succ, axis, element.line)
+        axis2_el = element.find("axis2")
+        if axis2_el is not None and ltype != "universal":
+            raise self.error(
+                f"{what}: <axis2> (the successor axis of a universal loop) on a loop of type {ltype!r}; "
+                "remove it, or make the loop type 'universal'",
+                axis2_el,
+            )
+        successor_axis = None
+        if kind == "universal":
+            axis = self.axis(element, what, required="the axis fixed to the predecessor")
+            successor_axis = self.axis(element, what, "axis2", "the cross axis fixed to the successor")
+        elif kind in ("revolute", "prismatic"):
+            axis = self.axis(element, what)
+        else:
+            axis = (1.0, 0.0, 0.0)
+        return _Loop(name, ltype, kind, pred, succ, axis, element.line, successor_axis)
 
-    def axis(self, element: _Element, what: str) -> tuple[float, float, float]:
-        """The normalised joint axis; ``(1, 0, 0)`` when there is no ``<axis>`` element."""
-        axis_el = element.find("axis")
+    def axis(
+        self, element: _Element, what: str, tag: str = "axis", required: str | None = None
+    ) -> tuple[float, float, float]:
+        """The normalised axis of the child ``<tag xyz>`` of ``element``; ``(1, 0, 0)`` when there
+        is none, unless ``required`` (what the axis is, for the message) says it must be written."""
+        axis_el = element.find(tag)
         if axis_el is None:
+            if required is not None:
+                raise self.error(
+                    f"{what}: a {element.attrib.get('type')} loop needs an <{tag}> element ({required}, "
+                    "in its constraint frame)",
+                    element,
+                )
             return (1.0, 0.0, 0.0)
-        a = self.vector(self.attribute(axis_el, "xyz", what), axis_el, f"{what}: axis")
+        a = self.vector(self.attribute(axis_el, "xyz", what), axis_el, f"{what}: {tag}")
         norm = float(np.linalg.norm(a))
         if norm < 1e-12:
-            raise self.error(f"{what}: the axis has zero length", axis_el)
+            raise self.error(f"{what}: the {tag} has zero length", axis_el)
         return tuple(float(x) for x in a / norm)
 
     def limits(self, element: _Element, jtype: str, what: str) -> dict[str, float] | None:
@@ -642,9 +677,11 @@ def load_urdf(
     loops:
         How URDF+ ``<loop>`` elements are read. ``"exact"`` (default): the loop ``type`` is honoured
         (``revolute``/``continuous`` → revolute loop joint, ``prismatic`` → prismatic, ``fixed`` →
-        weld, ``spherical``/``point`` → point coincidence). ``"point"``: every loop only makes the
-        two frame origins coincide, as GRBDA does (exact for planar linkages with parallel axes,
-        under-constrained for spatial loops).
+        weld, ``spherical``/``point`` → point coincidence, ``universal`` → universal loop joint with
+        ``<axis>`` fixed to the predecessor and ``<axis2>`` fixed to the successor, both required).
+        ``"point"``: every loop only makes the two frame origins coincide, as GRBDA does (exact for
+        planar linkages with parallel axes, under-constrained for spatial loops); the loop type and
+        axes are then not used, but ``<axis2>`` on a loop that is not ``universal`` is still refused.
     root_joint_name:
         Name of the free-flyer joint added when ``floating_base`` is true.
     gravity:
@@ -671,8 +708,10 @@ def load_urdf(
         The document is malformed: not well-formed XML, missing or malformed attributes, unknown
         joint type or link, links that do not form a single tree; or a URDF+ constraint is: missing
         or non-finite ratio, unknown loop type, unknown link, duplicate name, coupling on a link
-        without a joint of its own, ``independent`` flags that do not fit a cluster's constraints.
-        ``line`` is the offending line.
+        without a joint of its own, ``independent`` flags that do not fit a cluster's constraints,
+        a universal loop without ``<axis>`` or ``<axis2>``, a zero-length axis, ``<axis2>`` on a
+        loop that is not universal, a loop that cannot be closed (e.g. universal axes that can never
+        be perpendicular). ``line`` is the offending line.
     UnsupportedFeatureError
         A ``planar`` loop (``loops="exact"``), a moving ``<mimic>`` joint with
         ``mimic="error"``, a joint other than revolute/prismatic inside a cluster.
@@ -848,6 +887,7 @@ def _add_constraints(
                     predecessor_placement=(pred[1], pred[2]),
                     successor_placement=(succ[1], succ[2]),
                     axis=con.axis,
+                    successor_axis=con.successor_axis,
                 )
         except ModelError as exc:
             raise URDFError(f"{_kind(con)} {con.name!r}: {exc}", line=con.line, source=src) from None
