@@ -348,16 +348,17 @@ def centre_and_inertia_derivative(i, k, C, V, cw, Jw):
         c0 += w1 * y2 - w2 * y1
         c1 += w2 * y0 - w0 * y2
         c2 += w0 * y1 - w1 * y0
-        J = Jw[j, i]
-        y0, y1, y2 = J[0, 0], J[1, 0], J[2, 0]  # [ω] X, column by column
+        J = Jw[j, i]  # symmetric: its upper triangle is read
+        j00, j01, j02, j11, j12, j22 = J[0, 0], J[0, 1], J[0, 2], J[1, 1], J[1, 2], J[2, 2]
+        y0, y1, y2 = j00, j01, j02  # [ω] J, column by column
         x00 += w1 * y2 - w2 * y1
         x10 += w2 * y0 - w0 * y2
         x20 += w0 * y1 - w1 * y0
-        y0, y1, y2 = J[0, 1], J[1, 1], J[2, 1]
+        y0, y1, y2 = j01, j11, j12
         x01 += w1 * y2 - w2 * y1
         x11 += w2 * y0 - w0 * y2
         x21 += w0 * y1 - w1 * y0
-        y0, y1, y2 = J[0, 2], J[1, 2], J[2, 2]
+        y0, y1, y2 = j02, j12, j22
         x02 += w1 * y2 - w2 * y1
         x12 += w2 * y0 - w0 * y2
         x22 += w0 * y1 - w1 * y0
@@ -575,8 +576,8 @@ def momentum_com(hf, i, n, full, C, V, cw, Jw, out):
         J = Jw[l, i]
         w0, w1, w2 = f * V[n - l, i, 0], f * V[n - l, i, 1], f * V[n - l, i, 2]
         a0 += J[0, 0] * w0 + J[0, 1] * w1 + J[0, 2] * w2
-        a1 += J[1, 0] * w0 + J[1, 1] * w1 + J[1, 2] * w2
-        a2 += J[2, 0] * w0 + J[2, 1] * w1 + J[2, 2] * w2
+        a1 += J[0, 1] * w0 + J[1, 1] * w1 + J[1, 2] * w2  # J symmetric: the upper triangle
+        a2 += J[0, 2] * w0 + J[1, 2] * w1 + J[2, 2] * w2
     x = cw[0, i]  # l = 0: c × u^(n)
     b0 = x[1] * u2 - x[2] * u1
     b1 = x[2] * u0 - x[0] * u2
