@@ -37,13 +37,13 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed
+from .borrow import STACK_FLOATS, STACK_INTS, borrowed, stack_floats, stack_ints, view
 from .cluster_dynamics import c_aba_backward, has_port, placement_in_output, port_at, s_col
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
 from .common import kernel
 from .efpa import common_depth
 
-__all__ = ["c_efpa_core", "c_constraint_jacobian_core", "cluster_paths"]
+__all__ = ["c_efpa_core", "c_constraint_jacobian_core"]
 
 
 @njit(cache=True, inline="always")
@@ -55,28 +55,34 @@ def spanning_nv(ic):
     return nv
 
 
-@njit(cache=True)
-def cluster_paths(ib, ic, cbody):
-    """(depth of every cluster, path of every constraint's cluster: path[e, t] = the cluster at depth
-    t on the way from the root, 1 ≤ t ≤ depth; the constraint's own cluster at its depth)."""
-    ncl = ic[0, L.C0_NCL]
-    depth = np.zeros(ncl + 1, dtype=np.int64)
-    for k in range(1, ncl + 1):
+@njit(cache=True, inline="always")
+def cluster_depths(ib, ic, cbody, depth):
+    """The depth of every cluster into ``depth`` (ncl + 1 entries, the world at 0); returns the largest
+    depth of a constrained cluster."""
+    depth[0] = 0
+    for k in range(1, ic[0, L.C0_NCL] + 1):
         depth[k] = depth[ic[k, L.C_PARENT]] + 1
-    nc = cbody.shape[0]
     dmax = 0
-    for e in range(nc):
+    for e in range(cbody.shape[0]):
         if cbody[e] > 0:
             dmax = max(dmax, depth[ib[cbody[e], L.I_CLUSTER]])
-    path = np.zeros((nc, dmax + 1), dtype=np.int64)
-    for e in range(nc):
+    return dmax
+
+
+@njit(cache=True, inline="always")
+def cluster_paths(ib, ic, cbody, depth, path):
+    """The path of every constraint's cluster into ``path`` (nc × (dmax + 1)): ``path[e, t]`` = the
+    cluster at depth t on the way from the root, 1 ≤ t ≤ depth, the constraint's own cluster at its
+    depth; 0 elsewhere."""
+    for e in range(cbody.shape[0]):
+        for t in range(path.shape[1]):
+            path[e, t] = 0
         if cbody[e] == 0:
             continue
         k = ib[cbody[e], L.I_CLUSTER]
         while k > 0:
             path[e, depth[k]] = k
             k = ic[k, L.C_PARENT]
-    return depth, path
 
 
 @njit(cache=True, inline="always")
@@ -261,14 +267,18 @@ def efpa_generic_down(ib, ws, ic, cb, wc, k, KC, W, r, root, z, y):
 
 
 @njit(cache=True, inline="always")
-def efpa_entries(ib, ic, cb, cbody, depth, path):
+def efpa_entries(ib, ic, cb, cbody, depth, path, ent):
     """Per constraint e and depth t on its path: ``[e, t, 0]`` the body (sub-index) of the cluster at
     depth t that the constraint's forces reach (:func:`entry_sub`; at t − 1 it is the output body of
     the cluster at t), and ``[e, t, 1]`` = 1 where the forward sweep must give W on every body of
     that cluster — another constraint's path leaves there (the assembly reads W on its entry body),
-    or the next cluster down is not one-port — else 0 (W on the entry body alone)."""
+    or the next cluster down is not one-port — else 0 (W on the entry body alone). Into ``ent``
+    (nc × (dmax + 1) × 2)."""
     nc = cbody.shape[0]
-    ent = np.zeros((nc, path.shape[1], 2), dtype=np.int64)
+    for e in range(nc):
+        for t in range(path.shape[1]):
+            ent[e, t, 0] = 0
+            ent[e, t, 1] = 0
     for e in range(nc):
         b = cbody[e]
         if b == 0:
@@ -284,16 +294,16 @@ def efpa_entries(ib, ic, cb, cbody, depth, path):
                                                    depth[ib[cbody[e2], L.I_CLUSTER]]))  # fmt: skip
                 ent[e1, t, 1] = 1
                 ent[e2, t, 1] = 1
-    return ent
 
 
 @njit(cache=True, inline="always")
 def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
     """C-EFPA on a validated state; writes Λ⁻¹ (m × m) into ``out``. Returns 0 or an error status."""
-    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, np.zeros(0), np.zeros(0), False)
+    no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, no_v, no_v, False)
     if st != 0:
         return st
-    st = c_aba_backward(ib, ws, ic, cb, wc, np.zeros(0), np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹ (eqs. 59–61)
+    st = c_aba_backward(ib, ws, ic, cb, wc, no_v, view(wc, 0, (0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹ (eqs. 59–61)
     if st != 0:
         return st
     ncl = ic[0, L.C0_NCL]
@@ -302,18 +312,33 @@ def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow
     for k in range(1, ncl + 1):
         nbmax = max(nbmax, ic[k, L.C_NB])
         mmax = max(mmax, ic[k, L.C_M])
-    depth, path = cluster_paths(ib, ic, cbody)
     nc = cbody.shape[0]
-    ent = efpa_entries(ib, ic, cb, cbody, depth, path)
-    m = crow[nc]
-    dmax = path.shape[1] - 1
-    w6 = 6 * nbmax
+    # per-call tables: on the kernel's stack when they fit, else one heap allocation each (kept
+    # alive by the caller's reference until the kernel returns: the views are uncounted)
+    ibuf = stack_ints()
+    ni = (ncl + 1) + 3 * nc * (ncl + 1)  # depth, then path and ent at most this large
+    if ni > STACK_INTS:
+        ibuf = np.empty(ni, dtype=np.int64)
+    depth = view(ibuf, 0, (ncl + 1,))
+    dmax = cluster_depths(ib, ic, cbody, depth)
     nd = dmax + 1
-    KC = np.zeros((m * nd, w6))  # row r·nd + t: χ of row r at the path's cluster of depth t (eqs. 57–58, 62)
-    W = np.zeros((m * nd, w6))  # row r·nd + t: 𝛀⁻¹_{k e} column of row r (eq. 67)
-    z = np.empty(mmax)
-    y = np.empty(mmax)
-    ap = np.empty((1, w6))
+    path = view(ibuf, ncl + 1, (nc, nd))
+    cluster_paths(ib, ic, cbody, depth, path)
+    ent = view(ibuf, ncl + 1 + nc * nd, (nc, nd, 2))
+    efpa_entries(ib, ic, cb, cbody, depth, path, ent)
+    m = crow[nc]
+    w6 = 6 * nbmax
+    fbuf = stack_floats()
+    nf = 2 * m * nd * w6 + 2 * mmax + w6
+    if nf > STACK_FLOATS:
+        fbuf = np.empty(nf)
+    KC = view(fbuf, 0, (m * nd, w6))  # row r·nd + t: χ of row r at the cluster of depth t (eqs. 57–58, 62)
+    W = view(fbuf, m * nd * w6, (m * nd, w6))  # row r·nd + t: 𝛀⁻¹_{k e} column of row r (eq. 67)
+    for x in range(2 * m * nd * w6):
+        fbuf[x] = 0.0
+    z = view(fbuf, 2 * m * nd * w6, (mmax,))
+    y = view(fbuf, 2 * m * nd * w6 + mmax, (mmax,))
+    ap = view(fbuf, 2 * m * nd * w6 + 2 * mmax, (1, w6))
     for e in range(nc):
         b = cbody[e]
         if b == 0:
@@ -434,7 +459,8 @@ def c_jacobian_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, J):
     st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:
         return st
-    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, np.zeros(0), np.zeros(0), False)
+    no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, no_v, no_v, False)
     if st != 0:
         return st
     J[:, :] = 0.0

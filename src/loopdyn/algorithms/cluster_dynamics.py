@@ -15,7 +15,6 @@ A single-body cluster is a tree joint: its placement is in its parent, its 𝖲 
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from ..model import layout as L
@@ -25,6 +24,7 @@ from .borrow import borrowed
 from .cluster_kinematics import (
     c_fk_core,
     cluster_coordinates,
+    spanning_positions,
     tapes,
     validate_cluster_configuration,
     validate_cluster_state,
@@ -112,7 +112,7 @@ def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext
     """C-ABA on a validated state: the cluster kinematics and the three passes (each compiled once and
     shared with the Delassus, spatial-operator and contact kernels: inlined into every kernel they
     would cut about 0.4 µs a call and multiply the compile time, to minutes for C-ABA alone)."""
-    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, np.zeros(0), False)
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, wc[0:0], False)
     if st != 0:
         return st
     st = c_aba_backward(ib, ws, ic, cb, wc, tau, fext)
@@ -724,26 +724,6 @@ def one_port_pair_fits(ib, ic, cb, k):
         if ib[cb[ic[k, L.C_FIRST] + b], L.I_NV] != 1:
             return False
     return True
-
-
-@njit(cache=True, inline="always")
-def spanning_positions(ib, ic, cb, wc, k, q):
-    """Spanning q of a tree joint or an explicit cluster k (the positions-only part of
-    ``cluster_coordinates``, without its velocity branches): a tree joint copies its coordinates, an
-    explicit cluster of 1-DoF joints multiplies by its constant G."""
-    QS, first, iq = ic[0, L.C0_QS], ic[k, L.C_FIRST], ic[k, L.C_IQ]
-    if ic[k, L.C_KIND] == L.SINGLE_BODY:
-        b = cb[first]
-        bq = QS + ib[b, L.I_IQ]
-        for j in range(ib[b, L.I_NQ]):
-            wc[bq + j] = q[iq + j]
-        return
-    n, m, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_G]
-    for j in range(n):
-        x = 0.0
-        for l in range(m):
-            x += wc[G + j * m + l] * q[iq + l]
-        wc[QS + ib[cb[first + j], L.I_IQ]] = x
 
 
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA

@@ -44,7 +44,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed
+from .borrow import STACK_FLOATS, borrowed, stack_floats, view
 from .cluster_delassus import dinv_mul, force_to_parent_cluster, port_column, port_column1, st_mul_cluster
 from .cluster_dynamics import c_aba_backward, has_port
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
@@ -453,10 +453,11 @@ def cpv_assemble(T, crow, asm, buf, f, out, ncl):
 def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
                     cemp, asm, buf, out):  # fmt: skip
     """Cluster PV-OSIMr on a validated state; writes Λ⁻¹ into ``out``. Returns 0 or a status."""
-    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, np.zeros(0), np.zeros(0), False)
+    no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, no_v, no_v, False)
     if st != 0:
         return st
-    st = c_aba_backward(ib, ws, ic, cb, wc, np.zeros(0), np.zeros((0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹
+    st = c_aba_backward(ib, ws, ic, cb, wc, no_v, view(wc, 0, (0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹
     if st != 0:
         return st
     ncl = ic[0, L.C0_NCL]
@@ -467,11 +468,15 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
         mmax = max(mmax, ic[k, L.C_M])
     for e in range(cbody.shape[0]):
         wmax = max(wmax, crow[e + 1] - crow[e])
-    f = np.empty((2, wmax))  # row 0: a propagated column; row 1: the same moved to the parent
-    z = np.empty(mmax)
-    y = np.empty(mmax)
-    Y = np.empty((mmax, wmax))  # 𝖲ᵀ P
-    Z = np.empty((mmax, wmax))  # 𝖣⁻¹ 𝖲ᵀ P
+    fbuf = stack_floats()  # the scratch below: on the kernel's stack when it fits
+    nf = 2 * wmax + 2 * mmax + 2 * mmax * wmax
+    if nf > STACK_FLOATS:
+        fbuf = np.empty(nf)
+    f = view(fbuf, 0, (2, wmax))  # row 0: a propagated column; row 1: the same moved to the parent
+    z = view(fbuf, 2 * wmax, (mmax,))
+    y = view(fbuf, 2 * wmax + mmax, (mmax,))
+    Y = view(fbuf, 2 * wmax + 2 * mmax, (mmax, wmax))  # 𝖲ᵀ P
+    Z = view(fbuf, 2 * wmax + 2 * mmax + mmax * wmax, (mmax, wmax))  # 𝖣⁻¹ 𝖲ᵀ P
     cpv_seed_end_effectors(ib, cbody, crow, K, T, buf, ncl)  # line 4
     cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z)  # lines 5–15
     cpv_branch_inverse_inertias(T, ports, order, buf, f)  # line 17

@@ -30,7 +30,7 @@ import weakref
 import numpy as np
 from numba import njit
 
-from ..algorithms.borrow import borrowed
+from ..algorithms.borrow import borrowed, keep_alive
 from ..algorithms.common import kernel
 from . import validation as hv
 from .arrays import HB_IV, HB_NV, HB_PARENT, HF_ARM
@@ -43,7 +43,7 @@ from .dynamics import (
     order_zero,
     spatial_inertia,
 )
-from .kinematics import binomials, inertia_mul_add, keep_alive, tables
+from .kinematics import binomials, inertia_mul_add, tables
 
 # ct columns
 CT_NB, CT_M, CT_IV, CT_FIRST, CT_PARENT, CT_IA, CT_U, CT_S, CT_L, CT_FLAG = range(10)

@@ -19,28 +19,24 @@ import math
 import numpy as np
 from numba import njit
 
-from ..algorithms.borrow import borrowed
+from ..algorithms.borrow import STACK_FLOATS, borrowed, keep_alive, stack_floats, view
+from ..algorithms.borrow import flat as flat_view
 from ..algorithms.common import kernel
 from ..model.joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from . import validation as hv
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS
 from .kinematics import (
-    STACK_FLOATS,
     applied_wrench_sub,
     body_derivative,
     fill_binomials,
-    keep_alive,
     momentum_com,
     pose_and_screws,
     pose_derivative,
     screw_derivative,
-    stack_floats,
     table_floats,
     table_views,
     twist_bias,
-    view,
 )
-from .kinematics import flat as flat_view
 
 _SIG = (
     "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, :, ::1], "

@@ -18,104 +18,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
-from numba.np.arrayobj import populate_array
+from numba import njit
 
+from ..algorithms.borrow import view
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_AXIS, HF_COM, HF_IC, HF_JP, HF_JR, HF_MASS
-
-
-@intrinsic
-def keep_alive(typingctx, x):
-    """A use of ``x`` that emits no code: placed after the last use of arrays *borrowed* from ``x``
-    (:func:`loopdyn.algorithms.borrow.borrowed`, uncounted views), it keeps ``x``'s reference — and so
-    the buffer — alive until then. The per-call tables of the kernels are borrowed this way, so that
-    Numba's reference counting of every view passed to an inlined step costs nothing."""
-
-    def codegen(context, builder, signature, args):
-        return context.get_dummy_value()
-
-    return types.none(x), codegen
-
-
-@intrinsic
-def view(typingctx, buf, offset, shape):
-    """``buf[offset : offset + prod(shape)].reshape(shape)`` for a C-contiguous ``buf``, built directly
-    (shape, C strides, data pointer, ``buf``'s reference-count record): Numba's ``reshape`` calls an
-    out-of-line helper, ~15 ns per view, and a kernel takes a dozen views per call. The view holds a
-    reference to ``buf``'s buffer, as a NumPy view (none when ``buf`` is borrowed). The caller
-    guarantees that the view lies inside ``buf`` (no check)."""
-    if not (isinstance(buf, types.Array) and buf.layout == "C" and isinstance(shape, types.BaseTuple)):
-        return None
-    ndim = len(shape)
-    retty = types.Array(buf.dtype, ndim, "C")
-
-    def codegen(context, builder, signature, args):
-        bufv, off, shp = args
-        src = context.make_array(buf)(context, builder, value=bufv)
-        dst = context.make_array(retty)(context, builder)
-        dims = [
-            context.cast(builder, builder.extract_value(shp, k), shape[k], types.intp) for k in range(ndim)
-        ]
-        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(context.get_data_type(buf.dtype)))
-        strides = [itemsize] * ndim
-        for k in range(ndim - 2, -1, -1):
-            strides[k] = builder.mul(strides[k + 1], dims[k + 1])
-        data = builder.gep(src.data, [context.cast(builder, off, offset, types.intp)])
-        populate_array(dst, data=data, shape=dims, strides=strides, itemsize=itemsize, meminfo=src.meminfo)
-        out = dst._getvalue()
-        context.nrt.incref(builder, retty, out)  # a new reference (a no-op on a borrowed buffer)
-        return out
-
-    return retty(buf, offset, shape), codegen
-
-
-@intrinsic
-def flat(typingctx, x):
-    """``x.reshape(-1)`` for a C-contiguous ``x``, without Numba's out-of-line reshape helper."""
-    if not (isinstance(x, types.Array) and x.layout == "C"):
-        return None
-    retty = types.Array(x.dtype, 1, "C")
-
-    def codegen(context, builder, signature, args):
-        src = context.make_array(x)(context, builder, value=args[0])
-        dst = context.make_array(retty)(context, builder)
-        n = context.get_constant(types.intp, 1)
-        for d in cgutils.unpack_tuple(builder, src.shape, x.ndim):
-            n = builder.mul(n, d)
-        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(context.get_data_type(x.dtype)))
-        mi = src.meminfo
-        populate_array(dst, data=src.data, shape=[n], strides=[itemsize], itemsize=itemsize, meminfo=mi)
-        out = dst._getvalue()
-        context.nrt.incref(builder, retty, out)  # a new reference (a no-op on a borrowed array)
-        return out
-
-    return retty(x), codegen
-
-
-STACK_FLOATS = 6144  # 48 KiB: the tables of the aerial manipulator up to r = 6 (ID) / r = 5 (FD)
-
-
-@intrinsic
-def stack_floats(typingctx):
-    """A buffer of ``STACK_FLOATS`` float64 in the stack frame of the calling compiled function
-    (reserved at its entry, uncounted, valid until it returns): the per-call tables of small models
-    without a heap allocation (~80 ns per call)."""
-    retty = types.Array(types.float64, 1, "C")
-
-    def codegen(context, builder, signature, args):
-        intp = types.intp
-        n = context.get_constant(intp, STACK_FLOATS)
-        data = cgutils.alloca_once(builder, context.get_data_type(types.float64), size=n)
-        dst = context.make_array(retty)(context, builder)
-        itemsize = context.get_constant(intp, context.get_abi_sizeof(context.get_data_type(types.float64)))
-        meminfo = cgutils.get_null_value(dst.meminfo.type)
-        populate_array(dst, data=data, shape=[n], strides=[itemsize], itemsize=itemsize, meminfo=meminfo)
-        return dst._getvalue()
-
-    return retty(), codegen
 
 
 @njit(cache=True)
