@@ -132,6 +132,31 @@ def test_redundant_sets_many_rows_and_blocks_in_user_order():
         assert rel_err(Gp, G[np.ix_(rows, rows)]) < 1e-13, method
 
 
+def test_scratch_larger_than_the_stack_buffer():
+    """C-EFPA keeps its per-call rows (2 · m · depth · 6 n_b floats) on the kernel's stack up to
+    ``STACK_FLOATS`` and in a heap buffer past it: twelve 6-D constraints down a belt
+    chain (six belt clusters of four bodies) need the heap, two fit on the stack; both equal the
+    spanning-tree oracle."""
+    from loopdyn.algorithms.borrow import STACK_FLOATS
+
+    model = loopdyn.robots.pbt_chain(12, seed=3)
+    d = model.create_data()
+    rng = np.random.default_rng(8)
+    q = loopdyn.random_configuration(model, rng)
+    deep = [b.name for b in model.bodies][-12:]
+    clusters = model.clusters().clusters
+    depth = len(clusters)  # a chain: the deepest cluster's depth
+    nb = max(len(c.bodies) for c in clusters)
+    for names in (deep[:2], deep):
+        cons = [Constraint(n, "6d", (np.eye(3), rng.normal(size=3) * 0.1)) for n in names]
+        m = 6 * len(cons)
+        scratch = 2 * m * (depth + 1) * 6 * nb
+        assert (scratch > STACK_FLOATS) == (len(names) == 12)
+        ref, _ = spanning_oracle(model, q, cons)
+        for method in ("c-pv-osimr", "c-efpa"):
+            assert rel_err(delassus(model, d, q, cons, method=method), ref) < TOL, method
+
+
 def test_constraints_on_the_world_and_separate_subtrees_give_exact_zero_blocks():
     model = loopdyn.Model("two_subtrees")
     rng = np.random.default_rng(2)
