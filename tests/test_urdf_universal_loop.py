@@ -177,6 +177,19 @@ def rel_err(a, b) -> float:
     return float(np.max(np.abs(a - b))) / max(1e-300, float(np.max(np.abs(b))))
 
 
+def assert_same_dynamics(a: loopdyn.Model, b: loopdyn.Model, seed: int, n: int, with_rnea=False):
+    """crba and aba (and rnea) of ``a`` and ``b`` agree to TOL at ``n`` random states of ``a``."""
+    da, db = a.create_data(), b.create_data()
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        q = loopdyn.random_configuration(a, rng)
+        v, tau, acc = (rng.normal(size=a.nv) for _ in range(3))
+        assert rel_err(loopdyn.crba(a, da, q), loopdyn.crba(b, db, q)) <= TOL
+        assert rel_err(loopdyn.aba(a, da, q, v, tau), loopdyn.aba(b, db, q, v, tau)) <= TOL
+        if with_rnea:
+            assert rel_err(loopdyn.rnea(a, da, q, v, acc), loopdyn.rnea(b, db, q, v, acc)) <= TOL
+
+
 @pytest.fixture(scope="module")
 def loaded() -> loopdyn.Model:
     return load_urdf(rsur())
@@ -218,14 +231,7 @@ def test_same_dynamics_as_built_in_code(loaded):
     np.testing.assert_allclose(
         loaded.clusters().clusters[0].q_ref, built.clusters().clusters[0].q_ref, rtol=0, atol=1e-14
     )
-    dl, db = loaded.create_data(), built.create_data()
-    rng = np.random.default_rng(11)
-    for _ in range(N_STATES):
-        q = loopdyn.random_configuration(loaded, rng)
-        v, tau, a = (rng.normal(size=loaded.nv) for _ in range(3))
-        assert rel_err(loopdyn.crba(loaded, dl, q), loopdyn.crba(built, db, q)) <= TOL
-        assert rel_err(loopdyn.aba(loaded, dl, q, v, tau), loopdyn.aba(built, db, q, v, tau)) <= TOL
-        assert rel_err(loopdyn.rnea(loaded, dl, q, v, a), loopdyn.rnea(built, db, q, v, a)) <= TOL
+    assert_same_dynamics(loaded, built, 11, N_STATES, with_rnea=True)
 
 
 def test_negative_control_different_loop_breaks_the_agreement(loaded):
@@ -266,13 +272,7 @@ def test_loop_end_on_a_link_merged_by_a_fixed_joint():
     (con,) = merged.constraints
     assert con.successor == "rocker"
     np.testing.assert_allclose(con.successor_placement[0], rz(SUCC_YAW), rtol=0, atol=1e-16)
-    dm, db = merged.create_data(), built.create_data()
-    rng = np.random.default_rng(12)
-    for _ in range(5):
-        q = loopdyn.random_configuration(merged, rng)
-        v, tau = rng.normal(size=1), rng.normal(size=1)
-        assert rel_err(loopdyn.crba(merged, dm, q), loopdyn.crba(built, db, q)) <= TOL
-        assert rel_err(loopdyn.aba(merged, dm, q, v, tau), loopdyn.aba(built, db, q, v, tau)) <= TOL
+    assert_same_dynamics(merged, built, 12, 5)
 
 
 # ---- (1b) the delta robot (two universal loops) written as URDF+ ---------------------------------
@@ -332,13 +332,7 @@ def test_delta_robot_as_urdf_plus():
     for a, b in zip(loaded.constraints, delta.constraints, strict=True):
         np.testing.assert_allclose(a.axis, b.axis, rtol=0, atol=1e-15)
         np.testing.assert_allclose(a.successor_axis, b.successor_axis, rtol=0, atol=1e-15)
-    dl, dd = loaded.create_data(), delta.create_data()
-    rng = np.random.default_rng(13)
-    for _ in range(N_STATES):
-        q = loopdyn.random_configuration(loaded, rng)
-        v, tau = rng.normal(size=3), rng.normal(size=3)
-        assert rel_err(loopdyn.crba(loaded, dl, q), loopdyn.crba(delta, dd, q)) <= TOL
-        assert rel_err(loopdyn.aba(loaded, dl, q, v, tau), loopdyn.aba(delta, dd, q, v, tau)) <= TOL
+    assert_same_dynamics(loaded, delta, 13, N_STATES)
 
 
 # ---- (2) the loaded constraint is a universal joint (Pinocchio's kinematics of the same file) ----
@@ -470,13 +464,7 @@ def test_point_mode_ignores_type_and_axes():
     ):
         m = load_urdf(doc, loops="point")
         assert m.constraints[0].kind == "point" and m.nv == 2
-    dp, db = point.create_data(), ball.create_data()
-    rng = np.random.default_rng(3)
-    for _ in range(5):
-        q = loopdyn.random_configuration(point, rng)
-        v, tau = rng.normal(size=2), rng.normal(size=2)
-        assert rel_err(loopdyn.crba(point, dp, q), loopdyn.crba(ball, db, q)) <= TOL
-        assert rel_err(loopdyn.aba(point, dp, q, v, tau), loopdyn.aba(ball, db, q, v, tau)) <= TOL
+    assert_same_dynamics(point, ball, 3, 5)
 
 
 def test_point_mode_keeps_the_flags_of_the_file():
