@@ -66,6 +66,36 @@ def test_efpa_matches_dense_random_trees(floating):
     assert worst < TOL
 
 
+def test_efpa_tables_larger_than_the_stack_buffers():
+    """EFPA keeps its per-call tables (depths and paths: (n + 1)(n_c + 1) ints; rows: 12 m (d + 1)
+    floats) on the kernel's stack within ``STACK_INTS`` / ``STACK_FLOATS`` and in heap buffers past
+    them: a 48-link serial chain with 30 point constraints on its deep links needs both, two
+    constraints on it neither; EFPA equals the dense CRBA + Cholesky reference either way."""
+    from loopdyn.algorithms.borrow import STACK_FLOATS, STACK_INTS
+
+    rng = np.random.default_rng(21)
+    n = 48
+    model = loopdyn.Model("chain48")
+    parent = 0
+    for i in range(n):
+        axis = rng.normal(size=3)
+        com, rot = rng.normal(size=3) * 0.05, np.diag(0.05 + rng.random(3) * 0.1)
+        inertia = loopdyn.Inertia(1.0 + rng.random(), com, rot)
+        placement = (trees.random_rotation(rng), rng.normal(size=3) * 0.2)
+        model.add_body(f"l{i}", parent, loopdyn.Revolute(axis / np.linalg.norm(axis)), placement, inertia)
+        parent = f"l{i}"
+    d = model.create_data()
+    q = loopdyn.random_configuration(model, rng)
+    for nc in (2, 30):
+        frames = [(np.eye(3), rng.normal(size=3) * 0.1) for _ in range(nc)]
+        cons = [Constraint(f"l{n - 1 - (k % 18)}", "3d", frames[k]) for k in range(nc)]
+        ints, floats = (n + 1) * (nc + 1), 12 * (3 * nc) * (n + 1)
+        assert (ints > STACK_INTS and floats > STACK_FLOATS) == (nc == 30)
+        assert (ints <= STACK_INTS and floats <= STACK_FLOATS) == (nc == 2)
+        G = delassus(model, d, q, cons, method="dense")
+        assert rel_err(delassus(model, d, q, cons, method="efpa"), G) < TOL
+
+
 def test_redundant_and_more_rows_than_dofs():
     rng = np.random.default_rng(3)
     lm, _ = trees.random_tree(rng, 4, floating=False, with_pinocchio=False)

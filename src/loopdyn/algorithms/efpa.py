@@ -25,7 +25,7 @@ from numba import njit
 from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
-from .borrow import borrowed
+from .borrow import STACK_FLOATS, STACK_INTS, borrowed, stack_floats, stack_ints, view
 from .common import check_configuration, jcalc, kernel, s_column
 from .status import SINGULAR, STATUS_BASE
 
@@ -114,24 +114,33 @@ def efpa_core(ib, ws, q, cbody, crow, K, added, out):
         par = ib[i, L.I_PARENT]
         if par > 0:
             inertia_to_parent(ib, ws, i, par)  # Iᴬ_par += Xupᵀ (Iᴬ − U D⁻¹ Uᵀ) Xup
-    # the root → link path of every constraint, indexed by depth
-    depth = np.empty(nb + 1, dtype=np.int64)
+    # the root → link path of every constraint, indexed by depth; the per-call tables are views of
+    # buffers on the kernel's stack (a heap buffer only past their size)
+    ibuf = stack_ints()
+    if (nb + 1) * (nc + 1) > STACK_INTS:
+        ibuf = np.empty((nb + 1) * (nc + 1), dtype=np.int64)
+    depth = view(ibuf, 0, (nb + 1,))
     depth[0] = 0
     for i in range(1, nb + 1):
         depth[i] = depth[ib[i, L.I_PARENT]] + 1
     dmax = 0
     for e in range(nc):
         dmax = max(dmax, depth[cbody[e]])
-    path = np.zeros((nc, dmax + 1), dtype=np.int64)
+    path = view(ibuf, nb + 1, (nc, dmax + 1))
     for e in range(nc):
+        for t in range(dmax + 1):
+            path[e, t] = 0
         j = cbody[e]
         while j > 0:
             path[e, depth[j]] = j
             j = ib[j, L.I_PARENT]
     m = crow[nc]
-    KC = np.empty((m, dmax + 1, 6))  # ᵗK_e rows at the path's link of depth t (link coordinates)
-    W = np.empty((m, dmax + 1, 6))  # ⁰Ω_t ᵗK_eᵀ columns
-    y = np.empty(12)
+    fbuf = stack_floats()
+    if 12 * m * (dmax + 1) + 12 > STACK_FLOATS:
+        fbuf = np.empty(12 * m * (dmax + 1) + 12)
+    KC = view(fbuf, 0, (m, dmax + 1, 6))  # ᵗK_e rows at the path's link of depth t (link coordinates)
+    W = view(fbuf, 6 * m * (dmax + 1), (m, dmax + 1, 6))  # ⁰Ω_t ᵗK_eᵀ columns
+    y = view(fbuf, 12 * m * (dmax + 1), (12,))
     for e in range(nc):
         d = depth[cbody[e]]
         if d == 0:
