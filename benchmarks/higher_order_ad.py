@@ -19,6 +19,9 @@ r ≥ 4, which is why this is not part of ``loopdyn bench``):
   ratios to ours;
 * the largest difference of τ^(r) (jit and eager) from ours, relative to max(1, |τ^(r)|).
 
+XLA runs on one thread (:data:`loopdyn.bench.higher_order.SINGLE_THREAD_XLA`, unless ``XLA_FLAGS`` is
+already set), as loopdyn's kernel does.
+
 Usage: ``python benchmarks/higher_order_ad.py [--max-order 5] [--no-eager] [--json out.json]``
 (JAX required).
 """
@@ -40,6 +43,9 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="write the numbers to this file")
     args = parser.parse_args()
 
+    from loopdyn.bench.higher_order import single_thread_xla
+
+    single_thread_xla()  # before JAX is imported: XLA on one thread, as loopdyn's kernel
     import jax
 
     jax.config.update("jax_enable_x64", True)

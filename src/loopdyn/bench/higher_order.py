@@ -303,7 +303,20 @@ def jax_inverse_dynamics(model):
     return tau_of_t
 
 
+#: XLA on one thread, set before JAX is first imported: loopdyn's kernel runs on one thread, and
+#: XLA's worker threads, spinning between calls, otherwise take the core from the call timed next on
+#: a 2-core machine (our r = 5 ID read 24 µs instead of 4.4 beside a test run). One thread is also
+#: as fast or faster for these small graphs (nested jacfwd at r = 5: 592 µs against 447–850).
+SINGLE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def single_thread_xla() -> None:
+    """Ask for :data:`SINGLE_THREAD_XLA` (no effect once JAX has created its CPU client)."""
+    os.environ.setdefault("XLA_FLAGS", SINGLE_THREAD_XLA)
+
+
 def _ad_baselines(quick: bool, ours_us: list) -> dict | None:
+    single_thread_xla()
     try:
         import jax
         from jax.experimental import jet
