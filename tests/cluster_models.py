@@ -156,10 +156,9 @@ def data_with_flag_cleared(model, column: int):
     from loopdyn.model import layout as L
 
     d = model.create_data()
-    d.ic = d.ic.copy()
-    d.ic[:, column] = 0
-    d.cluster_arrays = (d.ib, d.ws, d.ic, d.cb, d.wc)
-    assert d.ic is not model.create_data().ic and L.NC == d.ic.shape[1]
+    d.ic[:, column] = 0  # the Data's own copy, packed in d.cluster_arrays[0]
+    ints = d.cluster_arrays[0]
+    assert np.shares_memory(d.ic, ints) and L.NC == d.ic.shape[1]
     return d
 
 

@@ -94,12 +94,11 @@ def _model_arrays(model) -> tuple:
     return data.cluster_arrays if model.has_constraints else (data.ib, data.ws)
 
 
-def _private(arrays: tuple, loops: bool) -> tuple:
-    """``arrays`` with the workspaces the kernels write (``ws``; ``wc`` with loops) copied."""
+def _private(arrays: tuple) -> tuple:
+    """``arrays`` with the workspace the kernels write copied: ``ws`` of a tree, the packed float
+    buffer (ws and wc) of a model with loops — the second model array either way."""
     out = list(arrays)
     out[1] = arrays[1].copy()
-    if loops:
-        out[4] = arrays[4].copy()
     return tuple(out)
 
 
@@ -127,8 +126,7 @@ def _run(stub, model, n: int, args: tuple, scratch: int = 0, arrays: tuple | Non
                 return
             kern(*private, *args, s, min(n, s + chunk))
 
-    loops = model.has_constraints
-    futures = [_get_pool(nthreads - 1).submit(work, _private(arrays, loops)) for _ in range(nthreads - 1)]
+    futures = [_get_pool(nthreads - 1).submit(work, _private(arrays)) for _ in range(nthreads - 1)]
     try:
         work(arrays)  # the calling thread works too, on the fresh Data's own workspaces
     finally:

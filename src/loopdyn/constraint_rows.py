@@ -18,7 +18,7 @@ import numpy as np
 
 from .algorithms import cluster_delassus
 from .algorithms import kinematics as tree_kinematics
-from .algorithms.call import CONFIGURATION, KernelArgs, as_float_vector, run
+from .algorithms.call import CLUSTER_FIRST, CONFIGURATION, KernelArgs, as_float_vector, run
 from .algorithms.validation import check_data
 from .errors import InputError, UnknownNameError
 from .model.model import as_placement
@@ -208,7 +208,7 @@ def _prepare(model, cons: tuple) -> ConstraintRows:
 
 
 _TREE_JACOBIAN = KernelArgs(2, ("q", CONFIGURATION))
-_CLUSTER_ROWS = KernelArgs(5, ("q", CONFIGURATION))
+_CLUSTER_ROWS = KernelArgs(CLUSTER_FIRST, ("q", CONFIGURATION))
 
 
 def jacobian(model, data, q, rows: ConstraintRows) -> np.ndarray:

@@ -39,7 +39,7 @@ import numpy as np
 
 from .algorithms import cluster_pv_osimr
 from .algorithms import contact as contact_kernels
-from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
+from .algorithms.call import CLUSTER_FIRST, CONFIGURATION, FORCES, TANGENT, KernelArgs, run
 from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 from .constraint_rows import ConstraintRows, prepare
@@ -208,7 +208,9 @@ def _loop_program(model, data, rows: ConstraintRows) -> contact_kernels.LoopProg
     return prog
 
 
-_LOOP_ARGS = KernelArgs(5, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
+_LOOP_ARGS = KernelArgs(
+    CLUSTER_FIRST, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES)
+)
 
 
 def _cluster_dynamics(model, data, q, v, tau, rows: ConstraintRows, desired, mu: float, f_ext):

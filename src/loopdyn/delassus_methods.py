@@ -31,7 +31,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from .algorithms import cluster_delassus, cluster_pv_osimr, efpa, ltl_osim, pv_osim, pv_osim_world
-from .algorithms.call import CONFIGURATION, KernelArgs, run
+from .algorithms.call import CLUSTER_FIRST, CONFIGURATION, KernelArgs, run
 from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 from .constraint_rows import ConstraintRows, jacobian, prepare
@@ -111,7 +111,7 @@ def resolve_method(model, data, method: str | None) -> Method:
 # ---------------------------------------------------------------------------------------------
 # runners
 _TREE_Q = KernelArgs(2, ("q", CONFIGURATION))
-_CLUSTER_Q = KernelArgs(5, ("q", CONFIGURATION))
+_CLUSTER_Q = KernelArgs(CLUSTER_FIRST, ("q", CONFIGURATION))
 
 
 def run_efpa(model, data, q, rows: ConstraintRows, added: float = 0.0) -> np.ndarray:
@@ -196,11 +196,11 @@ def run_c_pv_osimr(model, data, q, rows: ConstraintRows) -> np.ndarray:
     hit = rows.compiled.get("cpv")
     if hit is None or hit[0] is not data.cluster_arrays:
         s = cluster_pv_osimr.cluster_structure(model, data, rows.body, rows.row)
-        static = (rows.body, rows.row, rows.K, s.table, s.ports, s.order, s.cemp, s.asm)
-        hit = rows.compiled["cpv"] = (data.cluster_arrays, static, s, (rows.m, rows.m))
-    arrays, static, s, shape = hit
+        hit = rows.compiled["cpv"] = (data.cluster_arrays, s, (rows.m, rows.m))
+    (ints, floats), s, shape = hit
     out = np.empty(shape)
-    run(cluster_pv_osimr.c_pv_osimr_kernel, model, _CLUSTER_Q, (*arrays, q, *static, s.buffer(), out))
+    args = (ints, floats, q, s.packed, rows.K, s.buffer(), out)
+    run(cluster_pv_osimr.c_pv_osimr_kernel, model, _CLUSTER_Q, args)
     return out
 
 

@@ -16,7 +16,7 @@ from .algorithms import aba as tree_aba
 from .algorithms import cluster_dynamics as cluster
 from .algorithms import crba as tree_crba
 from .algorithms import rnea as tree_rnea
-from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
+from .algorithms.call import CLUSTER_FIRST, CONFIGURATION, FORCES, TANGENT, KernelArgs, run
 from .algorithms.validation import check_data
 
 # the user arguments of the kernels: tree kernels take (ib, ws, ...), cluster kernels the 5 arrays of
@@ -26,9 +26,9 @@ _FORWARD = (("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FO
 TREE_STATE = KernelArgs(2, *_STATE)
 TREE_FORWARD = KernelArgs(2, *_FORWARD)
 TREE_Q = KernelArgs(2, ("q", CONFIGURATION))
-CLUSTER_STATE = KernelArgs(5, *_STATE)
-CLUSTER_FORWARD = KernelArgs(5, *_FORWARD)
-CLUSTER_Q = KernelArgs(5, ("q", CONFIGURATION))
+CLUSTER_STATE = KernelArgs(CLUSTER_FIRST, *_STATE)
+CLUSTER_FORWARD = KernelArgs(CLUSTER_FIRST, *_FORWARD)
+CLUSTER_Q = KernelArgs(CLUSTER_FIRST, ("q", CONFIGURATION))
 
 
 def rnea(model, data, q, v, a, f_ext=None) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .algorithms import cluster_kinematics
 from .algorithms import kinematics as tree
-from .algorithms.call import CONFIGURATION, TANGENT, KernelArgs, run
+from .algorithms.call import CLUSTER_FIRST, CONFIGURATION, TANGENT, KernelArgs, run
 from .algorithms.kinematics import LOCAL, LOCAL_WORLD_ALIGNED, WORLD
 from .algorithms.validation import check_data, require_tree
 from .constraint_rows import Constraint, jacobian, prepare
@@ -27,7 +27,7 @@ from .model import layout as L
 _REFERENCES = {"local": LOCAL, "world": WORLD, "local_world_aligned": LOCAL_WORLD_ALIGNED}
 _QVA = (("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT))
 _TREE_FK = KernelArgs(2, *_QVA)
-_CLUSTER_FK = KernelArgs(5, *_QVA)
+_CLUSTER_FK = KernelArgs(CLUSTER_FIRST, *_QVA)
 _TREE_JACOBIAN = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT))
 
 

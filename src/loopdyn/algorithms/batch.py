@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .aba import aba_core
-from .borrow import borrowed
+from .borrow import borrowed, model_views
 from .cluster_dynamics import c_aba_core, c_crba_core, c_rnea_core
 from .cluster_kinematics import tapes, validate_cluster_state
 from .common import check_configuration, kernel
@@ -78,7 +78,7 @@ def crba_batch_kernel(ib, ws, Q, out, status, start, stop):
 
 # ---------------------------------------------------------------------------------------------
 # trees of clusters (models with loops): the model arrays in the order of Data.cluster_arrays
-_CLUSTER = "int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+_CLUSTER = "int64[::1], float64[::1], "
 _SIGC3 = (
     "void("
     + _CLUSTER
@@ -87,9 +87,10 @@ _SIGC3 = (
 
 
 @kernel(_SIGC3)
-def c_rnea_batch_kernel(ib, ws, ic, cb, wc, Q, V, A, out, status, start, stop):
+def c_rnea_batch_kernel(ints, floats, Q, V, A, out, status, start, stop):
     """τ[k] = C-RNEA(q_k, ẏ_k, ÿ_k) (eqs. 29–35) for rows start ≤ k < stop."""
-    ib, ws, ic, cb, wc, Q, V, A, out, status = borrowed((ib, ws, ic, cb, wc, Q, V, A, out, status))
+    ints, floats, Q, V, A, out, status = borrowed((ints, floats, Q, V, A, out, status))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     no_forces = np.zeros((0, 6))
     for k in range(start, stop):
@@ -102,9 +103,10 @@ def c_rnea_batch_kernel(ib, ws, ic, cb, wc, Q, V, A, out, status, start, stop):
 
 
 @kernel(_SIGC3)
-def c_aba_batch_kernel(ib, ws, ic, cb, wc, Q, V, TAU, out, status, start, stop):
+def c_aba_batch_kernel(ints, floats, Q, V, TAU, out, status, start, stop):
     """ÿ[k] = C-ABA(q_k, ẏ_k, τ_k) (Alg. 1) for rows start ≤ k < stop."""
-    ib, ws, ic, cb, wc, Q, V, TAU, out, status = borrowed((ib, ws, ic, cb, wc, Q, V, TAU, out, status))
+    ints, floats, Q, V, TAU, out, status = borrowed((ints, floats, Q, V, TAU, out, status))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     no_forces = np.zeros((0, 6))
     for k in range(start, stop):
@@ -117,9 +119,10 @@ def c_aba_batch_kernel(ib, ws, ic, cb, wc, Q, V, TAU, out, status, start, stop):
 
 
 @kernel("void(" + _CLUSTER + "float64[:, ::1], float64[:, :, ::1], int64[::1], int64, int64)")
-def c_crba_batch_kernel(ib, ws, ic, cb, wc, Q, out, status, start, stop):
+def c_crba_batch_kernel(ints, floats, Q, out, status, start, stop):
     """H[k] = G_kᵀ H_span(q_k) G_k (§VI) for rows start ≤ k < stop."""
-    ib, ws, ic, cb, wc, Q, out, status = borrowed((ib, ws, ic, cb, wc, Q, out, status))
+    ints, floats, Q, out, status = borrowed((ints, floats, Q, out, status))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     no_forces = np.zeros((0, 6))
     zero = np.zeros(out.shape[1])
@@ -160,15 +163,16 @@ def contact_batch_kernel(ib, ws, sc, Q, V, TAU, F, mu, cf, ci, DDQ, LAM, status,
     "float64[:, ::1], int64[::1], int64, int64)"
 )
 def contact_loops_batch_kernel(
-    ib, ws, ic, cb, wc, sc, Q, V, TAU, F, mu, cf, ci, T, cemp, asm, DDQ, LAM, status, start, stop
+    ints, floats, sc, Q, V, TAU, F, mu, cf, ci, T, cemp, asm, DDQ, LAM, status, start, stop
 ):
     """(ÿ[k], λ[k]) for rows start ≤ k < stop on a model with loops by
     :func:`~loopdyn.algorithms.contact.contact_loops_core` (C-ABA, Alg. 1; cluster forward kinematics;
     cluster PV-OSIMr for Λ⁻¹; the Cholesky; C-ABA with the constraint wrenches). Arguments as
     :func:`contact_batch_kernel`, with the model's cluster arrays and the program's tables."""
-    (ib, ws, ic, cb, wc, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, DDQ, LAM, status) = borrowed(
-        (ib, ws, ic, cb, wc, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, DDQ, LAM, status)
+    (ints, floats, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, DDQ, LAM, status) = borrowed(
+        (ints, floats, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, DDQ, LAM, status)
     )
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     for k in range(start, stop):
         st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], F[k], True)

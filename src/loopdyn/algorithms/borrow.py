@@ -15,10 +15,12 @@ them — a no-op. Entry points call it once on their arguments; nothing borrowed
 
 from __future__ import annotations
 
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
+
+from ..model import layout as L
 
 
 @intrinsic
@@ -143,3 +145,20 @@ def stack_floats(typingctx):
 def stack_ints(typingctx):
     """:func:`stack_floats` for ``STACK_INTS`` int64."""
     return _stack_array(types.int64, STACK_INTS)
+
+
+@njit(cache=True, inline="always")
+def model_views(ints, floats):
+    """``(ib, ws, ic, cb, wc)``: the model arrays of a model with loops, as views of its two packed
+    buffers (layout ``PACK_*``; the views share the buffers' reference-count record, none when they
+    are borrowed)."""
+    nib, nic = ints[L.PACK_IB_ROWS], ints[L.PACK_IC_ROWS]
+    o = L.PACK_HEADER
+    ib = view(ints, o, (nib, L.NI))
+    o += nib * L.NI
+    ic = view(ints, o, (nic, L.NC))
+    o += nic * L.NC
+    cb = view(ints, o, (ints[L.PACK_CB],))
+    ws = view(floats, 0, (nib, L.NW))
+    wc = view(floats, nib * L.NW, (ints[L.PACK_WC],))
+    return ib, ws, ic, cb, wc

@@ -20,6 +20,9 @@ import numpy as np
 from ..errors import InputError, ShapeError
 from .status import raise_for_status
 
+# the position of a cluster kernel's first user argument: after Data.cluster_arrays (ints, floats)
+CLUSTER_FIRST = 2
+
 # kinds of user argument
 CONFIGURATION = 0  # q: 1-D float64 of size nq
 TANGENT = 1  # v, a, tau: 1-D float64 of size nv

@@ -37,7 +37,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import STACK_FLOATS, STACK_INTS, borrowed, stack_floats, stack_ints, view
+from .borrow import STACK_FLOATS, STACK_INTS, borrowed, model_views, stack_floats, stack_ints, view
 from .cluster_dynamics import c_aba_backward, has_port, placement_in_output, port_at, s_col
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
 from .common import kernel
@@ -436,15 +436,16 @@ def c_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J):
 
 
 _SIG = (
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "int64(int64[::1], float64[::1], "
     "float64[::1], int64[::1], int64[::1], float64[:, ::1], "
     "float64[:, ::1])"
 )
 
 
 @kernel(_SIG)
-def c_efpa_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, out):
-    ib, ws, ic, cb, wc, q, cbody, crow, K, out = borrowed((ib, ws, ic, cb, wc, q, cbody, crow, K, out))
+def c_efpa_kernel(ints, floats, q, cbody, crow, K, out):
+    ints, floats, q, cbody, crow, K, out = borrowed((ints, floats, q, cbody, crow, K, out))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:
@@ -453,8 +454,9 @@ def c_efpa_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, out):
 
 
 @kernel(_SIG)
-def c_jacobian_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, J):
-    ib, ws, ic, cb, wc, q, cbody, crow, K, J = borrowed((ib, ws, ic, cb, wc, q, cbody, crow, K, J))
+def c_jacobian_kernel(ints, floats, q, cbody, crow, K, J):
+    ints, floats, q, cbody, crow, K, J = borrowed((ints, floats, q, cbody, crow, K, J))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:

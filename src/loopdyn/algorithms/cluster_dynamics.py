@@ -20,7 +20,7 @@ from numba import njit
 from ..model import layout as L
 from ..model.joints import FREEFLYER
 from ..spatial import ops
-from .borrow import borrowed
+from .borrow import borrowed, model_views
 from .cluster_kinematics import (
     c_fk_core,
     cluster_coordinates,
@@ -812,15 +812,16 @@ def _g(ic, wc, k, j, l):
 # ---------------------------------------------------------------------------------------------
 # kernels and Python wrappers
 _SIG_STATE = (
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "int64(int64[::1], float64[::1], "
     "float64[::1], float64[::1], float64[::1], float64[:, ::1], "
     "float64[::1])"
 )
 
 
 @kernel(_SIG_STATE)
-def c_rnea_kernel(ib, ws, ic, cb, wc, q, v, a, fext, tau):
-    ib, ws, ic, cb, wc, q, v, a, fext, tau = borrowed((ib, ws, ic, cb, wc, q, v, a, fext, tau))
+def c_rnea_kernel(ints, floats, q, v, a, fext, tau):
+    ints, floats, q, v, a, fext, tau = borrowed((ints, floats, q, v, a, fext, tau))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, a, fext, True)
     if st != 0:
@@ -829,8 +830,9 @@ def c_rnea_kernel(ib, ws, ic, cb, wc, q, v, a, fext, tau):
 
 
 @kernel(_SIG_STATE)
-def c_aba_kernel(ib, ws, ic, cb, wc, q, v, tau, fext, ddy):
-    ib, ws, ic, cb, wc, q, v, tau, fext, ddy = borrowed((ib, ws, ic, cb, wc, q, v, tau, fext, ddy))
+def c_aba_kernel(ints, floats, q, v, tau, fext, ddy):
+    ints, floats, q, v, tau, fext, ddy = borrowed((ints, floats, q, v, tau, fext, ddy))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:
@@ -839,11 +841,12 @@ def c_aba_kernel(ib, ws, ic, cb, wc, q, v, tau, fext, ddy):
 
 
 @kernel(
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "int64(int64[::1], float64[::1], "
     "float64[::1], float64[:, ::1])"
 )
-def c_crba_kernel(ib, ws, ic, cb, wc, q, H):
-    ib, ws, ic, cb, wc, q, H = borrowed((ib, ws, ic, cb, wc, q, H))
+def c_crba_kernel(ints, floats, q, H):
+    ints, floats, q, H = borrowed((ints, floats, q, H))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:

@@ -23,7 +23,7 @@ from numba import njit
 from ..constraints.tape import TABLE_WIDTH, evaluate_k, evaluate_phi_K
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed, view
+from .borrow import borrowed, model_views, view
 from .common import (
     check_forces,
     check_unit,
@@ -346,12 +346,13 @@ def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gr
 
 
 @kernel(
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "int64(int64[::1], float64[::1], "
     "float64[::1], float64[::1], float64[::1])"
 )
-def c_fk_kernel(ib, ws, ic, cb, wc, q, v, a):
+def c_fk_kernel(ints, floats, q, v, a):
     """Validated cluster forward kinematics (a may be empty: no accelerations)."""
-    ib, ws, ic, cb, wc, q, v, a = borrowed((ib, ws, ic, cb, wc, q, v, a))
+    ints, floats, q, v, a = borrowed((ints, floats, q, v, a))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, a, view(wc, 0, (0, 6)), False)
     if st != 0:

@@ -44,7 +44,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import STACK_FLOATS, borrowed, stack_floats, view
+from .borrow import STACK_FLOATS, borrowed, model_views, stack_floats, view
 from .cluster_delassus import dinv_mul, force_to_parent_cluster, port_column, port_column1, st_mul_cluster
 from .cluster_dynamics import c_aba_backward, has_port
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
@@ -221,6 +221,7 @@ class ClusterStructure:
         self.asm = np.array(asm, dtype=np.int64).reshape(-1, 5)
         self.size = max(off, 1)
         self.local = threading.local()
+        self.packed = pack_tables(cbody, crow, T, self.ports, self.order, self.cemp, self.asm)
 
     def buffer(self) -> np.ndarray:
         """The float workspace of the calling thread (allocated once per thread)."""
@@ -228,6 +229,40 @@ class ClusterStructure:
         if buf is None:
             buf = self.local.buf = np.zeros(self.size)
         return buf
+
+
+# the kernel's int tables in one argument: a header of 7 sizes, then cbody, crow, T, ports, order,
+# cemp and asm, row-major (Numba's dispatcher spends about 50 ns per array argument)
+_PACK_HEADER = 7
+
+
+def pack_tables(cbody, crow, T, ports, order, cemp, asm) -> np.ndarray:
+    """The int tables of the cluster PV-OSIMr kernel in one array (:func:`unpack_tables`)."""
+    parts = [np.asarray(x, dtype=np.int64).reshape(-1) for x in (cbody, crow, T, ports, order, cemp, asm)]
+    head = [x.shape[0] for x in (cbody, crow, T, ports, order, cemp, asm)]
+    return np.ascontiguousarray(np.concatenate([np.array(head, dtype=np.int64), *parts]))
+
+
+@njit(cache=True, inline="always")
+def unpack_tables(tables):
+    """``(cbody, crow, T, ports, order, cemp, asm)``: views of the array :func:`pack_tables` built."""
+    ncb, ncr, nt, npo = tables[0], tables[1], tables[2], tables[3]
+    nor, nce, nas = tables[4], tables[5], tables[6]
+    o = _PACK_HEADER
+    cbody = view(tables, o, (ncb,))
+    o += ncb
+    crow = view(tables, o, (ncr,))
+    o += ncr
+    T = view(tables, o, (nt, NN))
+    o += nt * NN
+    ports = view(tables, o, (npo,))
+    o += npo
+    order = view(tables, o, (nor,))
+    o += nor
+    cemp = view(tables, o, (nce, 5))
+    o += nce * 5
+    asm = view(tables, o, (nas, 5))
+    return cbody, crow, T, ports, order, cemp, asm
 
 
 _CACHE: dict = {}
@@ -485,16 +520,14 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
     return 0
 
 
-@kernel(
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
-    "float64[::1], int64[::1], int64[::1], float64[:, ::1], "
-    "int64[:, ::1], int64[::1], int64[::1], int64[:, ::1], int64[:, ::1], float64[::1], float64[:, ::1])"
-)
-def c_pv_osimr_kernel(ib, ws, ic, cb, wc, q, cbody, crow, K, T, ports, order,
-                      cemp, asm, buf, out):  # fmt: skip
-    (ib, ws, ic, cb, wc, q, cbody, crow, K, T, ports, order, cemp, asm, buf,
-     out) = borrowed((ib, ws, ic, cb, wc, q, cbody, crow, K, T, ports, order,
-                      cemp, asm, buf, out))  # fmt: skip
+@kernel("int64(int64[::1], float64[::1], float64[::1], int64[::1], float64[:, ::1], float64[::1], "
+        "float64[:, ::1])")
+def c_pv_osimr_kernel(ints, floats, q, tables, K, buf, out):
+    """Cluster PV-OSIMr: Λ⁻¹ of the constraint rows ``K`` into ``out``, with the structure's ``tables``
+    (:meth:`ClusterStructure.packed`) and the calling thread's ``buf``."""
+    ints, floats, q, tables, K, buf, out = borrowed((ints, floats, q, tables, K, buf, out))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    cbody, crow, T, ports, order, cemp, asm = unpack_tables(tables)
     code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:

@@ -52,7 +52,7 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed
+from .borrow import borrowed, model_views
 from .cluster_dynamics import c_aba_core
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_state
 from .cluster_pv_osimr import c_pv_osimr_core
@@ -523,15 +523,16 @@ def contact_loops_core(
 
 
 @kernel(
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "int64(int64[::1], float64[::1], "
     "float64[::1], float64[::1], float64[::1], float64[:, ::1], "
     "float64, float64[:, ::1], int64[::1], int64[:, ::1], int64[:, ::1], int64[:, ::1], float64[::1], "
     "float64[::1], float64[::1])"
 )
-def contact_loops_kernel(ib, ws, ic, cb, wc, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam):
-    (ib, ws, ic, cb, wc, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam) = borrowed(
-        (ib, ws, ic, cb, wc, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam)
+def contact_loops_kernel(ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam):
+    (ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam) = borrowed(
+        (ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam)
     )
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:

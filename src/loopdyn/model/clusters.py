@@ -765,7 +765,7 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray, ws: np.ndarray) -
     ic[0, L.C0_QDDS] = alloc(nvs)
     packed = pack_programs(programs)
     ic[0, L.C0_REGS] = alloc(max(int(packed.max_reg), 1))
-    # the programs themselves, packed into cb and wc: the kernels take five arrays, not nine
+    # the programs themselves, packed into cb and wc (which Data packs with ib and ws into two buffers)
     ic[0, L.C0_TCONST], ic[0, L.C0_NTCONST] = alloc(packed.consts.size), packed.consts.size
     for at, count, arr in (
         (L.C0_TCODE, L.C0_NTCODE, packed.code),

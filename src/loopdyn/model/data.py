@@ -48,7 +48,7 @@ class Data:
         # model's current token (a changed model needs a new Data)
         self.source_key = model._key
         self.model_name = model.name
-        self.ib = np.array(c.ib, dtype=np.int64, order="C")
+        self.ib = np.array(c.ib, dtype=np.int64, order="C")  # private copies (packed below with loops)
         self.ws = np.array(c.ws, dtype=np.float64, order="C")
         self.nq = model.nq
         self.nv = model.nv
@@ -58,13 +58,13 @@ class Data:
         self.frame_body = np.array(c.frame_body)
         self.frame_placement = np.array(c.frame_placement)
         cc = c.clusters
-        if cc is not None:  # a model with loops: the cluster arrays (private copies of the workspace)
-            self.ic, self.cb, self.wc = cc.ic, cc.cb, np.array(cc.wc)
+        if cc is not None:  # a model with loops: ib, ic, cb and ws, wc packed into two buffers
             self.code, self.consts, self.table, self.outputs = cc.code, cc.consts, cc.table, cc.outputs
-            # the model arguments every cluster kernel takes first, in this order
-            # the model arrays of the cluster kernels (the constraint programs are packed into cb and wc;
-            # code, consts, table and outputs above are the same programs as separate arrays)
-            self.cluster_arrays = (self.ib, self.ws, self.ic, self.cb, self.wc)
+            # (the constraint programs are packed into cb and wc; code, consts, table and outputs are
+            # the same programs as separate arrays, for the baselines)
+            self.ib, self.ws, self.ic, self.cb, self.wc, ints, floats = _pack(c.ib, c.ws, cc.ic, cc.cb, cc.wc)
+            # the model arguments every cluster kernel takes first (layout ``PACK_*``)
+            self.cluster_arrays = (ints, floats)
         else:
             self.ic = self.cb = self.wc = self.code = self.consts = self.table = self.outputs = None
             self.cluster_arrays = None
@@ -102,3 +102,25 @@ class Data:
 
     def __repr__(self) -> str:
         return f"<loopdyn.Data for {self.model_name!r}: nq={self.nq}, nv={self.nv}>"
+
+
+def _pack(ib, ws, ic, cb, wc) -> tuple:
+    """Copies of the five model arrays of a model with loops as views of two new flat buffers (layout
+    ``PACK_*``): ``(ib, ws, ic, cb, wc, ints, floats)``."""
+    ints = np.empty(L.PACK_HEADER + ib.size + ic.size + cb.size, dtype=np.int64)
+    ints[L.PACK_IB_ROWS], ints[L.PACK_IC_ROWS] = ib.shape[0], ic.shape[0]
+    ints[L.PACK_CB], ints[L.PACK_WC] = cb.size, wc.size
+    floats = np.empty(ws.size + wc.size)
+    assert ib.shape[1] == L.NI and ic.shape[1] == L.NC and ws.shape == (ib.shape[0], L.NW)
+    views = []
+    o = L.PACK_HEADER
+    for a in (ib, ic, cb):
+        views.append(ints[o : o + a.size].reshape(a.shape))
+        views[-1][...] = a
+        o += a.size
+    pib, pic, pcb = views
+    pws = floats[: ws.size].reshape(ws.shape)
+    pws[...] = ws
+    pwc = floats[ws.size :]
+    pwc[...] = wc
+    return pib, pws, pic, pcb, pwc, ints, floats

@@ -142,6 +142,17 @@ IC_ROW0 = (
 )
 
 
+# ---- the two model arguments of the cluster kernels -------------------------------------------------
+# A model with loops hands its kernels two flat buffers instead of five arrays (Numba's dispatcher
+# spends about 50 ns per array argument on every call): ``ints`` = a header, then ib, ic and cb
+# (row-major), and ``floats`` = ws, then wc. Data's ``ib``, ``ic``, ``cb``, ``ws`` and ``wc`` are views
+# of them; a kernel rebuilds the same views from the header (``algorithms.borrow.model_views``).
+PACK_IB_ROWS = 0  # ints[0]: rows of ib (nbodies + 1)
+PACK_IC_ROWS = 1  # ints[1]: rows of ic (nclusters + 1)
+PACK_CB = 2  # ints[2]: size of cb
+PACK_WC = 3  # ints[3]: size of wc
+PACK_HEADER = 4  # ib starts at ints[PACK_HEADER]
+
 def offsets(table) -> tuple[dict[str, int], int]:
     """The offset of every column of a declared table, and the row width."""
     out, at = {}, 0

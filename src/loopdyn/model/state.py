@@ -13,7 +13,7 @@ import copy
 import numpy as np
 
 from ..algorithms import cluster_kinematics
-from ..algorithms.call import CONFIGURATION, TANGENT, KernelArgs, run
+from ..algorithms.call import CLUSTER_FIRST, CONFIGURATION, TANGENT, KernelArgs, run
 from ..errors import ConfigurationError, InputError, ShapeError
 from . import layout as L
 from . import tree_configuration as configuration
@@ -210,7 +210,7 @@ def to_spanning(model, q, v=None, a=None):
     return qs, vs, wc[ic[0, L.C0_QDDS] : ic[0, L.C0_QDDS] + model.spanning_nv].copy()
 
 
-_FK_ARGS = KernelArgs(5, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT))
+_FK_ARGS = KernelArgs(CLUSTER_FIRST, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT))
 
 
 def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:

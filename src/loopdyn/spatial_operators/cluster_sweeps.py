@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..algorithms.borrow import borrowed
+from ..algorithms.borrow import borrowed, model_views
 from ..algorithms.cluster_dynamics import c_aba_backward, placement_in_output
 from ..algorithms.cluster_kinematics import c_fk_core, tapes, validate_cluster_state
 from ..algorithms.common import kernel
@@ -286,13 +286,14 @@ def all_blocks(ib, ic, ups, uoff, depth, Psi, out):
 
 
 @kernel(
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "int64(int64[::1], float64[::1], "
     "float64[::1], float64[:, :, :, ::1], boolean)"
 )
-def c_compliance_kernel(ib, ws, ic, cb, wc, q, out, off_diagonal):
+def c_compliance_kernel(ints, floats, q, out, off_diagonal):
     """Every body's compliance Υ(k) = 𝒥ₖ 𝓜⁻¹ 𝒥ₖ* (out[k, 0], Pinocchio order), or with
     ``off_diagonal`` every block 𝒥ᵢ 𝓜⁻¹ 𝒥ⱼ* (out[i, j]); a model with loops. Returns a status."""
-    ib, ws, ic, cb, wc, q, out = borrowed((ib, ws, ic, cb, wc, q, out))
+    ints, floats, q, out = borrowed((ints, floats, q, out))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     st = articulated_clusters(ib, ws, ic, cb, wc, q)
     if st != 0:
         return st
@@ -394,14 +395,15 @@ def port_gains(ib, ws, ic, cb, k, cl, bport, G, fc, pl):
 
 
 @kernel(
-    "int64(int64[:, ::1], float64[:, ::1], int64[:, ::1], int64[::1], float64[::1], "
+    "int64(int64[::1], float64[::1], "
     "float64[::1], int64[:, ::1], int64[::1], float64[::1], float64[:, ::1])"
 )
-def c_factor_kernel(ib, ws, ic, cb, wc, q, cl, bport, fc, pl):
+def c_factor_kernel(ints, floats, q, cl, bport, fc, pl):
     """The factors of spec §2.7 at q (C-ABA's backward sweep at zero velocity), copied into the
     factor's arrays. Returns a status (SINGULAR at a cluster's first body if 𝖣 is not positive
     definite)."""
-    ib, ws, ic, cb, wc, q, cl, bport, fc, pl = borrowed((ib, ws, ic, cb, wc, q, cl, bport, fc, pl))
+    ints, floats, q, cl, bport, fc, pl = borrowed((ints, floats, q, cl, bport, fc, pl))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
     st = articulated_clusters(ib, ws, ic, cb, wc, q)
     if st != 0:
         return st
