@@ -190,14 +190,13 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
     for r in range(nt):  # the constraints, and that they hold on the assembly branch
         if not abs(wc[phi + r]) <= wc[ic[0, L.C0_PHITOL]]:
             return CONSTRAINT_VIOLATED * STATUS_BASE + k
-    # K_d X = [K_i | 0] → G_dep = −X ; the last column is filled with k below
+    # K_d X = K_i → G_dep = −X (K_d is factorised again for k below: the LU works in place)
     for r in range(nrow):
         for c in range(nrow):
             wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
         for l in range(m):
-            wc[rhs + r * (m + 1) + l] = wc[K + r * n + cb[ind + l]]
-        wc[rhs + r * (m + 1) + m] = 0.0
-    if not lu_solve_inplace(wc, lu, nrow, wc, rhs, m + 1):
+            wc[rhs + r * m + l] = wc[K + r * n + cb[ind + l]]
+    if not lu_solve_inplace(wc, lu, nrow, wc, rhs, m):
         return SINGULAR_CLUSTER * STATUS_BASE + k
     for j in range(n * m):
         wc[G + j] = 0.0
@@ -205,7 +204,7 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
         wc[G + cb[ind + l] * m + l] = 1.0
     for r in range(nrow):
         for l in range(m):
-            wc[G + cb[dep + r] * m + l] = -wc[rhs + r * (m + 1) + l]
+            wc[G + cb[dep + r] * m + l] = -wc[rhs + r * m + l]
     if v.shape[0] == 0:  # positions and G only
         for j in range(n):
             wc[QS + ib[cb[first + j], L.I_IQ]] = wc[ql + j]
