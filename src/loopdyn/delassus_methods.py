@@ -13,7 +13,7 @@ method         algorithm                                            kernel modul
 ``efpa``       EFPA (Wensing, Featherstone, Orin 2012)              :mod:`loopdyn.algorithms.efpa`
 ``ltl``        LTL-OSIM (Featherstone 2010)                         :mod:`loopdyn.algorithms.ltl_osim`
 ``dense``      CRBA / cluster mass matrix + dense Cholesky          (NumPy; the reference)
-``c-pv-osimr`` PV-OSIMr over the tree of clusters                   :mod:`loopdyn.algorithms.cluster_pv_osimr`
+``c-pv-osimr`` PV-OSIMr over the clusters (world if one-port)       ``algorithms.cluster_pv_osimr_world``
 ``c-efpa``     C-EFPA (Chignoli et al. 2024 §VIII)                  :mod:`loopdyn.algorithms.cluster_delassus`
 =============  ===================================================  ====================================
 
@@ -30,7 +30,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from .algorithms import cluster_delassus, cluster_pv_osimr, efpa, ltl_osim, pv_osim, pv_osim_world
+from .algorithms import (
+    cluster_delassus,
+    cluster_pv_osimr,
+    cluster_pv_osimr_world,
+    efpa,
+    ltl_osim,
+    pv_osim,
+    pv_osim_world,
+)
 from .algorithms.call import CLUSTER_FIRST, CONFIGURATION, KernelArgs, run
 from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
@@ -200,7 +208,7 @@ def run_c_pv_osimr(model, data, q, rows: ConstraintRows) -> np.ndarray:
     (ints, floats), s, shape = hit
     out = np.empty(shape)
     args = (ints, floats, q, s.packed, rows.K, s.buffer(), out)
-    run(cluster_pv_osimr.c_pv_osimr_kernel, model, _CLUSTER_Q, args)
+    run(cluster_pv_osimr_world.c_pv_osimr_kernel, model, _CLUSTER_Q, args)
     return out
 
 

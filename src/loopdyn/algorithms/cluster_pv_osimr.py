@@ -44,11 +44,10 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import STACK_FLOATS, borrowed, model_views, stack_floats, view
+from .borrow import STACK_FLOATS, stack_floats, view
 from .cluster_delassus import dinv_mul, force_to_parent_cluster, port_column, port_column1, st_mul_cluster
 from .cluster_dynamics import c_aba_backward, has_port
-from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
-from .common import kernel
+from .cluster_kinematics import c_fk_core
 from .pv_osim import branching_structure
 
 __all__ = ["cluster_branching", "cluster_structure"]
@@ -518,19 +517,3 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
     cpv_cemps(T, ports, cemp, buf)  # lines 18–22
     cpv_assemble(T, crow, asm, buf, f, out, ncl)  # lines 23–28
     return 0
-
-
-@kernel("int64(int64[::1], float64[::1], float64[::1], int64[::1], float64[:, ::1], float64[::1], "
-        "float64[:, ::1])")
-def c_pv_osimr_kernel(ints, floats, q, tables, K, buf, out):
-    """Cluster PV-OSIMr: Λ⁻¹ of the constraint rows ``K`` into ``out``, with the structure's ``tables``
-    (:meth:`ClusterStructure.packed`) and the calling thread's ``buf``."""
-    ints, floats, q, tables, K, buf, out = borrowed((ints, floats, q, tables, K, buf, out))
-    ib, ws, ic, cb, wc = model_views(ints, floats)
-    cbody, crow, T, ports, order, cemp, asm = unpack_tables(tables)
-    code, consts, table, outputs = tapes(ic, cb, wc)
-    st = validate_cluster_configuration(ib, ic, cb, q)
-    if st != 0:
-        return st
-    return c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,
-                           order, cemp, asm, buf, out)  # fmt: skip

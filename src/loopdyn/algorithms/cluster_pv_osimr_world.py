@@ -1,0 +1,455 @@
+"""Cluster PV-OSIMr in world coordinates, and the cluster PV-OSIMr kernel that chooses it.
+
+The cluster PV-OSIMr of :mod:`.cluster_pv_osimr` (Sathya et al. 2023, Algorithm 3, over the tree
+of clusters of Chignoli et al. 2024) works in body coordinates: each cluster pays the congruence of its
+articulated inertia into its output body's frame and one force transform per propagated column. When
+every cluster hands its parent one port — a tree joint, a star (a link and its geared rotors) or a
+one-port cluster (every body hangs, directly or through bodies of the cluster, from one output body Λ
+outside it: the belts, the ankles, the differentials, the planar loops of the built-in robots) —
+the algorithm runs in world coordinates as the tree's does (:mod:`.pv_osim_world`), with no
+transform left after the first forward sweep:
+
+* lines 1–2: every body's placement, world rigid-body inertia (the initial ``Iᴬ_b``) and world
+  joint axis ``s_b`` (:func:`~.pv_osim_world.world_link`, on the spanning coordinates). A body's
+  velocity is ``v_Λ + 𝖲_b ẏ`` with the world motion subspace
+  ``𝖲_b = 𝖲_cp + s_b G_b`` (cp: the in-cluster parent; none for a body hinged on Λ), so
+* line 8: ``U = Σ_b Iᴬ_b 𝖲_b`` (6 × m) and ``D = Σ_b 𝖲_bᵀ Iᴬ_b 𝖲_b + Gᵀ diag(armature) G``;
+* lines 9–10: ``Iᴬ_Λ += Σ_b Iᴬ_b − U D⁻¹ Uᵀ``, a plain sum;
+* lines 12–15 (eqs. 16–17): a force ``χ`` on body e of the cluster (its chain child's port, or a
+  port of a branching cluster) gives ``Y = 𝖲_eᵀ χ``, adds ``Yᵀ D⁻¹ Y`` to Ω and reaches Λ as
+  ``χ − U D⁻¹ Y``;
+* lines 3–4: the end-effector rows ``K_e`` become world rows ``K_e ᵇX_0`` (forces moved to the world).
+
+The branching structure, the buffer layout and lines 16–28 (forward sweep over the branching nodes,
+CEMPs, assembly) are those of :mod:`.cluster_pv_osimr`: they do not depend on the coordinates the
+propagators are expressed in. "World" is the world's axes with the origin at link 1's origin, as in
+the tree's version. Any other cluster (several output bodies) runs the body-coordinate version.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..model import layout as L
+from ..spatial import ops
+from .borrow import STACK_FLOATS, borrowed, model_views, stack_floats, view
+from .cluster_kinematics import cluster_coordinates, spanning_positions, tapes, validate_cluster_configuration
+from .cluster_pv_osimr import (
+    N_CHAIN,
+    N_DIM,
+    N_ENTRY,
+    N_FULL,
+    N_HASES,
+    N_INN,
+    N_OD,
+    N_PARENT,
+    N_PD,
+    N_PORT,
+    c_pv_osimr_core,
+    cpv_assemble,
+    cpv_branch_inverse_inertias,
+    cpv_cemps,
+    unpack_tables,
+)
+from .common import jcalc, kernel
+from .pv_osim_world import W_OO, W_SW, is_free, sym6_inverse, world_link
+from .status import SINGULAR, STATUS_BASE
+
+__all__ = ["c_pv_osimr_kernel", "c_pv_osimr_world_core", "one_port_tree"]
+
+
+@njit(cache=True, inline="always")
+def one_port_tree(ic):
+    """Whether every cluster hands its parent one port (a tree joint, ``C_STAR`` or ``C_ONEPORT``): the
+    condition of the world-coordinate version."""
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        if ic[k, L.C_KIND] != L.SINGLE_BODY and ic[k, L.C_STAR] == 0 and ic[k, L.C_ONEPORT] == 0:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def cpw_seed_end_effectors(ib, ws, cbody, crow, K, T, buf, ncl):
+    """Lines 3–4: for every EE, ``ᵏP_e = (K_e ᵇX_0)ᵀ`` — each row carried to the world as a force — on
+    its body's block of the parent cluster, ``ᵏΩ_e = 0``."""
+    for e in range(cbody.shape[0]):
+        x = ncl + 1 + e
+        pd = T[x, N_PD]
+        if pd < 0:
+            continue
+        me = crow[e + 1] - crow[e]
+        for a in range(T[T[x, N_PARENT], N_FULL] * me):
+            buf[pd + a] = 0.0
+        b = cbody[e]
+        sb = 6 * ib[b, L.I_SUB]
+        oR, op = ops.load9(ws, b, L.W_OR), ops.load3(ws, b, W_OO)
+        for r in range(me):
+            kw = ops.force_to_parent(oR, op, ops.load6(K, crow[e] + r, 0))
+            for c in range(6):
+                buf[pd + (sb + c) * me + r] = kw[c]
+        for a in range(me * me):
+            buf[T[x, N_OD] + a] = 0.0
+
+
+@njit(cache=True, inline="always")
+def cpw_factor(ib, ws, ic, cb, wc, k, Sw, Uw, Dw, Dinv, scr):
+    """Line 8 for cluster k in world coordinates: its bodies' ``𝖲_b`` (``Sw``, rows ``6 j + r``, m
+    columns), ``U = Σ_b Iᴬ_b 𝖲_b`` (``Uw``, 6 × m), ``D`` (``Dw``) and ``D⁻¹`` (``Dinv``), all
+    row-major. Returns m, or −1 if D is not positive definite."""
+    first = ic[k, L.C_FIRST]
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:  # 𝖲 = the joint's world S (G = 1)
+        i = cb[first]
+        m = ib[i, L.I_NV]
+        for r in range(6):
+            for l in range(m):
+                Sw[r * m + l] = ws[i, W_SW + 6 * l + r]
+        nb = 1
+    else:
+        m, nb, G = ic[k, L.C_M], ic[k, L.C_NB], ic[k, L.C_G]
+        for j in range(nb):  # 𝖲_j = 𝖲_cp + s_j G_j (in-cluster parents come first)
+            i = cb[first + j]
+            s = ops.load6(ws, i, W_SW)
+            cp = ib[i, L.I_CPAR]
+            jp = ib[cp, L.I_SUB] if cp > 0 else -1
+            for r in range(6):
+                for l in range(m):
+                    x = s[r] * wc[G + j * m + l]
+                    if jp >= 0:
+                        x += Sw[(6 * jp + r) * m + l]
+                    Sw[(6 * j + r) * m + l] = x
+    for a in range(6 * m):
+        Uw[a] = 0.0
+    for a in range(m * m):
+        Dw[a] = 0.0
+    for j in range(nb):
+        i = cb[first + j]
+        for l in range(m):
+            col = ops.mat6_mul(ws, i, L.W_IA, ops.col6w(Sw, 6 * j * m + l, m))  # Iᴬ_b 𝖲_b[:, l]
+            for r in range(6):
+                Uw[r * m + l] += col[r]
+            for l2 in range(l, m):
+                Dw[l2 * m + l] += ops.dot6(ops.col6w(Sw, 6 * j * m + l2, m), col)
+    A = ic[k, L.C_ARM]  # + Gᵀ diag(armature) G
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:
+        for l in range(m):
+            Dw[l * m + l] += wc[A + l]
+    else:
+        G = ic[k, L.C_G]
+        for j in range(ic[k, L.C_N]):
+            arm = wc[A + j]
+            if arm != 0.0:
+                for l in range(m):
+                    for l2 in range(l, m):
+                        Dw[l2 * m + l] += arm * wc[G + j * m + l] * wc[G + j * m + l2]
+    for l in range(m):
+        for l2 in range(l + 1, m):
+            Dw[l * m + l2] = Dw[l2 * m + l]
+    if m == 1:
+        if not Dw[0] > 0.0:
+            return -1
+        Dinv[0] = 1.0 / Dw[0]
+        return 1
+    if not ops.spd_inverse(Dw, 0, m, Dinv, 0, scr, 0):
+        return -1
+    return m
+
+
+@njit(cache=True, inline="always")
+def cpw_factor1(ib, ws, ic, cb, wc, k, Sw):
+    """:func:`cpw_factor` for one independent coordinate, in registers: ``(U, D)`` with U a 6-tuple
+    (``Sw`` gets the bodies' 𝖲_b as 6-vectors)."""
+    first = ic[k, L.C_FIRST]
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:
+        i = cb[first]
+        s = ops.load6(ws, i, W_SW)
+        ops.store6_at(Sw, 0, s)
+        U = ops.mat6_mul(ws, i, L.W_IA, s)
+        return U, ops.dot6(s, U) + wc[ic[k, L.C_ARM]]
+    G, A = ic[k, L.C_G], ic[k, L.C_ARM]
+    star = ic[k, L.C_STAR] != 0  # every body hinged on Λ: 𝖲_b = s_b G_b
+    U = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    d = 0.0
+    for j in range(ic[k, L.C_NB]):
+        i = cb[first + j]
+        g = wc[G + j]
+        s = ops.scale6(ops.load6(ws, i, W_SW), g)
+        if not star:
+            cp = ib[i, L.I_CPAR]
+            if cp > 0:  # 𝖲_b = 𝖲_cp + s_b G_b
+                s = ops.add6(s, ops.load6_at(Sw, 6 * ib[cp, L.I_SUB]))
+        ops.store6_at(Sw, 6 * j, s)
+        u = ops.mat6_mul(ws, i, L.W_IA, s)
+        U = ops.add6(U, u)
+        d += ops.dot6(s, u) + wc[A + j] * g * g
+    return U, d
+
+
+@njit(cache=True, inline="always")
+def cpw_inertia_to_output1(ib, ws, ic, cb, k, U, dinv):
+    """:func:`cpw_inertia_to_output` for one independent coordinate: ``Iᴬ_Λ += Σ_b Iᴬ_b − U Uᵀ / D``
+    (whole 6 × 6 rows: contiguous loops the compiler vectorises)."""
+    first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
+    lam = ib[cb[first], L.I_OUT]
+    if lam == 0:
+        return
+    for j in range(nb):
+        i = cb[first + j]
+        for a in range(36):
+            ws[lam, L.W_IA + a] += ws[i, L.W_IA + a]
+    for r in range(6):
+        x = U[r] * dinv
+        o = L.W_IA + 6 * r
+        ws[lam, o] -= x * U[0]
+        ws[lam, o + 1] -= x * U[1]
+        ws[lam, o + 2] -= x * U[2]
+        ws[lam, o + 3] -= x * U[3]
+        ws[lam, o + 4] -= x * U[4]
+        ws[lam, o + 5] -= x * U[5]
+
+
+@njit(cache=True, inline="always")
+def cpw_propagate_free(ws, T, k, i, buf, Y, Z):
+    """Lines 12–15 for a free-flyer joint without armature (``S`` invertible): ``Ω = Pᵀ (Iᴬ)⁻¹ P``
+    with ``(Iᴬ)⁻¹`` at W_DINV, and nothing reaches the parent (``χ − U D⁻¹ Sᵀχ = 0``)."""
+    dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
+    branching = T[k, N_INN] == 1
+    if pd >= 0:
+        for a in range(T[T[k, N_PARENT], N_FULL] * dim):
+            buf[pd + a] = 0.0
+    so = 0 if branching else T[ch, N_PD] + 6 * T[k, N_ENTRY] * dim
+    for col in range(dim):
+        if branching:
+            c = col % 6
+            chi = (1.0 if c == 0 else 0.0, 1.0 if c == 1 else 0.0, 1.0 if c == 2 else 0.0,
+                   1.0 if c == 3 else 0.0, 1.0 if c == 4 else 0.0, 1.0 if c == 5 else 0.0)  # fmt: skip
+        else:
+            chi = ops.col6w(buf, so + col, dim)
+        z = ops.mat6_mul(ws, i, L.W_DINV, chi)
+        for r in range(6):
+            Y[r, col] = chi[r]
+            Z[r, col] = z[r]
+    od = T[k, N_OD]  # eq. 16
+    for a in range(dim):
+        for b in range(a, dim):
+            acc = 0.0 if branching else buf[T[ch, N_OD] + a * dim + b]
+            for r in range(6):
+                acc += Y[r, a] * Z[r, b]
+            buf[od + a * dim + b] = acc
+            buf[od + b * dim + a] = acc
+
+
+@njit(cache=True, inline="always")
+def cpw_propagate1(ib, ic, cb, T, ports, k, Sw, U, dinv, buf, Y, Z):
+    """:func:`cpw_propagate` for one independent coordinate, in scalars."""
+    dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
+    branching = T[k, N_INN] == 1
+    lam_rows = 0
+    if pd >= 0:
+        lam_rows = 6 * ib[ib[cb[ic[k, L.C_FIRST]], L.I_OUT], L.I_SUB]
+        for a in range(T[T[k, N_PARENT], N_FULL] * dim):
+            buf[pd + a] = 0.0
+    e = T[k, N_ENTRY]
+    so = 0 if branching else T[ch, N_PD] + 6 * e * dim
+    se = ops.load6_at(Sw, 6 * max(e, 0))
+    for col in range(dim):
+        if branching:
+            c = col % 6
+            yv = Sw[6 * ports[T[k, N_PORT] + col // 6] + c]
+            zv = yv * dinv
+            if pd >= 0:
+                for r in range(6):
+                    buf[pd + (lam_rows + r) * dim + col] = (1.0 if r == c else 0.0) - U[r] * zv
+        else:
+            chi = ops.col6w(buf, so + col, dim)
+            yv = ops.dot6(se, chi)
+            zv = yv * dinv
+            if pd >= 0:
+                for r in range(6):
+                    buf[pd + (lam_rows + r) * dim + col] = chi[r] - U[r] * zv
+        Y[0, col] = yv
+        Z[0, col] = zv
+    od = T[k, N_OD]  # eq. 16
+    for a in range(dim):
+        for b in range(a, dim):
+            acc = Y[0, a] * Z[0, b]
+            if not branching:
+                acc += buf[T[ch, N_OD] + a * dim + b]
+            buf[od + a * dim + b] = acc
+            buf[od + b * dim + a] = acc
+
+
+@njit(cache=True, inline="always")
+def cpw_inertia_to_output(ib, ws, ic, cb, k, m, Uw, Dinv, X):
+    """Lines 9–10: ``Iᴬ_Λ += Σ_b Iᴬ_b − U D⁻¹ Uᵀ`` (upper triangle computed, both halves written);
+    ``X`` is scratch for ``U D⁻¹``."""
+    first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
+    lam = ib[cb[first], L.I_OUT]
+    if lam == 0:
+        return
+    for r in range(6):
+        for l in range(m):
+            acc = 0.0
+            for l2 in range(m):
+                acc += Uw[r * m + l2] * Dinv[l2 * m + l]
+            X[r * m + l] = acc
+    for r in range(6):
+        for c in range(r, 6):
+            v = 0.0
+            for j in range(nb):
+                v += ws[cb[first + j], L.W_IA + 6 * r + c]
+            for l in range(m):
+                v -= X[r * m + l] * Uw[c * m + l]
+            ws[lam, L.W_IA + 6 * r + c] += v
+            if c != r:
+                ws[lam, L.W_IA + 6 * c + r] += v
+
+
+@njit(cache=True, inline="always")
+def cpw_propagate(ib, ic, cb, T, ports, k, m, Sw, Uw, Dinv, buf, Y, Z, y):
+    """Lines 12–15 for cluster k (with EEs below), world coordinates: per column χ of the propagator
+    from D(k) — a unit force on a port of a branching cluster (line 7), else its chain child's column
+    on the entry body e — ``Y = 𝖲_eᵀ χ``, ``Z = D⁻¹ Y``, and ``χ − U Z`` on Λ's block of the parent's
+    propagator (eq. 17); then ``^{λ}Ω_{D(k)} = ᵏΩ + Yᵀ Z`` (eq. 16)."""
+    dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
+    branching = T[k, N_INN] == 1
+    lam_rows = 0
+    if pd >= 0:
+        lam_rows = 6 * ib[ib[cb[ic[k, L.C_FIRST]], L.I_OUT], L.I_SUB]
+        for a in range(T[T[k, N_PARENT], N_FULL] * dim):  # the parent's other bodies get nothing
+            buf[pd + a] = 0.0
+    e = T[k, N_ENTRY]
+    so = 0 if branching else T[ch, N_PD] + 6 * e * dim
+    for col in range(dim):
+        if branching:  # χ = the unit force c on port p
+            p = ports[T[k, N_PORT] + col // 6]
+            c = col % 6
+            for l in range(m):
+                y[l] = Sw[(6 * p + c) * m + l]
+            chi = (1.0 if c == 0 else 0.0, 1.0 if c == 1 else 0.0, 1.0 if c == 2 else 0.0,
+                   1.0 if c == 3 else 0.0, 1.0 if c == 4 else 0.0, 1.0 if c == 5 else 0.0)  # fmt: skip
+        else:
+            chi = ops.col6w(buf, so + col, dim)
+            for l in range(m):
+                y[l] = ops.dot6(ops.col6w(Sw, 6 * e * m + l, m), chi)
+        for l in range(m):
+            Y[l, col] = y[l]
+            acc = 0.0
+            for l2 in range(m):
+                acc += Dinv[l * m + l2] * y[l2]
+            Z[l, col] = acc
+        if pd >= 0:
+            for r in range(6):
+                acc = chi[r]
+                for l in range(m):
+                    acc -= Uw[r * m + l] * Z[l, col]
+                buf[pd + (lam_rows + r) * dim + col] = acc
+    od = T[k, N_OD]  # eq. 16
+    for a in range(dim):
+        for b in range(a, dim):
+            acc = 0.0 if branching else buf[T[ch, N_OD] + a * dim + b]
+            for l in range(m):
+                acc += Y[l, a] * Z[l, b]
+            buf[od + a * dim + b] = acc
+            buf[od + b * dim + a] = acc
+
+
+@njit(cache=True, fastmath={"contract"})
+def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,
+                          order, cemp, asm, buf, out):  # fmt: skip
+    """Cluster PV-OSIMr in world coordinates on a validated state of a model whose every cluster has
+    one port (:func:`one_port_tree`); writes Λ⁻¹ into ``out``. Returns 0 or a status."""
+    no_v = wc[0:0]
+    ncl = ic[0, L.C0_NCL]
+    for k in range(1, ncl + 1):  # spanning positions (and G of the implicit clusters)
+        if ic[k, L.C_KIND] != L.IMPLICIT:
+            spanning_positions(ib, ic, cb, wc, k, q)
+            continue
+        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, no_v, no_v)
+        if st != 0:
+            return st
+    qs = wc[ic[0, L.C0_QS] : ic[0, L.C0_QS] + ic[0, L.C0_NQS]]
+    nb = ib[0, L.I0_NBODIES]
+    origin = jcalc(ib, ws, 1, qs)[1]  # the frame's origin: link 1's, for conditioning
+    for i in range(1, nb + 1):  # lines 1–2
+        world_link(ib, ws, i, qs, origin)
+    wmax, mmax, nbmax = 6, 1, 1
+    for k in range(1, ncl + 1):
+        wmax = max(wmax, 6 * ic[k, L.C_NB])
+        mmax = max(mmax, ic[k, L.C_M], ib[cb[ic[k, L.C_FIRST]], L.I_NV])
+        nbmax = max(nbmax, ic[k, L.C_NB])
+    for e in range(cbody.shape[0]):
+        wmax = max(wmax, crow[e + 1] - crow[e])
+    fbuf = stack_floats()  # the scratch below: on the kernel's stack when it fits
+    nS, nU, nD = 6 * nbmax * mmax, 6 * mmax, mmax * mmax
+    nf = 2 * wmax + mmax + 2 * mmax * wmax + nS + 2 * nU + 2 * nD + 72
+    if nf > STACK_FLOATS:
+        fbuf = np.empty(nf)
+    f = view(fbuf, 0, (2, wmax))  # the forward sweep's column
+    o = 2 * wmax
+    y = view(fbuf, o, (mmax,))
+    o += mmax
+    Y = view(fbuf, o, (mmax, wmax))  # 𝖲_eᵀ P
+    o += mmax * wmax
+    Z = view(fbuf, o, (mmax, wmax))  # D⁻¹ 𝖲_eᵀ P
+    o += mmax * wmax
+    Sw = view(fbuf, o, (nS,))  # the cluster's world 𝖲_b, rows 6 j + r
+    o += nS
+    Uw = view(fbuf, o, (nU,))  # U = Σ Iᴬ_b 𝖲_b (6 × m)
+    o += nU
+    X = view(fbuf, o, (nU,))  # U D⁻¹
+    o += nU
+    Dw = view(fbuf, o, (nD,))
+    o += nD
+    Dinv = view(fbuf, o, (nD,))
+    o += nD
+    scr = view(fbuf, o, (72,))  # the Cholesky factors of D
+    cpw_seed_end_effectors(ib, ws, cbody, crow, K, T, buf, ncl)  # lines 3–4
+    for k in range(ncl, 0, -1):  # line 5: clusters from the leaves
+        if ic[k, L.C_M] == 1:  # one coordinate (a star, a revolute joint, a 1-DoF loop): in scalars
+            U, d = cpw_factor1(ib, ws, ic, cb, wc, k, Sw)  # line 8
+            if not d > 0.0:
+                return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+            if T[k, N_HASES] != 0:  # lines 12–15
+                cpw_propagate1(ib, ic, cb, T, ports, k, Sw, U, 1.0 / d, buf, Y, Z)
+            cpw_inertia_to_output1(ib, ws, ic, cb, k, U, 1.0 / d)  # lines 9–10
+            continue
+        i = cb[ic[k, L.C_FIRST]]
+        if ic[k, L.C_KIND] == L.SINGLE_BODY and is_free(ib, ws, i):  # Ω = (Iᴬ)⁻¹, nothing to Λ
+            if not sym6_inverse(ws, i, L.W_IA, L.W_DINV):
+                return SINGULAR * STATUS_BASE + i
+            if T[k, N_HASES] != 0:
+                cpw_propagate_free(ws, T, k, i, buf, Y, Z)
+            continue
+        m = cpw_factor(ib, ws, ic, cb, wc, k, Sw, Uw, Dw, Dinv, scr)  # line 8
+        if m < 0:
+            return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+        if T[k, N_HASES] != 0:  # lines 12–15
+            cpw_propagate(ib, ic, cb, T, ports, k, m, Sw, Uw, Dinv, buf, Y, Z, y)
+        cpw_inertia_to_output(ib, ws, ic, cb, k, m, Uw, Dinv, X)  # lines 9–10
+    cpv_branch_inverse_inertias(T, ports, order, buf, f)  # line 17
+    cpv_cemps(T, ports, cemp, buf)  # lines 18–22
+    cpv_assemble(T, crow, asm, buf, f, out, ncl)  # lines 23–28
+    return 0
+
+
+@kernel(
+    "int64(int64[::1], float64[::1], float64[::1], int64[::1], float64[:, ::1], float64[::1], "
+    "float64[:, ::1])"
+)
+def c_pv_osimr_kernel(ints, floats, q, tables, K, buf, out):
+    """Cluster PV-OSIMr: Λ⁻¹ of the constraint rows ``K`` into ``out``, with the structure's ``tables``
+    (:func:`~.cluster_pv_osimr.pack_tables`) and the calling thread's ``buf``; in world coordinates
+    when every cluster has one port, else in body coordinates (:mod:`.cluster_pv_osimr`)."""
+    ints, floats, q, tables, K, buf, out = borrowed((ints, floats, q, tables, K, buf, out))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    cbody, crow, T, ports, order, cemp, asm = unpack_tables(tables)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    st = validate_cluster_configuration(ib, ic, cb, q)
+    if st != 0:
+        return st
+    if one_port_tree(ic):
+        return c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T,
+                                     ports, order, cemp, asm, buf, out)  # fmt: skip
+    return c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,
+                           order, cemp, asm, buf, out)  # fmt: skip
