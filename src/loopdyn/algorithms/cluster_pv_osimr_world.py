@@ -20,6 +20,13 @@ transform left after the first forward sweep:
   ``χ − U D⁻¹ Y``;
 * lines 3–4: the end-effector rows ``K_e`` become world rows ``K_e ᵇX_0`` (forces moved to the world).
 
+Clusters with one or two independent coordinates (stars, revolute joints, one-DoF loops; belts,
+differentials, two-DoF ankles) take these steps in registers, with D⁻¹ in closed form; a free-flyer
+without armature has an invertible S, so ``Ω = Pᵀ (Iᴬ)⁻¹ P`` and nothing reaches its parent (as in the
+tree's version); any other cluster takes the general m-column step (m × m Cholesky). Written like
+that, the whole call costs 1.05–1.3× the tree's world PV-OSIMr on the same bodies (it was 1.4–1.8×
+in body coordinates; ``benchmarks/cluster_speed.py``).
+
 The branching structure, the buffer layout and lines 16–28 (forward sweep over the branching nodes,
 CEMPs, assembly) are those of :mod:`.cluster_pv_osimr`: they do not depend on the coordinates the
 propagators are expressed in. "World" is the world's axes with the origin at link 1's origin, as in
@@ -206,6 +213,98 @@ def cpw_inertia_to_output1(ib, ws, ic, cb, k, U, dinv):
         ws[lam, o + 3] -= x * U[3]
         ws[lam, o + 4] -= x * U[4]
         ws[lam, o + 5] -= x * U[5]
+
+
+@njit(cache=True, inline="always")
+def cpw_factor2(ib, ws, ic, cb, wc, k, Sw):
+    """:func:`cpw_factor` for a cluster (no tree joint has two DoF) with two independent coordinates
+    (belts, differentials, two-DoF ankles), in registers: ``(U0, U1, D00, D01, D11)`` with U's
+    columns as 6-tuples (``Sw`` gets the bodies' 𝖲_b, rows ``6 j + r``, two columns)."""
+    first, G, A = ic[k, L.C_FIRST], ic[k, L.C_G], ic[k, L.C_ARM]
+    z6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    U0, U1 = z6, z6
+    d00 = d01 = d11 = 0.0
+    for j in range(ic[k, L.C_NB]):
+        i = cb[first + j]
+        g0, g1 = wc[G + 2 * j], wc[G + 2 * j + 1]
+        s = ops.load6(ws, i, W_SW)
+        s0, s1 = ops.scale6(s, g0), ops.scale6(s, g1)
+        cp = ib[i, L.I_CPAR]
+        if cp > 0:  # 𝖲_b = 𝖲_cp + s_b G_b
+            o = 12 * ib[cp, L.I_SUB]
+            s0 = ops.add6(s0, ops.col6w(Sw, o, 2))
+            s1 = ops.add6(s1, ops.col6w(Sw, o + 1, 2))
+        for r in range(6):
+            Sw[12 * j + 2 * r], Sw[12 * j + 2 * r + 1] = s0[r], s1[r]
+        u0, u1 = ops.mat6_mul(ws, i, L.W_IA, s0), ops.mat6_mul(ws, i, L.W_IA, s1)
+        U0, U1 = ops.add6(U0, u0), ops.add6(U1, u1)
+        arm = wc[A + j]
+        d00 += ops.dot6(s0, u0) + arm * g0 * g0
+        d01 += ops.dot6(s0, u1) + arm * g0 * g1
+        d11 += ops.dot6(s1, u1) + arm * g1 * g1
+    return U0, U1, d00, d01, d11
+
+
+@njit(cache=True, inline="always")
+def cpw_inertia_to_output2(ib, ws, ic, cb, k, U0, U1, i00, i01, i11):
+    """:func:`cpw_inertia_to_output` for two coordinates: ``Iᴬ_Λ += Σ_b Iᴬ_b − U D⁻¹ Uᵀ`` with
+    ``D⁻¹ = [[i00, i01], [i01, i11]]``."""
+    first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
+    lam = ib[cb[first], L.I_OUT]
+    if lam == 0:
+        return
+    for j in range(nb):
+        i = cb[first + j]
+        for a in range(36):
+            ws[lam, L.W_IA + a] += ws[i, L.W_IA + a]
+    for r in range(6):
+        x0 = U0[r] * i00 + U1[r] * i01  # (U D⁻¹)[r, :]
+        x1 = U0[r] * i01 + U1[r] * i11
+        o = L.W_IA + 6 * r
+        ws[lam, o] -= x0 * U0[0] + x1 * U1[0]
+        ws[lam, o + 1] -= x0 * U0[1] + x1 * U1[1]
+        ws[lam, o + 2] -= x0 * U0[2] + x1 * U1[2]
+        ws[lam, o + 3] -= x0 * U0[3] + x1 * U1[3]
+        ws[lam, o + 4] -= x0 * U0[4] + x1 * U1[4]
+        ws[lam, o + 5] -= x0 * U0[5] + x1 * U1[5]
+
+
+@njit(cache=True, inline="always")
+def cpw_propagate2(ib, ic, cb, T, ports, k, Sw, U0, U1, i00, i01, i11, buf, Y, Z):
+    """:func:`cpw_propagate` for two coordinates, in scalars."""
+    dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
+    branching = T[k, N_INN] == 1
+    lam_rows = 0
+    if pd >= 0:
+        lam_rows = 6 * ib[ib[cb[ic[k, L.C_FIRST]], L.I_OUT], L.I_SUB]
+        for a in range(T[T[k, N_PARENT], N_FULL] * dim):
+            buf[pd + a] = 0.0
+    e = max(T[k, N_ENTRY], 0)
+    so = 0 if branching else T[ch, N_PD] + 6 * e * dim
+    se0, se1 = ops.col6w(Sw, 12 * e, 2), ops.col6w(Sw, 12 * e + 1, 2)
+    for col in range(dim):
+        if branching:
+            p, c = ports[T[k, N_PORT] + col // 6], col % 6
+            chi = (1.0 if c == 0 else 0.0, 1.0 if c == 1 else 0.0, 1.0 if c == 2 else 0.0,
+                   1.0 if c == 3 else 0.0, 1.0 if c == 4 else 0.0, 1.0 if c == 5 else 0.0)  # fmt: skip
+            y0, y1 = Sw[12 * p + 2 * c], Sw[12 * p + 2 * c + 1]
+        else:
+            chi = ops.col6w(buf, so + col, dim)
+            y0, y1 = ops.dot6(se0, chi), ops.dot6(se1, chi)
+        z0 = i00 * y0 + i01 * y1
+        z1 = i01 * y0 + i11 * y1
+        Y[0, col], Y[1, col], Z[0, col], Z[1, col] = y0, y1, z0, z1
+        if pd >= 0:
+            for r in range(6):
+                buf[pd + (lam_rows + r) * dim + col] = chi[r] - U0[r] * z0 - U1[r] * z1
+    od = T[k, N_OD]  # eq. 16
+    for a in range(dim):
+        for b in range(a, dim):
+            acc = Y[0, a] * Z[0, b] + Y[1, a] * Z[1, b]
+            if not branching:
+                acc += buf[T[ch, N_OD] + a * dim + b]
+            buf[od + a * dim + b] = acc
+            buf[od + b * dim + a] = acc
 
 
 @njit(cache=True, inline="always")
@@ -413,6 +512,16 @@ def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, c
             if T[k, N_HASES] != 0:  # lines 12–15
                 cpw_propagate1(ib, ic, cb, T, ports, k, Sw, U, 1.0 / d, buf, Y, Z)
             cpw_inertia_to_output1(ib, ws, ic, cb, k, U, 1.0 / d)  # lines 9–10
+            continue
+        if ic[k, L.C_M] == 2 and ic[k, L.C_KIND] != L.SINGLE_BODY:  # in scalars, D⁻¹ in closed form
+            U0, U1, d00, d01, d11 = cpw_factor2(ib, ws, ic, cb, wc, k, Sw)  # line 8
+            det = d00 * d11 - d01 * d01
+            if not (d00 > 0.0 and det > 0.0):  # D positive definite
+                return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+            i00, i01, i11 = d11 / det, -d01 / det, d00 / det
+            if T[k, N_HASES] != 0:  # lines 12–15
+                cpw_propagate2(ib, ic, cb, T, ports, k, Sw, U0, U1, i00, i01, i11, buf, Y, Z)
+            cpw_inertia_to_output2(ib, ws, ic, cb, k, U0, U1, i00, i01, i11)  # lines 9–10
             continue
         i = cb[ic[k, L.C_FIRST]]
         if ic[k, L.C_KIND] == L.SINGLE_BODY and is_free(ib, ws, i):  # Ω = (Iᴬ)⁻¹, nothing to Λ
