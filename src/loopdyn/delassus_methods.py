@@ -13,8 +13,8 @@ method         algorithm                                            kernel modul
 ``efpa``       EFPA (Wensing, Featherstone, Orin 2012)              :mod:`loopdyn.algorithms.efpa`
 ``ltl``        LTL-OSIM (Featherstone 2010)                         :mod:`loopdyn.algorithms.ltl_osim`
 ``dense``      CRBA / cluster mass matrix + dense Cholesky          (NumPy; the reference)
-``c-pv-osimr`` PV-OSIMr over the clusters (world if one-port)       ``algorithms.cluster_pv_osimr_world``
-``c-efpa``     C-EFPA (Chignoli et al. 2024 §VIII)                  :mod:`loopdyn.algorithms.cluster_delassus`
+``c-pv-osimr`` PV-OSIMr over the clusters (world if one-port)       ``algorithms.cluster_delassus_world``
+``c-efpa``     C-EFPA (Chignoli et al. 2024 §VIII; world if one-port)``algorithms.cluster_delassus_world``
 =============  ===================================================  ====================================
 
 The baselines ``projected`` and ``approximate`` (models with loops) live in :mod:`loopdyn.baselines`,
@@ -31,9 +31,8 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from .algorithms import (
-    cluster_delassus,
+    cluster_delassus_world,
     cluster_pv_osimr,
-    cluster_pv_osimr_world,
     efpa,
     ltl_osim,
     pv_osim,
@@ -193,7 +192,7 @@ def run_c_efpa(model, data, q, rows: ConstraintRows) -> np.ndarray:
     """Λ⁻¹ by C-EFPA (models with loops)."""
     out = np.empty((rows.m, rows.m))
     args = (*data.cluster_arrays, q, rows.body, rows.row, rows.K, out)
-    run(cluster_delassus.c_efpa_kernel, model, _CLUSTER_Q, args)
+    run(cluster_delassus_world.c_efpa_kernel, model, _CLUSTER_Q, args)
     return out
 
 
@@ -208,7 +207,7 @@ def run_c_pv_osimr(model, data, q, rows: ConstraintRows) -> np.ndarray:
     (ints, floats), s, shape = hit
     out = np.empty(shape)
     args = (ints, floats, q, s.packed, rows.K, s.buffer(), out)
-    run(cluster_pv_osimr_world.c_pv_osimr_kernel, model, _CLUSTER_Q, args)
+    run(cluster_delassus_world.c_pv_osimr_kernel, model, _CLUSTER_Q, args)
     return out
 
 
@@ -271,7 +270,9 @@ def delassus(model, data, q, constraints, method: str | None = None) -> np.ndarr
 
     * ``"c-pv-osimr"`` (default) — PV-OSIMr over the tree of clusters;
     * ``"c-efpa"`` — C-EFPA (Chignoli et al. 2024 §VIII); ``"efpa"`` and ``"pv-osimr"`` are
-      accepted as aliases of the cluster versions;
+      accepted as aliases of the cluster versions. Both run in world coordinates when every cluster
+      hands its parent one port (C-EFPA up to 12 rows), else in body coordinates
+      (:mod:`loopdyn.algorithms.cluster_delassus_world`);
     * ``"dense"`` — the cluster mass matrix and ``J`` in independent coordinates, dense Cholesky;
     * ``"projected"`` — the paper's baseline ``J (GᵀH_spanG)⁻¹ Jᵀ`` built on the spanning tree
       (:func:`loopdyn.baselines.projected_delassus`, G from the compiled constraint code);

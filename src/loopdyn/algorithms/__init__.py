@@ -33,8 +33,8 @@ Models with loops (trees of clusters, Chignoli et al. 2024)
 * :mod:`.cluster_dynamics` — C-RNEA, C-ABA and the cluster mass matrix GᵀH_spanG;
 * :mod:`.cluster_delassus` — C-EFPA and the constraint Jacobian in independent coordinates;
 * :mod:`.cluster_pv_osimr` — PV-OSIMr over the tree of clusters;
-* :mod:`.cluster_pv_osimr_world` — the same in world coordinates when every cluster has one port, and
-  the kernel that chooses.
+* :mod:`.cluster_delassus_world` — both in world coordinates when every cluster has one port, and the
+  two kernels, which choose between the world and the body-coordinate versions.
 
 Kernel names: ``<algo>_core`` does the arithmetic on validated inputs, ``<algo>_kernel`` validates and
 calls the core (the entry point the public layer runs); cluster versions carry the prefix ``c_``.

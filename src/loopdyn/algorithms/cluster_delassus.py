@@ -443,17 +443,6 @@ _SIG = (
 
 
 @kernel(_SIG)
-def c_efpa_kernel(ints, floats, q, cbody, crow, K, out):
-    ints, floats, q, cbody, crow, K, out = borrowed((ints, floats, q, cbody, crow, K, out))
-    ib, ws, ic, cb, wc = model_views(ints, floats)
-    code, consts, table, outputs = tapes(ic, cb, wc)
-    st = validate_cluster_configuration(ib, ic, cb, q)
-    if st != 0:
-        return st
-    return c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
-
-
-@kernel(_SIG)
 def c_jacobian_kernel(ints, floats, q, cbody, crow, K, J):
     ints, floats, q, cbody, crow, K, J = borrowed((ints, floats, q, cbody, crow, K, J))
     ib, ws, ic, cb, wc = model_views(ints, floats)

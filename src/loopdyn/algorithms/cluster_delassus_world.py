@@ -1,4 +1,5 @@
-"""Cluster PV-OSIMr in world coordinates, and the cluster PV-OSIMr kernel that chooses it.
+"""The Delassus algorithms of models with loops in world coordinates — cluster PV-OSIMr and C-EFPA —
+and their kernels, which choose between them and the body-coordinate versions.
 
 The cluster PV-OSIMr of :mod:`.cluster_pv_osimr` (Sathya et al. 2023, Algorithm 3, over the tree
 of clusters of Chignoli et al. 2024) works in body coordinates: each cluster pays the congruence of its
@@ -27,10 +28,19 @@ tree's version); any other cluster takes the general m-column step (m × m Chole
 that, the whole call costs 1.05–1.3× the tree's world PV-OSIMr on the same bodies (it was 1.4–1.8×
 in body coordinates; ``benchmarks/cluster_speed.py``).
 
-The branching structure, the buffer layout and lines 16–28 (forward sweep over the branching nodes,
-CEMPs, assembly) are those of :mod:`.cluster_pv_osimr`: they do not depend on the coordinates the
-propagators are expressed in. "World" is the world's axes with the origin at link 1's origin, as in
-the tree's version. Any other cluster (several output bodies) runs the body-coordinate version.
+C-EFPA (Chignoli et al. 2024 §VIII, eqs. 57–67) takes the same steps without the propagators: each
+constraint row's force starts on its body as ``K_e`` carried to the world (eq. 62) and goes up with the
+articulated inertias; at every cluster it passes, ``y = 𝖲_eᵀ χ`` and each pair of rows present adds
+``y₁ᵀ D⁻¹ y₂`` to Λ⁻¹, then the force moves on to Λ as ``χ − U D⁻¹ y`` (:func:`c_efpa_world_core`).
+These pairwise sums cost O(m² d) for m rows d clusters deep, where the body-coordinate version's pass
+down the paths (eqs. 63–67) costs O(m d + m²): the kernel takes the world version up to
+``EFPA_WORLD_ROWS`` = 12 rows (two 6-D or four 3-D contacts), the other beyond.
+
+For PV-OSIMr, the branching structure, the buffer layout and lines 16–28 (forward sweep over the
+branching nodes, CEMPs, assembly) are those of :mod:`.cluster_pv_osimr`: they do not depend on the
+coordinates the propagators are expressed in. "World" is the world's axes with the origin at link
+1's origin, as in the tree's version. A model with any other cluster (several output bodies) runs the
+body-coordinate versions.
 """
 
 from __future__ import annotations
@@ -40,7 +50,8 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import STACK_FLOATS, borrowed, model_views, stack_floats, view
+from .borrow import STACK_FLOATS, STACK_INTS, borrowed, model_views, stack_floats, stack_ints, view
+from .cluster_delassus import c_efpa_core
 from .cluster_kinematics import cluster_coordinates, spanning_positions, tapes, validate_cluster_configuration
 from .cluster_pv_osimr import (
     N_CHAIN,
@@ -63,7 +74,17 @@ from .common import jcalc, kernel
 from .pv_osim_world import W_OO, W_SW, is_free, sym6_inverse, world_link
 from .status import SINGULAR, STATUS_BASE
 
-__all__ = ["c_pv_osimr_kernel", "c_pv_osimr_world_core", "one_port_tree"]
+#: C-EFPA runs in world coordinates up to this many constraint rows (two 6-D or four 3-D contacts): its
+#: pairwise sums cost O(m² d), against O(m d + m²) for the body-coordinate version's pass down the paths
+EFPA_WORLD_ROWS = 12
+
+__all__ = [
+    "c_efpa_kernel",
+    "c_efpa_world_core",
+    "c_pv_osimr_kernel",
+    "c_pv_osimr_world_core",
+    "one_port_tree",
+]
 
 
 @njit(cache=True, inline="always")
@@ -74,6 +95,25 @@ def one_port_tree(ic):
         if ic[k, L.C_KIND] != L.SINGLE_BODY and ic[k, L.C_STAR] == 0 and ic[k, L.C_ONEPORT] == 0:
             return False
     return True
+
+
+@njit(cache=True, inline="always")
+def cpw_world_kinematics(ib, ws, ic, cb, wc, code, consts, table, outputs, q):
+    """Lines 1–2: the spanning positions (and G of the implicit clusters), then every body's world
+    placement, world rigid-body inertia (W_IA) and world joint axes (W_SW). Returns a status."""
+    no_v = wc[0:0]
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        if ic[k, L.C_KIND] != L.IMPLICIT:
+            spanning_positions(ib, ic, cb, wc, k, q)
+            continue
+        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, no_v, no_v)
+        if st != 0:
+            return st
+    qs = wc[ic[0, L.C0_QS] : ic[0, L.C0_QS] + ic[0, L.C0_NQS]]
+    origin = jcalc(ib, ws, 1, qs)[1]  # the frame's origin: link 1's, for conditioning
+    for i in range(1, ib[0, L.I0_NBODIES] + 1):
+        world_link(ib, ws, i, qs, origin)
+    return 0
 
 
 @njit(cache=True, inline="always")
@@ -458,20 +498,10 @@ def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, c
                           order, cemp, asm, buf, out):  # fmt: skip
     """Cluster PV-OSIMr in world coordinates on a validated state of a model whose every cluster has
     one port (:func:`one_port_tree`); writes Λ⁻¹ into ``out``. Returns 0 or a status."""
-    no_v = wc[0:0]
+    st = cpw_world_kinematics(ib, ws, ic, cb, wc, code, consts, table, outputs, q)  # lines 1–2
+    if st != 0:
+        return st
     ncl = ic[0, L.C0_NCL]
-    for k in range(1, ncl + 1):  # spanning positions (and G of the implicit clusters)
-        if ic[k, L.C_KIND] != L.IMPLICIT:
-            spanning_positions(ib, ic, cb, wc, k, q)
-            continue
-        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, no_v, no_v)
-        if st != 0:
-            return st
-    qs = wc[ic[0, L.C0_QS] : ic[0, L.C0_QS] + ic[0, L.C0_NQS]]
-    nb = ib[0, L.I0_NBODIES]
-    origin = jcalc(ib, ws, 1, qs)[1]  # the frame's origin: link 1's, for conditioning
-    for i in range(1, nb + 1):  # lines 1–2
-        world_link(ib, ws, i, qs, origin)
     wmax, mmax, nbmax = 6, 1, 1
     for k in range(1, ncl + 1):
         wmax = max(wmax, 6 * ic[k, L.C_NB])
@@ -542,6 +572,168 @@ def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, c
     return 0
 
 
+@njit(cache=True, inline="always")
+def cef_rows_step(ib, ic, cb, k, m, Sw, Uw, Dinv, chi, curk, curb, present, y, z, out):
+    """C-EFPA at cluster k (eqs. 62–67 in world coordinates): for the constraint rows whose force has
+    reached a body e of k, ``y = 𝖲_eᵀ χ`` and ``z = D⁻¹ y``; every pair of them adds ``y₁ · z₂`` to
+    Λ⁻¹; each force then reaches Λ as ``χ − U z``. ``Sw``/``Uw``/``Dinv`` as :func:`cpw_factor`."""
+    n = 0
+    for r in range(curk.shape[0]):
+        if curk[r] == k:
+            present[n] = r
+            n += 1
+    if n == 0:
+        return
+    for t in range(n):
+        r = present[t]
+        o = 6 * curb[r] * m
+        for l in range(m):
+            acc = 0.0
+            for c in range(6):
+                acc += Sw[o + c * m + l] * chi[r, c]
+            y[t, l] = acc
+        for l in range(m):
+            acc = 0.0
+            for l2 in range(m):
+                acc += Dinv[l * m + l2] * y[t, l2]
+            z[t, l] = acc
+    for t1 in range(n):
+        r1 = present[t1]
+        for t2 in range(t1, n):
+            acc = 0.0
+            for l in range(m):
+                acc += y[t1, l] * z[t2, l]
+            out[r1, present[t2]] += acc
+    lam = ib[cb[ic[k, L.C_FIRST]], L.I_OUT]
+    for t in range(n):
+        r = present[t]
+        for c in range(6):
+            acc = chi[r, c]
+            for l in range(m):
+                acc -= Uw[c * m + l] * z[t, l]
+            chi[r, c] = acc
+        curk[r] = ib[lam, L.I_CLUSTER] if lam > 0 else 0
+        curb[r] = ib[lam, L.I_SUB] if lam > 0 else 0
+
+
+@njit(cache=True, inline="always")
+def cef_rows_free(ws, i, k, chi, curk, present, out):
+    """:func:`cef_rows_step` at a free-flyer without armature: ``χ₁ᵀ (Iᴬ)⁻¹ χ₂`` per pair (W_DINV holds
+    ``(Iᴬ)⁻¹``), and nothing reaches the parent."""
+    n = 0
+    for r in range(curk.shape[0]):
+        if curk[r] == k:
+            present[n] = r
+            n += 1
+    for t1 in range(n):
+        r1 = present[t1]
+        c1 = (chi[r1, 0], chi[r1, 1], chi[r1, 2], chi[r1, 3], chi[r1, 4], chi[r1, 5])
+        w = ops.mat6_mul(ws, i, L.W_DINV, c1)
+        for t2 in range(t1, n):
+            r2 = present[t2]
+            out[r1, r2] += (w[0] * chi[r2, 0] + w[1] * chi[r2, 1] + w[2] * chi[r2, 2] + w[3] * chi[r2, 3]
+                            + w[4] * chi[r2, 4] + w[5] * chi[r2, 5])  # fmt: skip
+    for t in range(n):
+        curk[present[t]] = 0
+
+
+@njit(cache=True, fastmath={"contract"})
+def c_efpa_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
+    """C-EFPA in world coordinates on a validated state of a model whose every cluster has one port
+    (:func:`one_port_tree`); writes Λ⁻¹ into ``out``. Returns 0 or a status.
+
+    The articulated inertias and the constraint rows go up together, clusters from the leaves: each
+    row's force starts as ``K_e`` carried to the world on its body (eq. 62), and at every cluster it
+    passes (:func:`cef_rows_step`) adds its share to Λ⁻¹ and moves on to the output body."""
+    st = cpw_world_kinematics(ib, ws, ic, cb, wc, code, consts, table, outputs, q)
+    if st != 0:
+        return st
+    ncl = ic[0, L.C0_NCL]
+    mmax, nbmax = 1, 1
+    for k in range(1, ncl + 1):
+        mmax = max(mmax, ic[k, L.C_M], ib[cb[ic[k, L.C_FIRST]], L.I_NV])
+        nbmax = max(nbmax, ic[k, L.C_NB])
+    nc = cbody.shape[0]
+    M = crow[nc]
+    fbuf = stack_floats()  # scratch: on the kernel's stack when it fits
+    nS, nU, nD = 6 * nbmax * mmax, 6 * mmax, mmax * mmax
+    nf = 6 * M + 2 * M * mmax + nS + 2 * nU + 2 * nD + 72
+    if nf > STACK_FLOATS:
+        fbuf = np.empty(nf)
+    ibuf = stack_ints()
+    if 3 * M > STACK_INTS:
+        ibuf = np.empty(3 * M, dtype=np.int64)
+    curk = view(ibuf, 0, (M,))  # the cluster each row's force has reached (0: gone to the world)
+    curb = view(ibuf, M, (M,))  # and its body there (sub-index)
+    present = view(ibuf, 2 * M, (M,))
+    chi = view(fbuf, 0, (M, 6))  # the rows' forces, world coordinates
+    o = 6 * M
+    y = view(fbuf, o, (M, mmax))
+    o += M * mmax
+    z = view(fbuf, o, (M, mmax))
+    o += M * mmax
+    Sw = view(fbuf, o, (nS,))
+    o += nS
+    Uw = view(fbuf, o, (nU,))
+    o += nU
+    X = view(fbuf, o, (nU,))  # U D⁻¹
+    o += nU
+    Dw = view(fbuf, o, (nD,))
+    o += nD
+    Dinv = view(fbuf, o, (nD,))
+    o += nD
+    scr = view(fbuf, o, (72,))
+    for e in range(nc):  # eq. 62: K_e as world forces on the constrained body
+        b = cbody[e]
+        oR, op = ops.load9(ws, b, L.W_OR), ops.load3(ws, b, W_OO)
+        for r in range(crow[e], crow[e + 1]):
+            curk[r] = ib[b, L.I_CLUSTER] if b > 0 else 0
+            curb[r] = ib[b, L.I_SUB] if b > 0 else 0
+            kw = ops.force_to_parent(oR, op, ops.load6(K, r, 0))
+            for c in range(6):
+                chi[r, c] = kw[c] if b > 0 else 0.0
+    out[:, :] = 0.0
+    for k in range(ncl, 0, -1):
+        i = cb[ic[k, L.C_FIRST]]
+        if ic[k, L.C_KIND] == L.SINGLE_BODY and is_free(ib, ws, i):
+            if not sym6_inverse(ws, i, L.W_IA, L.W_DINV):
+                return SINGULAR * STATUS_BASE + i
+            cef_rows_free(ws, i, k, chi, curk, present, out)
+            continue
+        if ic[k, L.C_M] == 1:
+            U, d = cpw_factor1(ib, ws, ic, cb, wc, k, Sw)
+            if not d > 0.0:
+                return SINGULAR * STATUS_BASE + i
+            dinv = 1.0 / d
+            Dinv[0] = dinv
+            for r in range(6):
+                Uw[r] = U[r]
+            cef_rows_step(ib, ic, cb, k, 1, Sw, Uw, Dinv, chi, curk, curb, present, y, z, out)
+            cpw_inertia_to_output1(ib, ws, ic, cb, k, U, dinv)
+            continue
+        if ic[k, L.C_M] == 2 and ic[k, L.C_KIND] != L.SINGLE_BODY:
+            U0, U1, d00, d01, d11 = cpw_factor2(ib, ws, ic, cb, wc, k, Sw)
+            det = d00 * d11 - d01 * d01
+            if not (d00 > 0.0 and det > 0.0):
+                return SINGULAR * STATUS_BASE + i
+            i00, i01, i11 = d11 / det, -d01 / det, d00 / det
+            Dinv[0], Dinv[1], Dinv[2], Dinv[3] = i00, i01, i01, i11
+            for r in range(6):
+                Uw[2 * r], Uw[2 * r + 1] = U0[r], U1[r]
+            cef_rows_step(ib, ic, cb, k, 2, Sw, Uw, Dinv, chi, curk, curb, present, y, z, out)
+            cpw_inertia_to_output2(ib, ws, ic, cb, k, U0, U1, i00, i01, i11)
+            continue
+        m = cpw_factor(ib, ws, ic, cb, wc, k, Sw, Uw, Dw, Dinv, scr)
+        if m < 0:
+            return SINGULAR * STATUS_BASE + i
+        cef_rows_step(ib, ic, cb, k, m, Sw, Uw, Dinv, chi, curk, curb, present, y, z, out)
+        cpw_inertia_to_output(ib, ws, ic, cb, k, m, Uw, Dinv, X)
+    for r in range(M):  # the upper triangle was accumulated
+        for c in range(r):
+            out[r, c] = out[c, r]
+    return 0
+
+
 @kernel(
     "int64(int64[::1], float64[::1], float64[::1], int64[::1], float64[:, ::1], float64[::1], "
     "float64[:, ::1])"
@@ -562,3 +754,23 @@ def c_pv_osimr_kernel(ints, floats, q, tables, K, buf, out):
                                      ports, order, cemp, asm, buf, out)  # fmt: skip
     return c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,
                            order, cemp, asm, buf, out)  # fmt: skip
+
+
+@kernel(
+    "int64(int64[::1], float64[::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], "
+    "float64[:, ::1])"
+)
+def c_efpa_kernel(ints, floats, q, cbody, crow, K, out):
+    """C-EFPA: Λ⁻¹ of the constraint rows ``K`` (constraint e on body ``cbody[e]``, rows
+    ``crow[e] … crow[e + 1] − 1``) into ``out``; in world coordinates when every cluster has one port,
+    else in body coordinates (:func:`~.cluster_delassus.c_efpa_core`) — also beyond ``EFPA_WORLD_ROWS``
+    rows, where the body-coordinate version's O(m d + m²) down pass beats the pairwise sums."""
+    ints, floats, q, cbody, crow, K, out = borrowed((ints, floats, q, cbody, crow, K, out))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    st = validate_cluster_configuration(ib, ic, cb, q)
+    if st != 0:
+        return st
+    if crow[cbody.shape[0]] <= EFPA_WORLD_ROWS and one_port_tree(ic):
+        return c_efpa_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
+    return c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)

@@ -1,9 +1,10 @@
-"""The cluster PV-OSIMr in world coordinates (``algorithms.cluster_pv_osimr_world``), which the
-default ``delassus`` of a model with loops runs whenever every cluster hands its parent one port.
+"""The Delassus algorithms of models with loops in world coordinates
+(``algorithms.cluster_delassus_world``: cluster PV-OSIMr, the default, and C-EFPA), which ``delassus``
+runs whenever every cluster hands its parent one port.
 
 It is checked against the spanning-tree oracle of ``test_cluster_delassus`` (J (GᵀH_spanG)⁻¹ Jᵀ built
 from the tree algorithms, G from the state map) and against the body-coordinate version of the same
-algorithm, forced by clearing the star and one-port flags in a Data's own cluster table (negative
+algorithms, forced by clearing the star and one-port flags in a Data's own cluster table (negative
 control: the kernel's choice is asserted both ways). The cases the world version treats apart are
 each exercised: one-coordinate clusters in scalars (stars, revolute joints, one-DoF loops), several
 coordinates (belts, differentials, spherical joints), a free-flyer without armature (``(Iᴬ)⁻¹``,
@@ -20,7 +21,7 @@ from test_cluster_delassus import random_constraints, rel_err, spanning_oracle
 
 import loopdyn
 from loopdyn import Constraint, delassus
-from loopdyn.algorithms.cluster_pv_osimr_world import one_port_tree
+from loopdyn.algorithms.cluster_delassus_world import EFPA_WORLD_ROWS, one_port_tree
 from loopdyn.model import layout as L
 
 ROBOTS = ["mini_cheetah", "mit_humanoid", "tello", "jvrc1", "four_bar", "planar_leg_linkage", "five_bar",
@@ -55,8 +56,12 @@ def _models():
 MODELS = dict(_models())
 
 
+METHODS = ("c-pv-osimr", "c-efpa")
+
+
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_world_path_equals_the_oracle_and_the_body_coordinate_path(name):
+def test_world_path_equals_the_oracle_and_the_body_coordinate_path(name, method):
     model = MODELS[name]
     d, dl = model.create_data(), _body_coordinate_data(model)
     has_coupled = any(d.ic[k, L.C_STAR] or d.ic[k, L.C_ONEPORT] for k in range(1, d.ic[0, L.C0_NCL] + 1))
@@ -66,15 +71,16 @@ def test_world_path_equals_the_oracle_and_the_body_coordinate_path(name):
     for trial in range(3):
         q = loopdyn.random_configuration(model, trial)
         cons = random_constraints(rng, model, int(rng.integers(1, 5)))
-        world = delassus(model, d, q, cons)
-        local = delassus(model, dl, q, cons)
+        world = delassus(model, d, q, cons, method=method)
+        local = delassus(model, dl, q, cons, method=method)
         oracle = spanning_oracle(model, q, cons)[0]
         assert rel_err(world, oracle) < TOL, (name, trial)
         assert rel_err(world, local) < 1e-11, (name, trial)
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("floating_armature", [False, True])
-def test_armature_on_coupled_joints_and_on_the_free_flyer(floating_armature):
+def test_armature_on_coupled_joints_and_on_the_free_flyer(floating_armature, method):
     """Armature enters D as Gᵀ diag(armature) G; a free-flyer with armature leaves the (Iᴬ)⁻¹ shortcut
     for the general six-coordinate step."""
     model = random_cluster_model(2, 4, True)
@@ -87,14 +93,16 @@ def test_armature_on_coupled_joints_and_on_the_free_flyer(floating_armature):
     for trial in range(3):
         q = loopdyn.random_configuration(model, trial)
         cons = random_constraints(rng, model, 3)
-        assert rel_err(delassus(model, d, q, cons), spanning_oracle(model, q, cons)[0]) < TOL
+        got = delassus(model, d, q, cons, method=method)
+        assert rel_err(got, spanning_oracle(model, q, cons)[0]) < TOL
     q = loopdyn.random_configuration(model, 0)  # negative control: the armature changes the matrix
     cons = [Constraint(model.bodies[-1].name, "6d")]
-    with_arm = delassus(model, model.create_data(), q, cons)
+    with_arm = delassus(model, model.create_data(), q, cons, method=method)
     model.armature = np.zeros(model.spanning_nv)
-    assert rel_err(with_arm, delassus(model, model.create_data(), q, cons)) > 1e-6
+    assert rel_err(with_arm, delassus(model, model.create_data(), q, cons, method=method)) > 1e-6
 
-def test_branching_clusters_and_feet_of_a_floating_robot():
+@pytest.mark.parametrize("method", METHODS)
+def test_branching_clusters_and_feet_of_a_floating_robot(method):
     """Four 3-D feet of Mini Cheetah (the trunk is a branching free-flyer) and two 6-D feet of the MIT
     Humanoid, with a rotor and a world constraint added."""
     for name, feet, kind in (("mini_cheetah", 4, "3d"), ("mit_humanoid", 2, "6d")):
@@ -106,23 +114,26 @@ def test_branching_clusters_and_feet_of_a_floating_robot():
         d = model.create_data()
         for trial in range(2):
             q = loopdyn.random_configuration(model, trial)
-            assert rel_err(delassus(model, d, q, cons), spanning_oracle(model, q, cons)[0]) < TOL
+            got = delassus(model, d, q, cons, method=method)
+            assert rel_err(got, spanning_oracle(model, q, cons)[0]) < TOL
 
 
-def test_a_robot_far_from_the_origin_gives_the_same_matrix():
+@pytest.mark.parametrize("method", METHODS)
+def test_a_robot_far_from_the_origin_gives_the_same_matrix(method):
     """The world frame's origin is link 1's: a floating base 1 km away gives the same Λ⁻¹ (constraints
     in the links' frames) to 1e-12."""
     model = _build("mini_cheetah")
     d = model.create_data()
     q = loopdyn.random_configuration(model, 1)
     cons = [Constraint(model.bodies[-1].name, "6d"), Constraint(model.bodies[5].name, "3d")]
-    near = delassus(model, d, q, cons)
+    near = delassus(model, d, q, cons, method=method)
     q_far = q.copy()
     q_far[:3] += (1000.0, -700.0, 300.0)
-    assert rel_err(delassus(model, d, q_far, cons), near) < 1e-12
+    assert rel_err(delassus(model, d, q_far, cons, method=method), near) < 1e-12
 
 
-def test_the_data_stays_valid_for_the_other_algorithms():
+@pytest.mark.parametrize("method", METHODS)
+def test_the_data_stays_valid_for_the_other_algorithms(method):
     """The world path writes its own workspace columns; RNEA, ABA and the mass matrix on the same Data
     afterwards equal those on a fresh Data."""
     model = _build("pbt_chain", 6)
@@ -130,8 +141,23 @@ def test_the_data_stays_valid_for_the_other_algorithms():
     q = loopdyn.random_configuration(model, 2)
     v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
     d = model.create_data()
-    delassus(model, d, q, [Constraint(model.bodies[-1].name, "6d")])
+    delassus(model, d, q, [Constraint(model.bodies[-1].name, "6d")], method=method)
     fresh = model.create_data()
     np.testing.assert_array_equal(loopdyn.rnea(model, d, q, v, a), loopdyn.rnea(model, fresh, q, v, a))
     np.testing.assert_array_equal(loopdyn.aba(model, d, q, v, a), loopdyn.aba(model, fresh, q, v, a))
     np.testing.assert_array_equal(loopdyn.crba(model, d, q), loopdyn.crba(model, fresh, q))
+
+
+def test_c_efpa_beyond_the_world_row_limit_is_exact():
+    """Past ``EFPA_WORLD_ROWS`` rows C-EFPA takes the body-coordinate version; both sides of the limit
+    equal the oracle."""
+    model = _build("mini_cheetah")
+    d = model.create_data()
+    q = loopdyn.random_configuration(model, 4)
+    names = [b.name for b in model.bodies]
+    few = [Constraint(names[-1], "6d"), Constraint(names[7], "6d")]
+    many = few + [Constraint(names[3], "3d")]
+    assert sum(c.dim for c in few) == EFPA_WORLD_ROWS < sum(c.dim for c in many)
+    for cons in (few, many):
+        got = delassus(model, d, q, cons, method="c-efpa")
+        assert rel_err(got, spanning_oracle(model, q, cons)[0]) < TOL
