@@ -52,7 +52,7 @@ from ..model import layout as L
 from ..spatial import ops
 from .borrow import STACK_FLOATS, STACK_INTS, borrowed, model_views, stack_floats, stack_ints, view
 from .cluster_delassus import c_efpa_core
-from .cluster_kinematics import cluster_coordinates, spanning_positions, tapes, validate_cluster_configuration
+from .cluster_kinematics import spanning_positions_all, tapes, validate_cluster_configuration
 from .cluster_pv_osimr import (
     N_CHAIN,
     N_DIM,
@@ -68,6 +68,7 @@ from .cluster_pv_osimr import (
     cpv_assemble,
     cpv_branch_inverse_inertias,
     cpv_cemps,
+    cpv_omega,
     unpack_tables,
 )
 from .common import jcalc, kernel
@@ -101,14 +102,9 @@ def one_port_tree(ic):
 def cpw_world_kinematics(ib, ws, ic, cb, wc, code, consts, table, outputs, q):
     """Lines 1–2: the spanning positions (and G of the implicit clusters), then every body's world
     placement, world rigid-body inertia (W_IA) and world joint axes (W_SW). Returns a status."""
-    no_v = wc[0:0]
-    for k in range(1, ic[0, L.C0_NCL] + 1):
-        if ic[k, L.C_KIND] != L.IMPLICIT:
-            spanning_positions(ib, ic, cb, wc, k, q)
-            continue
-        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, no_v, no_v)
-        if st != 0:
-            return st
+    st = spanning_positions_all(ib, ic, cb, wc, code, consts, table, outputs, q)
+    if st != 0:
+        return st
     qs = wc[ic[0, L.C0_QS] : ic[0, L.C0_QS] + ic[0, L.C0_NQS]]
     origin = jcalc(ib, ws, 1, qs)[1]  # the frame's origin: link 1's, for conditioning
     for i in range(1, ib[0, L.I0_NBODIES] + 1):
@@ -203,6 +199,32 @@ def cpw_factor(ib, ws, ic, cb, wc, k, Sw, Uw, Dw, Dinv, scr):
 
 
 @njit(cache=True, inline="always")
+def factor_scratch(fbuf, o, nS, nU, nD):
+    """Views of ``fbuf`` from ``o`` for one cluster's factors: ``Sw`` (its bodies' world 𝖲_b, rows
+    ``6 j + r``; nS), ``Uw`` (U = Σ Iᴬ_b 𝖲_b, 6 × m; nU), ``X`` (U D⁻¹; nU), ``Dw`` and ``Dinv`` (nD
+    each) and 72 for the Cholesky factors of D: ``nS + 2 nU + 2 nD + 72`` floats."""
+    Sw = view(fbuf, o, (nS,))
+    Uw = view(fbuf, o + nS, (nU,))
+    X = view(fbuf, o + nS + nU, (nU,))
+    Dw = view(fbuf, o + nS + 2 * nU, (nD,))
+    Dinv = view(fbuf, o + nS + 2 * nU + nD, (nD,))
+    scr = view(fbuf, o + nS + 2 * nU + 2 * nD, (72,))
+    return Sw, Uw, X, Dw, Dinv, scr
+
+
+@njit(cache=True, inline="always")
+def cpw_parent_block(ib, ic, cb, T, k, buf):
+    """Clear ``^{λ}P_{D(k)}`` (the parent cluster's bodies get nothing but Λ, whose block the caller
+    writes) and return the first row of Λ's block (0 if k's parent is the world)."""
+    pd = T[k, N_PD]
+    if pd < 0:
+        return 0
+    for a in range(T[T[k, N_PARENT], N_FULL] * T[k, N_DIM]):
+        buf[pd + a] = 0.0
+    return 6 * ib[ib[cb[ic[k, L.C_FIRST]], L.I_OUT], L.I_SUB]
+
+
+@njit(cache=True, inline="always")
 def cpw_factor1(ib, ws, ic, cb, wc, k, Sw):
     """:func:`cpw_factor` for one independent coordinate, in registers: ``(U, D)`` with U a 6-tuple
     (``Sw`` gets the bodies' 𝖲_b as 6-vectors)."""
@@ -233,17 +255,23 @@ def cpw_factor1(ib, ws, ic, cb, wc, k, Sw):
 
 
 @njit(cache=True, inline="always")
-def cpw_inertia_to_output1(ib, ws, ic, cb, k, U, dinv):
-    """:func:`cpw_inertia_to_output` for one independent coordinate: ``Iᴬ_Λ += Σ_b Iᴬ_b − U Uᵀ / D``
-    (whole 6 × 6 rows: contiguous loops the compiler vectorises)."""
-    first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
-    lam = ib[cb[first], L.I_OUT]
-    if lam == 0:
-        return
-    for j in range(nb):
+def add_body_inertias(ws, ic, cb, k, lam):
+    """``Iᴬ_Λ += Σ_b Iᴬ_b`` over the bodies of cluster k (whole 6 × 6 rows: contiguous loops the
+    compiler vectorises)."""
+    first = ic[k, L.C_FIRST]
+    for j in range(ic[k, L.C_NB]):
         i = cb[first + j]
         for a in range(36):
             ws[lam, L.W_IA + a] += ws[i, L.W_IA + a]
+
+
+@njit(cache=True, inline="always")
+def cpw_inertia_to_output1(ib, ws, ic, cb, k, U, dinv):
+    """:func:`cpw_inertia_to_output` for one independent coordinate: ``Iᴬ_Λ += Σ_b Iᴬ_b − U Uᵀ / D``."""
+    lam = ib[cb[ic[k, L.C_FIRST]], L.I_OUT]
+    if lam == 0:
+        return
+    add_body_inertias(ws, ic, cb, k, lam)
     for r in range(6):
         x = U[r] * dinv
         o = L.W_IA + 6 * r
@@ -289,14 +317,10 @@ def cpw_factor2(ib, ws, ic, cb, wc, k, Sw):
 def cpw_inertia_to_output2(ib, ws, ic, cb, k, U0, U1, i00, i01, i11):
     """:func:`cpw_inertia_to_output` for two coordinates: ``Iᴬ_Λ += Σ_b Iᴬ_b − U D⁻¹ Uᵀ`` with
     ``D⁻¹ = [[i00, i01], [i01, i11]]``."""
-    first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
-    lam = ib[cb[first], L.I_OUT]
+    lam = ib[cb[ic[k, L.C_FIRST]], L.I_OUT]
     if lam == 0:
         return
-    for j in range(nb):
-        i = cb[first + j]
-        for a in range(36):
-            ws[lam, L.W_IA + a] += ws[i, L.W_IA + a]
+    add_body_inertias(ws, ic, cb, k, lam)
     for r in range(6):
         x0 = U0[r] * i00 + U1[r] * i01  # (U D⁻¹)[r, :]
         x1 = U0[r] * i01 + U1[r] * i11
@@ -314,11 +338,7 @@ def cpw_propagate2(ib, ic, cb, T, ports, k, Sw, U0, U1, i00, i01, i11, buf, Y, Z
     """:func:`cpw_propagate` for two coordinates, in scalars."""
     dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
     branching = T[k, N_INN] == 1
-    lam_rows = 0
-    if pd >= 0:
-        lam_rows = 6 * ib[ib[cb[ic[k, L.C_FIRST]], L.I_OUT], L.I_SUB]
-        for a in range(T[T[k, N_PARENT], N_FULL] * dim):
-            buf[pd + a] = 0.0
+    lam_rows = cpw_parent_block(ib, ic, cb, T, k, buf)
     e = max(T[k, N_ENTRY], 0)
     so = 0 if branching else T[ch, N_PD] + 6 * e * dim
     se0, se1 = ops.col6w(Sw, 12 * e, 2), ops.col6w(Sw, 12 * e + 1, 2)
@@ -337,14 +357,7 @@ def cpw_propagate2(ib, ic, cb, T, ports, k, Sw, U0, U1, i00, i01, i11, buf, Y, Z
         if pd >= 0:
             for r in range(6):
                 buf[pd + (lam_rows + r) * dim + col] = chi[r] - U0[r] * z0 - U1[r] * z1
-    od = T[k, N_OD]  # eq. 16
-    for a in range(dim):
-        for b in range(a, dim):
-            acc = Y[0, a] * Z[0, b] + Y[1, a] * Z[1, b]
-            if not branching:
-                acc += buf[T[ch, N_OD] + a * dim + b]
-            buf[od + a * dim + b] = acc
-            buf[od + b * dim + a] = acc
+    cpv_omega(T, k, buf, Y, Z, 2)  # eq. 16
 
 
 @njit(cache=True, inline="always")
@@ -368,14 +381,7 @@ def cpw_propagate_free(ws, T, k, i, buf, Y, Z):
         for r in range(6):
             Y[r, col] = chi[r]
             Z[r, col] = z[r]
-    od = T[k, N_OD]  # eq. 16
-    for a in range(dim):
-        for b in range(a, dim):
-            acc = 0.0 if branching else buf[T[ch, N_OD] + a * dim + b]
-            for r in range(6):
-                acc += Y[r, a] * Z[r, b]
-            buf[od + a * dim + b] = acc
-            buf[od + b * dim + a] = acc
+    cpv_omega(T, k, buf, Y, Z, 6)  # eq. 16
 
 
 @njit(cache=True, inline="always")
@@ -383,11 +389,7 @@ def cpw_propagate1(ib, ic, cb, T, ports, k, Sw, U, dinv, buf, Y, Z):
     """:func:`cpw_propagate` for one independent coordinate, in scalars."""
     dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
     branching = T[k, N_INN] == 1
-    lam_rows = 0
-    if pd >= 0:
-        lam_rows = 6 * ib[ib[cb[ic[k, L.C_FIRST]], L.I_OUT], L.I_SUB]
-        for a in range(T[T[k, N_PARENT], N_FULL] * dim):
-            buf[pd + a] = 0.0
+    lam_rows = cpw_parent_block(ib, ic, cb, T, k, buf)
     e = T[k, N_ENTRY]
     so = 0 if branching else T[ch, N_PD] + 6 * e * dim
     se = ops.load6_at(Sw, 6 * max(e, 0))
@@ -408,24 +410,16 @@ def cpw_propagate1(ib, ic, cb, T, ports, k, Sw, U, dinv, buf, Y, Z):
                     buf[pd + (lam_rows + r) * dim + col] = chi[r] - U[r] * zv
         Y[0, col] = yv
         Z[0, col] = zv
-    od = T[k, N_OD]  # eq. 16
-    for a in range(dim):
-        for b in range(a, dim):
-            acc = Y[0, a] * Z[0, b]
-            if not branching:
-                acc += buf[T[ch, N_OD] + a * dim + b]
-            buf[od + a * dim + b] = acc
-            buf[od + b * dim + a] = acc
+    cpv_omega(T, k, buf, Y, Z, 1)  # eq. 16
 
 
 @njit(cache=True, inline="always")
 def cpw_inertia_to_output(ib, ws, ic, cb, k, m, Uw, Dinv, X):
-    """Lines 9–10: ``Iᴬ_Λ += Σ_b Iᴬ_b − U D⁻¹ Uᵀ`` (upper triangle computed, both halves written);
-    ``X`` is scratch for ``U D⁻¹``."""
-    first, nb = ic[k, L.C_FIRST], ic[k, L.C_NB]
-    lam = ib[cb[first], L.I_OUT]
+    """Lines 9–10: ``Iᴬ_Λ += Σ_b Iᴬ_b − U D⁻¹ Uᵀ``; ``X`` is scratch for ``U D⁻¹``."""
+    lam = ib[cb[ic[k, L.C_FIRST]], L.I_OUT]
     if lam == 0:
         return
+    add_body_inertias(ws, ic, cb, k, lam)
     for r in range(6):
         for l in range(m):
             acc = 0.0
@@ -433,15 +427,11 @@ def cpw_inertia_to_output(ib, ws, ic, cb, k, m, Uw, Dinv, X):
                 acc += Uw[r * m + l2] * Dinv[l2 * m + l]
             X[r * m + l] = acc
     for r in range(6):
-        for c in range(r, 6):
-            v = 0.0
-            for j in range(nb):
-                v += ws[cb[first + j], L.W_IA + 6 * r + c]
+        for c in range(6):
+            acc = 0.0
             for l in range(m):
-                v -= X[r * m + l] * Uw[c * m + l]
-            ws[lam, L.W_IA + 6 * r + c] += v
-            if c != r:
-                ws[lam, L.W_IA + 6 * c + r] += v
+                acc += X[r * m + l] * Uw[c * m + l]
+            ws[lam, L.W_IA + 6 * r + c] -= acc
 
 
 @njit(cache=True, inline="always")
@@ -452,11 +442,7 @@ def cpw_propagate(ib, ic, cb, T, ports, k, m, Sw, Uw, Dinv, buf, Y, Z, y):
     propagator (eq. 17); then ``^{λ}Ω_{D(k)} = ᵏΩ + Yᵀ Z`` (eq. 16)."""
     dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
     branching = T[k, N_INN] == 1
-    lam_rows = 0
-    if pd >= 0:
-        lam_rows = 6 * ib[ib[cb[ic[k, L.C_FIRST]], L.I_OUT], L.I_SUB]
-        for a in range(T[T[k, N_PARENT], N_FULL] * dim):  # the parent's other bodies get nothing
-            buf[pd + a] = 0.0
+    lam_rows = cpw_parent_block(ib, ic, cb, T, k, buf)
     e = T[k, N_ENTRY]
     so = 0 if branching else T[ch, N_PD] + 6 * e * dim
     for col in range(dim):
@@ -483,14 +469,7 @@ def cpw_propagate(ib, ic, cb, T, ports, k, m, Sw, Uw, Dinv, buf, Y, Z, y):
                 for l in range(m):
                     acc -= Uw[r * m + l] * Z[l, col]
                 buf[pd + (lam_rows + r) * dim + col] = acc
-    od = T[k, N_OD]  # eq. 16
-    for a in range(dim):
-        for b in range(a, dim):
-            acc = 0.0 if branching else buf[T[ch, N_OD] + a * dim + b]
-            for l in range(m):
-                acc += Y[l, a] * Z[l, b]
-            buf[od + a * dim + b] = acc
-            buf[od + b * dim + a] = acc
+    cpv_omega(T, k, buf, Y, Z, m)  # eq. 16
 
 
 @njit(cache=True, fastmath={"contract"})
@@ -522,17 +501,7 @@ def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, c
     o += mmax * wmax
     Z = view(fbuf, o, (mmax, wmax))  # D⁻¹ 𝖲_eᵀ P
     o += mmax * wmax
-    Sw = view(fbuf, o, (nS,))  # the cluster's world 𝖲_b, rows 6 j + r
-    o += nS
-    Uw = view(fbuf, o, (nU,))  # U = Σ Iᴬ_b 𝖲_b (6 × m)
-    o += nU
-    X = view(fbuf, o, (nU,))  # U D⁻¹
-    o += nU
-    Dw = view(fbuf, o, (nD,))
-    o += nD
-    Dinv = view(fbuf, o, (nD,))
-    o += nD
-    scr = view(fbuf, o, (72,))  # the Cholesky factors of D
+    Sw, Uw, X, Dw, Dinv, scr = factor_scratch(fbuf, o, nS, nU, nD)
     cpw_seed_end_effectors(ib, ws, cbody, crow, K, T, buf, ncl)  # lines 3–4
     for k in range(ncl, 0, -1):  # line 5: clusters from the leaves
         if ic[k, L.C_M] == 1:  # one coordinate (a star, a revolute joint, a 1-DoF loop): in scalars
@@ -672,17 +641,7 @@ def c_efpa_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody
     o += M * mmax
     z = view(fbuf, o, (M, mmax))
     o += M * mmax
-    Sw = view(fbuf, o, (nS,))
-    o += nS
-    Uw = view(fbuf, o, (nU,))
-    o += nU
-    X = view(fbuf, o, (nU,))  # U D⁻¹
-    o += nU
-    Dw = view(fbuf, o, (nD,))
-    o += nD
-    Dinv = view(fbuf, o, (nD,))
-    o += nD
-    scr = view(fbuf, o, (72,))
+    Sw, Uw, X, Dw, Dinv, scr = factor_scratch(fbuf, o, nS, nU, nD)
     for e in range(nc):  # eq. 62: K_e as world forces on the constrained body
         b = cbody[e]
         oR, op = ops.load9(ws, b, L.W_OR), ops.load3(ws, b, W_OO)

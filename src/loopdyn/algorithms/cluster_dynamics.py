@@ -24,7 +24,7 @@ from .borrow import borrowed, model_views
 from .cluster_kinematics import (
     c_fk_core,
     cluster_coordinates,
-    spanning_positions,
+    spanning_positions_all,
     tapes,
     validate_cluster_configuration,
     validate_cluster_state,
@@ -728,14 +728,9 @@ def one_port_pair_fits(ib, ic, cb, k):
 
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
-    no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
-    for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q (and G for implicit clusters)
-        if ic[k, L.C_KIND] != L.IMPLICIT:
-            spanning_positions(ib, ic, cb, wc, k, q)
-            continue
-        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, no_v, no_v)
-        if st != 0:
-            return st
+    st = spanning_positions_all(ib, ic, cb, wc, code, consts, table, outputs, q)  # (and G if implicit)
+    if st != 0:
+        return st
     QS = ic[0, L.C0_QS]
     qs = wc[QS : QS + ic[0, L.C0_NQS]]
     nb = ib[0, L.I0_NBODIES]

@@ -163,6 +163,22 @@ def spanning_positions(ib, ic, cb, wc, k, q):
         wc[QS + ib[cb[first + j], L.I_IQ]] = x
 
 
+@njit(cache=True, inline="always")
+def spanning_positions_all(ib, ic, cb, wc, code, consts, table, outputs, q):
+    """The spanning configuration of every cluster (and G of the implicit ones, whose constraint
+    program also checks that q is on the loop), positions only: the first step of the mass matrix and
+    of the world-coordinate Delassus kernels. Returns a status."""
+    no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        if ic[k, L.C_KIND] != L.IMPLICIT:
+            spanning_positions(ib, ic, cb, wc, k, q)
+            continue
+        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, no_v, no_v)
+        if st != 0:
+            return st
+    return 0
+
+
 @njit(cache=True)
 def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a):
     """Implicit cluster k: check φ(q) = 0 on the assembly branch, then ``G = P[1; −K_d⁻¹K_i]`` and

@@ -330,6 +330,22 @@ def cpv_port_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z, z, y):
 
 
 @njit(cache=True, inline="always")
+def cpv_omega(T, k, buf, Y, Z, mk):
+    """Eq. 16: ``^{λ}Ω_{D(k)} = ᵏΩ_{D(k)} + Yᵀ Z`` with ``Y = 𝖲ᵀP`` and ``Z = 𝖣⁻¹Y`` (``mk`` rows), ᵏΩ
+    zero at a branching cluster, else its chain child's."""
+    dim, od = T[k, N_DIM], T[k, N_OD]
+    branching = T[k, N_INN] == 1
+    oc = 0 if branching else T[T[k, N_CHAIN], N_OD]
+    for a in range(dim):
+        for b in range(a, dim):
+            acc = 0.0 if branching else buf[oc + a * dim + b]
+            for l in range(mk):
+                acc += Y[l, a] * Z[l, b]
+            buf[od + a * dim + b] = acc
+            buf[od + b * dim + a] = acc
+
+
+@njit(cache=True, inline="always")
 def cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z):
     """Lines 5–15, clusters from the leaves: per cluster with EEs below, the propagated force
     propagator ^{λ}P_{D(k)} = 𝒳ᵀ (χ − 𝖴 𝖣⁻¹ 𝖲ᵀ χ) column by column (eq. 17; χ = 1 on the ports of a
@@ -369,14 +385,7 @@ def cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z):
                 force_to_parent_cluster(ib, ws, ic, cb, k, f, 0, f, 1)
                 for a in range(T[T[k, N_PARENT], N_FULL]):
                     buf[pd + a * dim + col] = f[1, a]
-        od = T[k, N_OD]  # eq. 16
-        for a in range(dim):
-            for b in range(a, dim):
-                acc = 0.0 if branching else buf[T[ch, N_OD] + a * dim + b]
-                for l in range(mk):
-                    acc += Y[l, a] * Z[l, b]
-                buf[od + a * dim + b] = acc
-                buf[od + b * dim + a] = acc
+        cpv_omega(T, k, buf, Y, Z, mk)  # eq. 16
 
 
 @njit(cache=True, inline="always")
