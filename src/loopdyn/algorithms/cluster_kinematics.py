@@ -81,6 +81,34 @@ def lu_solve_inplace(A, a0, n, B, b0, nrhs):
 
 
 @njit(cache=True, inline="always")
+def small_inverse(wc, K, n, cb, dep, nrow, out):
+    """``wc[out : out + nrow²] = K_d⁻¹`` (row-major) in closed form for ``nrow`` ≤ 2, where K_d is
+    the square block of the constraint Jacobian at ``wc[K:]`` (``nrow × n``, row-major) on the
+    dependent columns ``cb[dep : dep + nrow]``. False if K_d is singular by the test
+    :func:`lu_solve_inplace` applies with partial pivoting: a pivot at most ``1e-12 × max|K_d|``
+    (the second pivot of a 2 × 2 block is ``|det| / max(|a|, |c|)``)."""
+    a = wc[K + cb[dep]]
+    if nrow == 1:
+        if not abs(a) > 1e-12 * max(abs(a), 1e-300):
+            return False
+        wc[out] = 1.0 / a
+        return True
+    b = wc[K + cb[dep + 1]]
+    c = wc[K + n + cb[dep]]
+    d = wc[K + n + cb[dep + 1]]
+    tol = 1e-12 * max(max(abs(a), abs(b)), max(abs(c), abs(d)), 1e-300)
+    p1 = max(abs(a), abs(c))
+    det = a * d - b * c
+    if not (p1 > tol and abs(det) > tol * p1):
+        return False
+    wc[out] = d / det
+    wc[out + 1] = -b / det
+    wc[out + 2] = -c / det
+    wc[out + 3] = a / det
+    return True
+
+
+@njit(cache=True, inline="always")
 def tapes(ic, cb, wc):
     """The constraint programs (``code, consts, table, outputs`` of a
     :class:`~loopdyn.constraints.tape.PackedPrograms`) as views of the cluster tables they are packed
@@ -206,14 +234,26 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
     for r in range(nt):  # the constraints, and that they hold on the assembly branch
         if not abs(wc[phi + r]) <= wc[ic[0, L.C0_PHITOL]]:
             return CONSTRAINT_VIOLATED * STATUS_BASE + k
-    # K_d X = K_i → G_dep = −X (K_d is factorised again for k below: the LU works in place)
-    for r in range(nrow):
-        for c in range(nrow):
-            wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
-        for l in range(m):
-            wc[rhs + r * m + l] = wc[K + r * n + cb[ind + l]]
-    if not lu_solve_inplace(wc, lu, nrow, wc, rhs, m):
-        return SINGULAR_CLUSTER * STATUS_BASE + k
+    # K_d X = K_i → G_dep = −X. Up to two rows (every built-in loop), K_d⁻¹ in closed form, kept in
+    # the LU scratch for k below; beyond, an LU in place (K_d is factorised again for k)
+    inverse = nrow <= 2
+    if inverse:
+        if not small_inverse(wc, K, n, cb, dep, nrow, lu):
+            return SINGULAR_CLUSTER * STATUS_BASE + k
+        for r in range(nrow):
+            for l in range(m):
+                x = 0.0
+                for c in range(nrow):
+                    x += wc[lu + r * nrow + c] * wc[K + c * n + cb[ind + l]]
+                wc[rhs + r * m + l] = x
+    else:
+        for r in range(nrow):
+            for c in range(nrow):
+                wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
+            for l in range(m):
+                wc[rhs + r * m + l] = wc[K + r * n + cb[ind + l]]
+        if not lu_solve_inplace(wc, lu, nrow, wc, rhs, m):
+            return SINGULAR_CLUSTER * STATUS_BASE + k
     for j in range(n * m):
         wc[G + j] = 0.0
     for l in range(m):
@@ -230,15 +270,21 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
         for l in range(m):
             acc += wc[G + j * m + l] * v[iv + l]
         wc[qdl + j] = acc
-    # k(q, q̇) → g = P[0; K_d⁻¹ k] (K_d re-factorised: the LU above was done in place), from the
-    # registers the φ, K pass left (the tape's k part only)
+    # k(q, q̇) → g = P[0; K_d⁻¹ k], from the registers the φ, K pass left (the tape's k part only)
     evaluate_k(code, consts, table, outputs, p, wc[qdl : qdl + n], regs, wc[kb : kb + nt])
-    for r in range(nrow):
-        for c in range(nrow):
-            wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
-        wc[rhs + r] = wc[kb + r]
-    if not lu_solve_inplace(wc, lu, nrow, wc, rhs, 1):
-        return SINGULAR_CLUSTER * STATUS_BASE + k
+    if inverse:
+        for r in range(nrow):
+            x = 0.0
+            for c in range(nrow):
+                x += wc[lu + r * nrow + c] * wc[kb + c]
+            wc[rhs + r] = x
+    else:  # K_d factorised again (the LU above was done in place)
+        for r in range(nrow):
+            for c in range(nrow):
+                wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
+            wc[rhs + r] = wc[kb + r]
+        if not lu_solve_inplace(wc, lu, nrow, wc, rhs, 1):
+            return SINGULAR_CLUSTER * STATUS_BASE + k
     for j in range(n):
         wc[gb + j] = 0.0
     for r in range(nrow):
