@@ -14,7 +14,7 @@ method         algorithm                                            kernel modul
 ``ltl``        LTL-OSIM (Featherstone 2010)                         :mod:`loopdyn.algorithms.ltl_osim`
 ``dense``      CRBA / cluster mass matrix + dense Cholesky          (NumPy; the reference)
 ``c-pv-osimr`` PV-OSIMr over the clusters (world if one-port)       ``algorithms.cluster_delassus_world``
-``c-efpa``     C-EFPA (Chignoli et al. 2024 §VIII; world if one-port)``algorithms.cluster_delassus_world``
+``c-efpa``     C-EFPA (Chignoli 2024 §VIII; world if one-port)       ``algorithms.cluster_delassus_world``
 =============  ===================================================  ====================================
 
 The baselines ``projected`` and ``approximate`` (models with loops) live in :mod:`loopdyn.baselines`,

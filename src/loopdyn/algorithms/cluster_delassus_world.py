@@ -514,10 +514,9 @@ def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, c
             continue
         if ic[k, L.C_M] == 2 and ic[k, L.C_KIND] != L.SINGLE_BODY:  # in scalars, D⁻¹ in closed form
             U0, U1, d00, d01, d11 = cpw_factor2(ib, ws, ic, cb, wc, k, Sw)  # line 8
-            det = d00 * d11 - d01 * d01
-            if not (d00 > 0.0 and det > 0.0):  # D positive definite
+            ok, i00, i01, i11 = ops.spd2_inverse(d00, d01, d11)
+            if not ok:  # D not positive definite
                 return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
-            i00, i01, i11 = d11 / det, -d01 / det, d00 / det
             if T[k, N_HASES] != 0:  # lines 12–15
                 cpw_propagate2(ib, ic, cb, T, ports, k, Sw, U0, U1, i00, i01, i11, buf, Y, Z)
             cpw_inertia_to_output2(ib, ws, ic, cb, k, U0, U1, i00, i01, i11)  # lines 9–10
@@ -672,10 +671,9 @@ def c_efpa_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody
             continue
         if ic[k, L.C_M] == 2 and ic[k, L.C_KIND] != L.SINGLE_BODY:
             U0, U1, d00, d01, d11 = cpw_factor2(ib, ws, ic, cb, wc, k, Sw)
-            det = d00 * d11 - d01 * d01
-            if not (d00 > 0.0 and det > 0.0):
+            ok, i00, i01, i11 = ops.spd2_inverse(d00, d01, d11)
+            if not ok:
                 return SINGULAR * STATUS_BASE + i
-            i00, i01, i11 = d11 / det, -d01 / det, d00 / det
             Dinv[0], Dinv[1], Dinv[2], Dinv[3] = i00, i01, i01, i11
             for r in range(6):
                 Uw[2 * r], Uw[2 * r + 1] = U0[r], U1[r]

@@ -392,11 +392,10 @@ def small_spd_inverse(wc, DS, DI, m):
         wc[DI] = 1.0 / wc[DS]
         return True
     if m == 2:
-        a, b, c = wc[DS], wc[DS + 1], wc[DS + 3]
-        det = a * c - b * b
-        if not (a > 0.0 and det > 0.0):
+        ok, i00, i01, i11 = ops.spd2_inverse(wc[DS], wc[DS + 1], wc[DS + 3])
+        if not ok:
             return False
-        wc[DI], wc[DI + 1], wc[DI + 2], wc[DI + 3] = c / det, -b / det, -b / det, a / det
+        wc[DI], wc[DI + 1], wc[DI + 2], wc[DI + 3] = i00, i01, i01, i11
         return True
     return ops.spd_inverse(wc, DS, m, wc, DI, wc, DS + m * m)
 

@@ -605,6 +605,16 @@ def cholesky_solve_vector(Lf, n, x):
             x[k] -= Lf[i, k] * xi
 
 
+@njit(cache=True, inline="always")
+def spd2_inverse(d00, d01, d11):
+    """``(ok, i00, i01, i11)``: the inverse of the symmetric 2 × 2 matrix ``[[d00, d01], [d01, d11]]``
+    in closed form; ``ok`` is False (and the rest meaningless) if it is not positive definite."""
+    det = d00 * d11 - d01 * d01
+    if not (d00 > 0.0 and det > 0.0):
+        return False, 0.0, 0.0, 0.0
+    return True, d11 / det, -d01 / det, d00 / det
+
+
 @njit(cache=True)
 def spd_inverse(w, src, n, out, dst, scratch, scr):
     """out[dst:dst+n²] = A⁻¹ (row-major) for the small symmetric positive-definite A (n ≤ 6) stored
