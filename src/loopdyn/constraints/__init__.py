@@ -1,4 +1,5 @@
-"""Loop-closure constraints: symbolic formulas compiled into tapes run by one Numba interpreter."""
+"""Loop-closure constraints: symbolic formulas compiled into tapes, run by one Numba interpreter or, as
+native functions compiled once per machine (:mod:`loopdyn.constraints.native`), called by address."""
 
 from .tape import (
     OPCODES,

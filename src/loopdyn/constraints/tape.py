@@ -69,7 +69,9 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit, uint64
+from llvmlite import ir
+from numba import njit, types, uint64
+from numba.extending import intrinsic
 
 from ..errors import ModelError
 
@@ -139,7 +141,7 @@ _COMMUTATIVE = (ADD, MUL)
 _BINARY = (MUL, ADD, SUB, DIV, ATAN2, POW)
 
 #: number of columns of :attr:`PackedPrograms.table`, and their meaning
-TABLE_WIDTH = 9
+TABLE_WIDTH = 11
 T_CODE_START = 0
 T_CODE_LEN = 1
 T_CONST_START = 2
@@ -148,6 +150,11 @@ T_N = 4
 T_C = 5
 T_OUT_START = 6
 T_PHI_LEN = 7
+T_K_LEN = 8
+#: the address of the program's native φ, K function and of its k function
+#: (:mod:`loopdyn.constraints.native`), or 0: interpret the tape
+T_NATIVE_PHI_K = 9
+T_NATIVE_K = 10
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,8 +398,10 @@ class PackedPrograms:
       program ``p`` is ``code[T[0] : T[0] + T[1]]``; its register numbers start at 0 and its
       ``CONST`` indices are relative to ``T[2]`` (so packing rewrites nothing).
     * ``consts`` ``float64 (Σ n_consts,)``: the programs' constants back to back.
-    * ``table`` ``int64 (n_programs, 9)``: ``[code_start, code_len, const_start, n_reg, n, c,
-      out_start, phi_len, K_len]`` (the prefixes of the tape that compute φ alone, φ and K).
+    * ``table`` ``int64 (n_programs, 11)``: ``[code_start, code_len, const_start, n_reg, n, c,
+      out_start, phi_len, K_len, native_phi_K, native_k]`` (the prefixes of the tape that compute φ
+      alone, φ and K; the addresses of the program's native functions, 0 here:
+      :func:`loopdyn.constraints.native.fill_addresses` sets them in a model's Data).
     * ``outputs`` ``int64 (Σ (2c + c n),)``: from ``out_start``, the registers of ``φ`` (``c``),
       ``K`` (``c n``, row-major) and ``k`` (``c``); ``−1`` = zero.
     * ``max_reg``: the largest ``n_reg`` (size of the register scratch), ``max_n``, ``max_c``: the
@@ -425,7 +434,9 @@ def pack_programs(programs: Sequence[ConstraintProgram]) -> PackedPrograms:
     code_start = const_start = out_start = 0
     outs = []
     for i, p in enumerate(programs):
-        table[i] = (code_start, p.n_instr, const_start, p.n_reg, p.n, p.c, out_start, p.phi_len, p.K_len)
+        table[i, :T_NATIVE_PHI_K] = (
+            code_start, p.n_instr, const_start, p.n_reg, p.n, p.c, out_start, p.phi_len, p.K_len
+        )
         outs.append(np.concatenate([p.phi, p.K.reshape(-1), p.kbias]))
         code_start += p.n_instr
         const_start += p.consts.shape[0]
@@ -822,16 +833,24 @@ def evaluate(code, consts, table, outputs, p, q, qd, regs, phi_out, K_out, k_out
 
 @njit(cache=True)
 def evaluate_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out):
-    """Run the prefix of program ``p`` that computes ``φ(q)`` and ``K(q)`` (``table[p, 8]``
+    """Run the prefix of program ``p`` that computes ``φ(q)`` and ``K(q)`` (``table[p, T_K_LEN]``
     instructions; q̇ is not read) into ``phi_out[:c]`` and ``K_out[:c*n]``. The registers keep the
-    intermediate results for :func:`evaluate_k`. Arguments as in :func:`evaluate`."""
-    start = table[p, 0]
-    n = table[p, 4]
-    c = table[p, 5]
-    o = table[p, 6]
+    intermediate results for :func:`evaluate_k`. Arguments as in :func:`evaluate`.
+
+    When the table holds the address of the program's native φ, K function
+    (:mod:`loopdyn.constraints.native`), that function runs instead of the interpreter: the same
+    operations in the same order, with the same results."""
+    start = table[p, T_CODE_START]
+    n = table[p, T_N]
+    c = table[p, T_C]
+    native = table[p, T_NATIVE_PHI_K]
+    if native != 0:
+        call_native(native, q, regs, phi_out, K_out, consts[table[p, T_CONST_START] :])
+        return
+    o = table[p, T_OUT_START]
     for j in range(n):
         regs[j] = q[j]
-    _run(code, consts, start, start + table[p, 8], table[p, 2], regs)
+    _run(code, consts, start, start + table[p, T_K_LEN], table[p, T_CONST_START], regs)
     for r in range(c):
         i = outputs[o + r]
         phi_out[r] = regs[i] if i >= 0 else 0.0
@@ -845,34 +864,66 @@ def evaluate_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out):
 def evaluate_k(code, consts, table, outputs, p, qd, regs, k_out):
     """Run the rest of program ``p`` — ``k = −K̇ q̇`` at q̇ = ``qd`` — into ``k_out[:c]``, on the
     registers left by :func:`evaluate_phi_K` at the same q (no other program run in between): the
-    tape's φ and K instructions are not repeated."""
-    start = table[p, 0]
-    n = table[p, 4]
-    c = table[p, 5]
+    tape's φ and K instructions are not repeated. The program's native k function runs instead of
+    the interpreter when the table holds its address (:func:`evaluate_phi_K` then ran natively too:
+    the two columns are set together)."""
+    start = table[p, T_CODE_START]
+    n = table[p, T_N]
+    c = table[p, T_C]
+    native = table[p, T_NATIVE_K]
+    if native != 0:
+        call_native(native, qd, regs, k_out, k_out, consts[table[p, T_CONST_START] :])
+        return
     for j in range(n):
         regs[n + j] = qd[j]
-    _run(code, consts, start + table[p, 8], start + table[p, 1], table[p, 2], regs)
-    o = table[p, 6] + c + c * n
+    _run(code, consts, start + table[p, T_K_LEN], start + table[p, T_CODE_LEN], table[p, T_CONST_START], regs)
+    o = table[p, T_OUT_START] + c + c * n
     for r in range(c):
         i = outputs[o + r]
         k_out[r] = regs[i] if i >= 0 else 0.0
+
+
+@intrinsic
+def call_native(typingctx, address, x, regs, out1, out2, kappa):
+    """``call_native(address, x, regs, out1, out2, kappa)`` calls the native program function at
+    ``address`` (an ``int64`` of :func:`loopdyn.constraints.native.native_addresses`, signature
+    ``void(double*, double*, double*, double*, double*)``) with the data pointers of five ``float64``
+    1-D arrays. The caller guarantees that the address is a program this process has loaded and that
+    the arrays hold what the program reads and writes."""
+    arrays = (x, regs, out1, out2, kappa)
+    if not isinstance(address, types.Integer) or not all(
+        isinstance(a, types.Array) and a.ndim == 1 and a.dtype == types.float64 for a in arrays
+    ):
+        return None
+
+    def codegen(context, builder, signature, args):
+        dbl = ir.DoubleType().as_pointer()
+        fn = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), [dbl] * 5).as_pointer())
+        ptrs = [
+            context.make_array(ty)(context, builder, value=v).data
+            for ty, v in zip(signature.args[1:], args[1:], strict=True)
+        ]
+        builder.call(fn, ptrs)
+        return context.get_dummy_value()
+
+    return types.void(address, x, regs, out1, out2, kappa), codegen
 
 
 @njit(cache=True)
 def evaluate_phi(code, consts, table, outputs, p, q, regs, phi_out):
     """Run only the φ part of program ``p``: ``phi_out[:c] = φ(q)`` (for Newton projection).
 
-    The compiler puts the instructions that φ needs first on the tape, and ``table[p, 7]`` is their
+    The compiler puts the instructions that φ needs first on the tape, and ``table[p, T_PHI_LEN]`` is their
     count, so this runs that prefix only (a quarter to a half of the tape in practice). Arguments as
     in :func:`evaluate` (``q̇`` is not read: φ does not depend on it).
     """
-    start = table[p, 0]
-    n = table[p, 4]
-    c = table[p, 5]
-    o = table[p, 6]
+    start = table[p, T_CODE_START]
+    n = table[p, T_N]
+    c = table[p, T_C]
+    o = table[p, T_OUT_START]
     for j in range(n):
         regs[j] = q[j]
-    _run(code, consts, start, start + table[p, 7], table[p, 2], regs)
+    _run(code, consts, start, start + table[p, T_PHI_LEN], table[p, T_CONST_START], regs)
     for r in range(c):
         i = outputs[o + r]
         phi_out[r] = regs[i] if i >= 0 else 0.0

@@ -7,8 +7,12 @@ from until that model is modified.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
+from ..constraints import native
+from ..constraints.tape import T_NATIVE_PHI_K
 from . import layout as L
 
 
@@ -42,7 +46,7 @@ class Data:
         "cluster_arrays",
     )
 
-    def __init__(self, model):
+    def __init__(self, model, native_programs: bool | None = None):
         c = model.compiled()
         # the model's identity token when this Data was made: the public functions compare it with the
         # model's current token (a changed model needs a new Data)
@@ -59,18 +63,64 @@ class Data:
         self.frame_placement = np.array(c.frame_placement)
         cc = c.clusters
         if cc is not None:  # a model with loops: ib, ic, cb and ws, wc packed into two buffers
-            self.code, self.consts, self.table, self.outputs = cc.code, cc.consts, cc.table, cc.outputs
+            self.code, self.consts, self.outputs = cc.code, cc.consts, cc.outputs
+            self.table = np.array(cc.table)  # this Data's own: it holds the native programs' addresses
             # (the constraint programs are packed into cb and wc; code, consts, table and outputs are
             # the same programs as separate arrays, for the baselines)
             self.ib, self.ws, self.ic, self.cb, self.wc, ints, floats = _pack(c.ib, c.ws, cc.ic, cc.cb, cc.wc)
             # the model arguments every cluster kernel takes first (layout ``PACK_*``)
             self.cluster_arrays = (ints, floats)
+            if native_programs is None:
+                native_programs = native.enabled()
+            self._set_programs(native.native_addresses(cc.code, cc.consts, cc.table, cc.outputs)
+                               if native_programs else None)  # fmt: skip
         else:
             self.ic = self.cb = self.wc = self.code = self.consts = self.table = self.outputs = None
             self.cluster_arrays = None
         # the universe: identity placement, at rest
         self.ws[0, L.W_OR : L.W_OR + 9] = np.eye(3).reshape(-1)
         self.ws[0, L.W_R : L.W_R + 9] = np.eye(3).reshape(-1)
+
+    def _set_programs(self, addresses) -> None:
+        """Write the native programs' addresses (or zeros: interpret the tapes) into both copies of the
+        program table: the one packed into cb, which the kernels read, and ``table``."""
+        o, n = self.ic[0, L.C0_TTABLE], self.ic[0, L.C0_NTPROG]
+        packed = self.cb[o : o + n * self.table.shape[1]].reshape(self.table.shape)
+        for t in (packed, self.table):
+            native.fill_addresses(t, addresses)
+
+    @property
+    def native_programs(self) -> bool:
+        """Whether the kernels run this model's constraint programs as native functions
+        (:mod:`loopdyn.constraints.native`) rather than interpreting their tapes."""
+        return self.table is not None and self.table.shape[0] > 0 and bool(self.table[0, T_NATIVE_PHI_K])
+
+    def __getstate__(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __deepcopy__(self, memo):
+        """A second workspace of the same model (e.g. for another thread): arrays copied, valid for
+        the model as long as this one is."""
+        state = {name: copy.deepcopy(getattr(self, name), memo) for name in self.__slots__}
+        state["source_key"] = self.source_key  # the same model's identity token, not a copy of it
+        other = Data.__new__(Data)
+        other.__setstate__(state)
+        return other
+
+    def __setstate__(self, state):
+        """Copies and unpickled Data: the named arrays become views of the two buffers again (NumPy
+        copies a view as an array of its own), and the native programs' addresses are this process's.
+        An unpickled Data is not valid for any model (the public functions raise DataMismatchError):
+        only :func:`copy.deepcopy` keeps the model's identity."""
+        for name, value in state.items():
+            setattr(self, name, value)
+        if self.cluster_arrays is None:
+            return
+        ints, floats = self.cluster_arrays
+        (self.ib, self.ws, self.ic, self.cb, self.wc) = _views(ints, floats, self.ib.shape, self.ws.shape,
+                                                              self.ic.shape)  # fmt: skip
+        if self.native_programs:
+            self._set_programs(native.native_addresses(self.code, self.consts, self.table, self.outputs))
 
     # ---- Pinocchio-style views (copies; valid after forward_kinematics) ----------------------
     @property
@@ -112,15 +162,20 @@ def _pack(ib, ws, ic, cb, wc) -> tuple:
     ints[L.PACK_CB], ints[L.PACK_WC] = cb.size, wc.size
     floats = np.empty(ws.size + wc.size)
     assert ib.shape[1] == L.NI and ic.shape[1] == L.NC and ws.shape == (ib.shape[0], L.NW)
-    views = []
+    views = _views(ints, floats, ib.shape, ws.shape, ic.shape)
+    for v, a in zip(views, (ib, ws, ic, cb, wc), strict=True):
+        v[...] = a
+    return (*views, ints, floats)
+
+
+def _views(ints, floats, ib_shape, ws_shape, ic_shape) -> tuple:
+    """``(ib, ws, ic, cb, wc)`` as views of the two buffers (layout ``PACK_*``)."""
     o = L.PACK_HEADER
-    for a in (ib, ic, cb):
-        views.append(ints[o : o + a.size].reshape(a.shape))
-        views[-1][...] = a
-        o += a.size
-    pib, pic, pcb = views
-    pws = floats[: ws.size].reshape(ws.shape)
-    pws[...] = ws
-    pwc = floats[ws.size :]
-    pwc[...] = wc
-    return pib, pws, pic, pcb, pwc, ints, floats
+    ib = ints[o : o + ib_shape[0] * ib_shape[1]].reshape(ib_shape)
+    o += ib.size
+    ic = ints[o : o + ic_shape[0] * ic_shape[1]].reshape(ic_shape)
+    o += ic.size
+    cb = ints[o : o + ints[L.PACK_CB]]
+    ws = floats[: ws_shape[0] * ws_shape[1]].reshape(ws_shape)
+    wc = floats[ws.size :]
+    return ib, ws, ic, cb, wc

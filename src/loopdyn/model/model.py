@@ -758,11 +758,18 @@ class Model:
             self._compiled = _compile(self)
         return self._compiled
 
-    def create_data(self):
-        """A new :class:`~loopdyn.model.data.Data` workspace for this model."""
+    def create_data(self, native_programs: bool | None = None):
+        """A new :class:`~loopdyn.model.data.Data` workspace for this model.
+
+        Args:
+            native_programs: run the loop-closure programs of implicit clusters as native functions
+                compiled once per machine (:mod:`loopdyn.constraints.native`; results identical to the
+                interpreted tapes, faster). None (default): on unless ``LOOPDYN_NATIVE_PROGRAMS=0``;
+                False: interpret the tapes. Models without implicit clusters are not affected.
+        """
         from .data import Data
 
-        return Data(self)
+        return Data(self, native_programs)
 
 
 def _check_armature(arm: np.ndarray, what: str) -> None:
