@@ -269,3 +269,23 @@ def test_cache_folder_from_environment(monkeypatch, tmp_path):
     assert addresses is not None
     files = list((tmp_path / "programs").glob("loopdyn_program_*.py"))
     assert len(files) == 1 and "def phi_K" in files[0].read_text()
+
+
+def test_folder_writable_by_others_is_refused(monkeypatch, tmp_path):
+    for name, mode in (("shared", 0o777), ("private", 0o755)):
+        (tmp_path / name / "programs").mkdir(parents=True)
+        (tmp_path / name / "programs").chmod(mode)
+    monkeypatch.setenv("LOOPDYN_CACHE_DIR", str(tmp_path / "shared"))
+    assert native.cache_dir() is None  # anyone could plant a module there: never imported from
+    monkeypatch.setenv("LOOPDYN_CACHE_DIR", str(tmp_path / "private"))
+    assert native.cache_dir() == tmp_path / "private" / "programs"
+
+
+def test_compile_failure_warns_and_interprets(monkeypatch, tmp_path):
+    monkeypatch.setenv("LOOPDYN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(native, "generate_source", lambda *args: "this is not python\n")
+    y = sp.symbols("y", real=True)
+    prog = compile_constraint([sp.cos(y) ** 5 - 0.125 * y], [y])  # a program no other test loads
+    pk = pack_programs([prog])
+    with pytest.warns(RuntimeWarning, match="interpreted instead"):
+        assert native.native_addresses(pk.code, pk.consts, pk.table, pk.outputs) is None

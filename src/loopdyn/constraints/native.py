@@ -42,6 +42,7 @@ import os
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -219,8 +220,15 @@ def cache_dir() -> Path | None:
 
 
 def _writable(folder: Path) -> bool:
+    """Whether ``folder`` can hold generated programs: made if missing (private), writable, and — as
+    its modules are imported — owned by this user and writable by no one else (a folder another user
+    made in the shared temporary directory is refused)."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if hasattr(os, "getuid"):
+            st = folder.stat()
+            if st.st_uid != os.getuid() or st.st_mode & 0o022:
+                return False
         probe = folder / f".probe-{os.getpid()}-{threading.get_ident()}"
         probe.write_text("")
         probe.unlink()
@@ -274,7 +282,13 @@ def native_addresses(code, consts, table, outputs) -> np.ndarray | None:
                 source = generate_source(prog_code, prog_out, n, c, row[T_PHI_LEN], row[T_K_LEN])
                 try:
                     _LOADED[key] = _load(key, source, folder)
-                except OSError:
+                except Exception as exc:  # noqa: BLE001 - the tape still works: warn, interpret it
+                    warnings.warn(
+                        f"loopdyn: constraint program {key} could not be compiled to a native function "
+                        f"({type(exc).__name__}: {exc}); its tape is interpreted instead",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
                     return None
             addresses[p] = _LOADED[key]
     return addresses
