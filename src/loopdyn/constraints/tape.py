@@ -831,7 +831,7 @@ def evaluate(code, consts, table, outputs, p, q, qd, regs, phi_out, K_out, k_out
     evaluate_k(code, consts, table, outputs, p, qd, regs, k_out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def evaluate_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out):
     """Run the prefix of program ``p`` that computes ``φ(q)`` and ``K(q)`` (``table[p, T_K_LEN]``
     instructions; q̇ is not read) into ``phi_out[:c]`` and ``K_out[:c*n]``. The registers keep the
@@ -839,14 +839,36 @@ def evaluate_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out):
 
     When the table holds the address of the program's native φ, K function
     (:mod:`loopdyn.constraints.native`), that function runs instead of the interpreter: the same
-    operations in the same order, with the same results."""
-    start = table[p, T_CODE_START]
-    n = table[p, T_N]
-    c = table[p, T_C]
+    operations in the same order, with the same results. Inlined, so that the native path costs the
+    caller one indirect call (a call to a compiled function with nine array arguments cost more than
+    Tello's whole native program); the interpreter is a function of its own."""
     native = table[p, T_NATIVE_PHI_K]
     if native != 0:
         call_native(native, q, regs, phi_out, K_out, consts[table[p, T_CONST_START] :])
-        return
+    else:
+        interpret_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out)
+
+
+@njit(cache=True, inline="always")
+def evaluate_k(code, consts, table, outputs, p, qd, regs, k_out):
+    """Run the rest of program ``p`` — ``k = −K̇ q̇`` at q̇ = ``qd`` — into ``k_out[:c]``, on the
+    registers left by :func:`evaluate_phi_K` at the same q (no other program run in between): the
+    tape's φ and K instructions are not repeated. The program's native k function runs instead of
+    the interpreter when the table holds its address (:func:`evaluate_phi_K` then ran natively too:
+    the two columns are set together). Inlined, as :func:`evaluate_phi_K`."""
+    native = table[p, T_NATIVE_K]
+    if native != 0:
+        call_native(native, qd, regs, k_out, k_out, consts[table[p, T_CONST_START] :])
+    else:
+        interpret_k(code, consts, table, outputs, p, qd, regs, k_out)
+
+
+@njit(cache=True)
+def interpret_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out):
+    """The interpreter's :func:`evaluate_phi_K`."""
+    start = table[p, T_CODE_START]
+    n = table[p, T_N]
+    c = table[p, T_C]
     o = table[p, T_OUT_START]
     for j in range(n):
         regs[j] = q[j]
@@ -861,19 +883,11 @@ def evaluate_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out):
 
 
 @njit(cache=True)
-def evaluate_k(code, consts, table, outputs, p, qd, regs, k_out):
-    """Run the rest of program ``p`` — ``k = −K̇ q̇`` at q̇ = ``qd`` — into ``k_out[:c]``, on the
-    registers left by :func:`evaluate_phi_K` at the same q (no other program run in between): the
-    tape's φ and K instructions are not repeated. The program's native k function runs instead of
-    the interpreter when the table holds its address (:func:`evaluate_phi_K` then ran natively too:
-    the two columns are set together)."""
+def interpret_k(code, consts, table, outputs, p, qd, regs, k_out):
+    """The interpreter's :func:`evaluate_k`."""
     start = table[p, T_CODE_START]
     n = table[p, T_N]
     c = table[p, T_C]
-    native = table[p, T_NATIVE_K]
-    if native != 0:
-        call_native(native, qd, regs, k_out, k_out, consts[table[p, T_CONST_START] :])
-        return
     for j in range(n):
         regs[n + j] = qd[j]
     _run(code, consts, start + table[p, T_K_LEN], start + table[p, T_CODE_LEN], table[p, T_CONST_START], regs)
