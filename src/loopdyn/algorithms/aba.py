@@ -77,6 +77,8 @@ def aba_core(ib, ws, q, v, tau, fext, ddq):
     Workspace per body: W_IA articulated inertia, W_F bias force pA, W_U = IA S (column k at 6 k),
     W_DINV = D⁻¹, W_UU = u. Row 0's W_TMP columns are scratch: D at +0, Cholesky scratch at +36.
     """
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ws, q, v, tau, fext, ddq = borrowed((ib, ws, q, v, tau, fext, ddq))
     nb = ib[0, L.I0_NBODIES]
     T = L.W_TMP
     # pass 1 (RBDA Table 7.1, first loop): kinematics, IA = I, pA = v ×* I v − f_ext

@@ -477,6 +477,16 @@ def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, c
                           order, cemp, asm, buf, out):  # fmt: skip
     """Cluster PV-OSIMr in world coordinates on a validated state of a model whose every cluster has
     one port (:func:`one_port_tree`); writes Λ⁻¹ into ``out``. Returns 0 or a status."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    (
+        ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order, cemp, asm,
+        buf, out
+    ) = borrowed(
+        (
+            ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order, cemp, asm,
+            buf, out
+        )
+    )
     st = cpw_world_kinematics(ib, ws, ic, cb, wc, code, consts, table, outputs, q)  # lines 1–2
     if st != 0:
         return st
@@ -613,6 +623,14 @@ def c_efpa_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody
     The articulated inertias and the constraint rows go up together, clusters from the leaves: each
     row's force starts as ``K_e`` carried to the world on its body (eq. 62), and at every cluster it
     passes (:func:`cef_rows_step`) adds its share to Λ⁻¹ and moves on to the output body."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    (
+        ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out
+    ) = borrowed(
+        (
+            ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out
+        )
+    )
     st = cpw_world_kinematics(ib, ws, ic, cb, wc, code, consts, table, outputs, q)
     if st != 0:
         return st

@@ -497,6 +497,8 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
 
     An empty ``tau``: the articulated inertias alone (𝖨^A, 𝖴, 𝖣, 𝖣⁻¹; no 𝗉^A, no 𝗎), as the Delassus
     and spatial-operator sweeps need after positions-only kinematics."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ws, ic, cb, wc, tau, fext = borrowed((ib, ws, ic, cb, wc, tau, fext))
     has_armature = ws[0, L.W_ARM] != 0.0  # set when the model has armature
     bias = tau.shape[0] != 0
     c_aba_init(ib, ws, ic, cb, wc, fext, bias)
@@ -523,6 +525,8 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
 @njit(cache=True)
 def c_aba_forward(ib, ws, ic, cb, wc, ddy):
     """C-ABA's last pass (lines 38–43): ÿ and the body accelerations, after :func:`c_aba_backward`."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ws, ic, cb, wc, ddy = borrowed((ib, ws, ic, cb, wc, ddy))
     ncl = ic[0, L.C0_NCL]
     ops.store6(ws, 0, L.W_A, gravity_seed(ws))
     for k in range(1, ncl + 1):
@@ -727,6 +731,14 @@ def one_port_pair_fits(ib, ic, cb, k):
 
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    (
+        ib, ws, ic, cb, wc, code, consts, table, outputs, q, H
+    ) = borrowed(
+        (
+            ib, ws, ic, cb, wc, code, consts, table, outputs, q, H
+        )
+    )
     st = spanning_positions_all(ib, ic, cb, wc, code, consts, table, outputs, q)  # (and G if implicit)
     if st != 0:
         return st

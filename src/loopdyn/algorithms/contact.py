@@ -362,6 +362,14 @@ def contact_core(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam):
     """Steps 1–5 on validated inputs (see the module docstring). ``lam`` holds the desired constraint
     accelerations k on entry and λ on return; ``ddq`` receives the accelerations. Returns 0, SINGULAR,
     REDUNDANT_CONSTRAINTS or DAMPED_NOT_PD."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    (
+        ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam
+    ) = borrowed(
+        (
+            ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam
+        )
+    )
     world_aba_forward(ib, ws, q, v, fext, jcalc(ib, ws, 1, q)[1])  # step 1 (origin at link 1)
     seed_world_rows(ws, cf, ci, sc, 0.0)  # step 3, lines 3–4
     st = world_aba_backward(ib, ws, tau, ci, sc)  # step 1 and step 3's lines 12–15
@@ -489,6 +497,16 @@ def contact_loops_core(
     C-ABA → ``a0``; cluster forward kinematics at (q, v, a0) → the bias ``k − (J a0 + γ)``; cluster
     PV-OSIMr → Λ⁻¹; the damped Cholesky solve → λ; C-ABA again with the constraint wrenches
     ``K_eᵀ λ_e`` added to the external forces → ``ddq`` (= ``H⁻¹ (τ − C + Jᵀ λ)``)."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    (
+        ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc,
+        ddq, lam
+    ) = borrowed(
+        (
+            ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc,
+            ddq, lam
+        )
+    )
     nc = ci[0]
     o = 4
     cbody = ci[o : o + nc]

@@ -201,12 +201,16 @@ def crba_sweeps(ib, ws, q, M, deep):
 @njit(cache=True, fastmath={"contract"})
 def crba_local(ib, ws, q, M):
     """:func:`crba_core` with the ancestor walk in local frames."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ws, q, M = borrowed((ib, ws, q, M))
     crba_sweeps(ib, ws, q, M, False)
 
 
 @njit(cache=True, fastmath={"contract"})
 def crba_root(ib, ws, q, M):
     """:func:`crba_core` with the ancestor walk in each subtree's root frame."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ws, q, M = borrowed((ib, ws, q, M))
     crba_sweeps(ib, ws, q, M, True)
 
 

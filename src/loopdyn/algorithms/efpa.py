@@ -97,6 +97,8 @@ def efpa_core(ib, ws, q, cbody, crow, K, added, out):
     link (the penalised system of Pinocchio's damped Delassus; 0 for the plain matrix).
     Workspace per body as the ABA: W_IA (articulated inertia, then Iᵃ), W_U = Iᴬ S, W_DINV = D⁻¹.
     """
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ws, q, cbody, crow, K, added, out = borrowed((ib, ws, q, cbody, crow, K, added, out))
     nb = ib[0, L.I0_NBODIES]
     nc = cbody.shape[0]
     # pass 1: placements in the parent, Iᴬ ← I (+ penalty)

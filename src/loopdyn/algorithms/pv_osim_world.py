@@ -354,6 +354,8 @@ def pv_osimr_world_core(ib, ws, q, K, bk, sc, added, out):
 
     ``bk``/``sc`` are the packed structure and scratch of :mod:`loopdyn.algorithms.pv_osim`; every
     propagator ``PD[s]`` and inverse inertia ``OD[s]``, ``⁰Ω_s`` is in world coordinates."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ws, q, K, bk, sc, added, out = borrowed((ib, ws, q, K, bk, sc, added, out))
     nb = ib[0, L.I0_NBODIES]
     origin = jcalc(ib, ws, 1, q)[1]  # the frame's origin: link 1's (a root), for conditioning
     for i in range(1, nb + 1):  # lines 1–2

@@ -28,6 +28,8 @@ from .common import (
 @njit(cache=True)
 def rnea_core(ib, ws, q, v, a, fext, tau, with_gravity):
     """RNEA on validated inputs; writes τ into ``tau``. ``fext`` may be empty (no external forces)."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ws, q, v, a, fext, tau, with_gravity = borrowed((ib, ws, q, v, a, fext, tau, with_gravity))
     nb = ib[0, L.I0_NBODIES]
     ops.store6(ws, 0, L.W_A, gravity_seed(ws) if with_gravity else (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     # forward pass (RBDA eqs. 5.7–5.9): velocities, accelerations, net forces
