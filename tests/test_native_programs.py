@@ -15,7 +15,7 @@ import pickle
 import numpy as np
 import pytest
 import sympy as sp
-from test_tape import assert_close, random_case, reference
+from test_tape import assert_close, every_opcode_phi, random_case, reference
 
 import loopdyn as ld
 from loopdyn.constraints import compile_constraint, evaluate, native, pack_programs
@@ -44,38 +44,23 @@ def both_ways(programs, q, qd, p=0):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_random_programs_same_bits_as_tape_and_match_lambdify(seed):
+def test_random_programs_same_bits_as_tape(seed):
+    """test_tape's random programs at the points where test_random_expressions_match_lambdify checks
+    the tape against lambdify (same seeds, same draws): native = tape bit for bit, NaN included."""
     phi, q = random_case(seed)
     prog = compile_constraint(phi, q)
-    f_phi, f_K, f_k = reference(phi, q)
     rng = np.random.default_rng(seed)
-    checked = 0
     for _ in range(6):
         x = rng.uniform(-1.5, 1.5, len(q))
         v = rng.uniform(-2, 2, len(q))
-        (nphi, nK, nk), (tphi, tK, tk) = both_ways([prog], x, v)
-        for a, b in ((nphi, tphi), (nK, tK), (nk, tk)):
-            np.testing.assert_array_equal(a, b)  # bit for bit, NaN where the tape gives NaN
-        try:
-            ref = (f_phi(x), f_K(x), f_k(x, v))
-        except (ValueError, ZeroDivisionError, OverflowError):  # a domain edge of the oracle
-            continue
-        if not all(np.all(np.isfinite(r)) for r in ref):
-            continue
-        for name, a, b in zip(("phi", "K", "k"), (nphi, nK, nk), ref, strict=True):
-            assert_close(a, b, what=f"seed {seed} {name}: {phi}")
-        checked += 1
-    assert checked >= 3
+        native_out, tape_out = both_ways([prog], x, v)
+        for a, b in zip(native_out, tape_out, strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_every_opcode_native():
     x, y = sp.symbols("x y", real=True)
-    phi = [
-        sp.sin(x) * sp.cos(y) - x / (2 + y**2) + sp.tan(x / 3) + sp.exp(y / 2),
-        sp.log(2 + sp.sin(x)) + sp.atan2(y, sp.cos(x) - 2 * y) + (2 + sp.cos(y)) ** (x / 3) + sp.Abs(x - y),
-        sp.sqrt(3 + x) + (2 + x**2) ** -3 + (3 + sp.sin(y)) ** sp.Rational(-3, 2) + x**5,
-        sp.asin(sp.sin(x) / 2) + sp.acos(sp.cos(y) / 2) + sp.atan(x * y) + 1 / (4 + x) - sp.sin(x) ** 3,
-    ]
+    phi = every_opcode_phi(x, y)
     prog = compile_constraint(phi, [x, y])
     assert set(prog.op_counts()) >= set(ld.constraints.OPCODES) - {"COPY"}
     source = native.generate_source(prog.code, np.concatenate([prog.phi, prog.K.ravel(), prog.kbias]),

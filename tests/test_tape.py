@@ -407,14 +407,19 @@ def test_pack_programs_matches_unpacked():
 # opcodes and hand-written programs
 
 
-def test_every_opcode_is_emitted_and_correct():
-    x, y = sp.symbols("x y", real=True)
-    phi = [
+def every_opcode_phi(x, y):
+    """Four rows whose tape uses every opcode but COPY (also the native programs' test case)."""
+    return [
         sp.sin(x) * sp.cos(y) - x / (2 + y**2) + sp.tan(x / 3) + sp.exp(y / 2),
         sp.log(2 + sp.sin(x)) + sp.atan2(y, sp.cos(x) - 2 * y) + (2 + sp.cos(y)) ** (x / 3) + sp.Abs(x - y),
         sp.sqrt(3 + x) + (2 + x**2) ** -3 + (3 + sp.sin(y)) ** sp.Rational(-3, 2) + x**5,
         sp.asin(sp.sin(x) / 2) + sp.acos(sp.cos(y) / 2) + sp.atan(x * y) + 1 / (4 + x) - sp.sin(x) ** 3,
     ]
+
+
+def test_every_opcode_is_emitted_and_correct():
+    x, y = sp.symbols("x y", real=True)
+    phi = every_opcode_phi(x, y)
     prog = compile_constraint(phi, [x, y])
     used = set(prog.op_counts())
     assert used >= set(OPCODES) - {"COPY"}, set(OPCODES) - used
