@@ -28,7 +28,7 @@ IMPLICIT_ROBOTS = ["four_bar", "planar_leg_linkage", "five_bar", "rssr_linkage",
 def both_ways(programs, q, qd, p=0):
     """``(native, tape)`` results ``(φ, K, k)`` of program p of ``programs`` at (q, q̇)."""
     pk = pack_programs(programs)
-    addresses = native.native_addresses(pk.code, pk.consts, pk.table, pk.outputs)
+    addresses = native.native_addresses(pk.code, pk.table, pk.outputs)
     assert addresses is not None and np.all(addresses != 0)
     out = []
     for addr in (addresses, None):
@@ -118,7 +118,7 @@ def test_address_is_what_runs():
     p0 = compile_constraint([sp.sin(x) + y], [x, y])
     p1 = compile_constraint([sp.cos(x) * y - x], [x, y])
     pk = pack_programs([p0, p1])
-    addresses = native.native_addresses(pk.code, pk.consts, pk.table, pk.outputs)
+    addresses = native.native_addresses(pk.code, pk.table, pk.outputs)
     assert addresses[0, 0] != addresses[1, 0]
     table = pk.table.copy()
     native.fill_addresses(table, addresses[::-1].copy())
@@ -140,7 +140,7 @@ def test_programs_differing_in_constants_share_a_function():
     b = compile_constraint(four_bar(0.37, 0.93, 0.61), q)
     assert not np.array_equal(a.consts, b.consts)
     pk = pack_programs([a, b])
-    addresses = native.native_addresses(pk.code, pk.consts, pk.table, pk.outputs)
+    addresses = native.native_addresses(pk.code, pk.table, pk.outputs)
     np.testing.assert_array_equal(addresses[0], addresses[1])
     x, v = np.array([0.2, 1.1, -0.4]), np.array([0.5, -0.3, 0.8])
     for p, prog in ((0, a), (1, b)):  # each still reads its own constants
@@ -250,7 +250,7 @@ def test_cache_folder_from_environment(monkeypatch, tmp_path):
     x = sp.symbols("x", real=True)
     prog = compile_constraint([sp.sin(x) ** 3 + 0.25 * x], [x])
     pk = pack_programs([prog])
-    addresses = native.native_addresses(pk.code, pk.consts, pk.table, pk.outputs)
+    addresses = native.native_addresses(pk.code, pk.table, pk.outputs)
     assert addresses is not None
     files = list((tmp_path / "programs").glob("loopdyn_program_*.py"))
     assert len(files) == 1 and "def phi_K" in files[0].read_text()
@@ -273,4 +273,4 @@ def test_compile_failure_warns_and_interprets(monkeypatch, tmp_path):
     prog = compile_constraint([sp.cos(y) ** 5 - 0.125 * y], [y])  # a program no other test loads
     pk = pack_programs([prog])
     with pytest.warns(RuntimeWarning, match="interpreted instead"):
-        assert native.native_addresses(pk.code, pk.consts, pk.table, pk.outputs) is None
+        assert native.native_addresses(pk.code, pk.table, pk.outputs) is None

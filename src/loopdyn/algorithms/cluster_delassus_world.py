@@ -481,12 +481,10 @@ def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, c
     (
         ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order, cemp, asm,
         buf, out
-    ) = borrowed(
-        (
-            ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order, cemp, asm,
-            buf, out
-        )
-    )
+    ) = borrowed((
+        ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order, cemp, asm,
+        buf, out
+    ))
     st = cpw_world_kinematics(ib, ws, ic, cb, wc, code, consts, table, outputs, q)  # lines 1–2
     if st != 0:
         return st
@@ -624,12 +622,8 @@ def c_efpa_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody
     row's force starts as ``K_e`` carried to the world on its body (eq. 62), and at every cluster it
     passes (:func:`cef_rows_step`) adds its share to Λ⁻¹ and moves on to the output body."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
-    (
-        ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out
-    ) = borrowed(
-        (
-            ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out
-        )
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
     )
     st = cpw_world_kinematics(ib, ws, ic, cb, wc, code, consts, table, outputs, q)
     if st != 0:

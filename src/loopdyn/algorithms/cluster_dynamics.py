@@ -732,12 +732,8 @@ def one_port_pair_fits(ib, ic, cb, k):
 @njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
-    (
-        ib, ws, ic, cb, wc, code, consts, table, outputs, q, H
-    ) = borrowed(
-        (
-            ib, ws, ic, cb, wc, code, consts, table, outputs, q, H
-        )
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, H = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, H)
     )
     st = spanning_positions_all(ib, ic, cb, wc, code, consts, table, outputs, q)  # (and G if implicit)
     if st != 0:

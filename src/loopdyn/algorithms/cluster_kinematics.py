@@ -394,12 +394,8 @@ def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gr
     accelerates upwards (a_0 = −a_g), as the dynamics need. An empty ``v``: placements and 𝖲 only
     (no velocities, no 𝖼; implicit clusters skip their k(q, q̇) program)."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
-    (
-        ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity
-    ) = borrowed(
-        (
-            ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity
-        )
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity)
     )
     ops.store6(ws, 0, L.W_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     ops.store6(ws, 0, L.W_A, gravity_seed(ws) if with_gravity else (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))

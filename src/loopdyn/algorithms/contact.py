@@ -363,12 +363,8 @@ def contact_core(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam):
     accelerations k on entry and λ on return; ``ddq`` receives the accelerations. Returns 0, SINGULAR,
     REDUNDANT_CONSTRAINTS or DAMPED_NOT_PD."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
-    (
-        ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam
-    ) = borrowed(
-        (
-            ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam
-        )
+    ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam = borrowed(
+        (ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam)
     )
     world_aba_forward(ib, ws, q, v, fext, jcalc(ib, ws, 1, q)[1])  # step 1 (origin at link 1)
     seed_world_rows(ws, cf, ci, sc, 0.0)  # step 3, lines 3–4
@@ -501,12 +497,10 @@ def contact_loops_core(
     (
         ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc,
         ddq, lam
-    ) = borrowed(
-        (
-            ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc,
-            ddq, lam
-        )
-    )
+    ) = borrowed((
+        ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc,
+        ddq, lam
+    ))
     nc = ci[0]
     o = 4
     cbody = ci[o : o + nc]

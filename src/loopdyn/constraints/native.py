@@ -260,12 +260,13 @@ def _load(key: str, source: str, folder: Path) -> tuple[int, int]:
     return int(module.phi_K.address), int(module.k_part.address)
 
 
-def native_addresses(code, consts, table, outputs) -> np.ndarray | None:
+def native_addresses(code, table, outputs) -> np.ndarray | None:
     """``(n_programs, 2)`` int64: the addresses of each packed program's ``phi_K`` and ``k_part``,
     compiling (or loading from the cache) what this process has not loaded yet; None when native
-    programs are off or no cache folder is writable. Arguments: the arrays of a
-    :class:`~loopdyn.constraints.tape.PackedPrograms`."""
-    table = np.asarray(table)
+    programs are off or no cache folder is writable. Arguments: those arrays of a
+    :class:`~loopdyn.constraints.tape.PackedPrograms` (the constants are read at run time, so they
+    take no part)."""
+    code, table, outputs = np.asarray(code), np.asarray(table), np.asarray(outputs)
     if table.shape[0] == 0 or not enabled():
         return None
     folder = cache_dir()
@@ -274,8 +275,8 @@ def native_addresses(code, consts, table, outputs) -> np.ndarray | None:
     addresses = np.zeros((table.shape[0], 2), dtype=np.int64)
     for p, row in enumerate(table.tolist()):
         n, c = row[T_N], row[T_C]
-        prog_code = np.asarray(code)[row[T_CODE_START] : row[T_CODE_START] + row[T_CODE_LEN]]
-        prog_out = np.asarray(outputs)[row[T_OUT_START] : row[T_OUT_START] + 2 * c + c * n]
+        prog_code = code[row[T_CODE_START] : row[T_CODE_START] + row[T_CODE_LEN]]
+        prog_out = outputs[row[T_OUT_START] : row[T_OUT_START] + 2 * c + c * n]
         key = _program_key(prog_code, prog_out, n, c, row[T_PHI_LEN], row[T_K_LEN])
         with _LOCK:
             if key not in _LOADED:

@@ -72,7 +72,7 @@ class Data:
             self.cluster_arrays = (ints, floats)
             if native_programs is None:
                 native_programs = native.enabled()
-            self._set_programs(native.native_addresses(cc.code, cc.consts, cc.table, cc.outputs)
+            self._set_programs(native.native_addresses(cc.code, cc.table, cc.outputs)
                                if native_programs else None)  # fmt: skip
         else:
             self.ic = self.cb = self.wc = self.code = self.consts = self.table = self.outputs = None
@@ -120,7 +120,7 @@ class Data:
         (self.ib, self.ws, self.ic, self.cb, self.wc) = _views(ints, floats, self.ib.shape, self.ws.shape,
                                                               self.ic.shape)  # fmt: skip
         if self.native_programs:
-            self._set_programs(native.native_addresses(self.code, self.consts, self.table, self.outputs))
+            self._set_programs(native.native_addresses(self.code, self.table, self.outputs))
 
     # ---- Pinocchio-style views (copies; valid after forward_kinematics) ----------------------
     @property
