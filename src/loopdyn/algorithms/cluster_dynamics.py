@@ -486,6 +486,85 @@ def c_aba_one_port(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
 
 
 @njit(cache=True)
+def c_aba_one_port2(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
+    """:func:`c_aba_one_port` for two coordinates (m = 2: Tello's differentials, a belt pair), in
+    registers: the two columns of the port V, 𝖣 and 𝗎 − 𝖴ᵀ𝖼 are tuples and scalars, never stored and
+    read back in the loop over bodies. Same outputs in the same places."""
+    first, nb, iv = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_IV]
+    U, DI, UU, DS, S = ic[k, L.C_U], ic[k, L.C_DINV], ic[k, L.C_UU], ic[k, L.C_DSCR], ic[k, L.C_S]
+    to_parent = ic[k, L.C_PARENT] != 0
+    lam = ib[cb[first], L.I_OUT]
+    z6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    V0, V1 = z6, z6  # the port's two columns
+    d00, d01, d11 = 0.0, 0.0, 0.0
+    u0 = tau[iv] if bias else 0.0
+    u1 = tau[iv + 1] if bias else 0.0
+    uc0, uc1 = u0, u1  # 𝗎 − 𝖴ᵀ𝖼
+    pl = z6  # Σ ᵇX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_b
+    for a in range(nb):
+        i = cb[first + a]
+        R, p = placement_in_output(ib, ws, ic, k, i)
+        s0 = ops.col6w(wc, S + 12 * a, 2)
+        s1 = ops.col6w(wc, S + 12 * a + 1, 2)
+        U0 = diag_mul(ib, ws, i, s0)  # 𝖴_b = 𝖨^A_b 𝖲_b (eq. 49)
+        U1 = diag_mul(ib, ws, i, s1)
+        for r in range(6):
+            wc[U + 12 * a + 2 * r] = U0[r]
+            wc[U + 12 * a + 2 * r + 1] = U1[r]
+        d00 += ops.dot6(s0, U0)
+        d01 += ops.dot6(s0, U1)
+        d11 += ops.dot6(s1, U1)
+        if bias:
+            fa, ca = ops.load6(ws, i, L.W_F), ops.load6(ws, i, L.W_C)
+            su0, su1 = ops.dot6(s0, fa), ops.dot6(s1, fa)
+            u0 -= su0
+            u1 -= su1
+            uc0 -= su0 + ops.dot6(U0, ca)
+            uc1 -= su1 + ops.dot6(U1, ca)
+            if to_parent:
+                pl = ops.add6(pl, ops.force_to_parent(R, p, ops.add6(fa, diag_mul(ib, ws, i, ca))))
+        if to_parent:
+            V0 = ops.add6(V0, ops.force_to_parent(R, p, U0))
+            V1 = ops.add6(V1, ops.force_to_parent(R, p, U1))
+            if ib[i, L.I_ROTOR] != 0:  # ᵇX_Λᵀ 𝖨_b ᵇX_Λ is constant for a rotor: W_IPAR
+                for x in range(36):
+                    ws[lam, L.W_IA + x] += ws[i, L.W_IPAR + x]
+            else:
+                ops.mat6_to_parent_add(ws, i, L.W_IA, R, p, lam, L.W_IA)
+    if has_armature:  # 𝖣 += Gᵀ diag(A) G, 𝗎 −= Gᵀ diag(A) g
+        for j in range(ic[k, L.C_N]):
+            arm = _armature(ic, wc, k, j)
+            g0, g1 = _g(ic, wc, k, j, 0), _g(ic, wc, k, j, 1)
+            d00 += g0 * arm * g0
+            d01 += g0 * arm * g1
+            d11 += g1 * arm * g1
+            if bias:
+                gbj = arm * wc[ic[k, L.C_GB] + j]
+                u0 -= g0 * gbj
+                u1 -= g1 * gbj
+                uc0 -= g0 * gbj
+                uc1 -= g1 * gbj
+    wc[UU], wc[UU + 1] = u0, u1
+    wc[DS], wc[DS + 1], wc[DS + 2], wc[DS + 3] = d00, d01, d01, d11
+    ok, i00, i01, i11 = ops.spd2_inverse(d00, d01, d11)
+    if not ok:
+        return False
+    wc[DI], wc[DI + 1], wc[DI + 2], wc[DI + 3] = i00, i01, i01, i11
+    if to_parent:  # the low-rank part through the one port: Λ's 𝖨^A −= V 𝖣⁻¹ Vᵀ, 𝗉^A += V 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼)
+        P = port_at(ic, k)
+        W0 = ops.add6(ops.scale6(V0, i00), ops.scale6(V1, i01))  # V 𝖣⁻¹, column by column
+        W1 = ops.add6(ops.scale6(V0, i01), ops.scale6(V1, i11))
+        for r in range(6):
+            wc[P + 2 * r] = V0[r]
+            wc[P + 2 * r + 1] = V1[r]
+            for c in range(6):
+                ws[lam, L.W_IA + 6 * r + c] -= W0[r] * V0[c] + W1[r] * V1[c]
+        if bias:
+            ops.add_to6(ws, lam, L.W_F, ops.add6(pl, ops.add6(ops.scale6(W0, uc0), ops.scale6(W1, uc1))))
+    return True
+
+
+@njit(cache=True)
 def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
     """C-ABA's first two passes (after the cluster kinematics): per cluster the articulated inertia
     𝖨^A, 𝖴 = 𝖨^A 𝖲, 𝖣⁻¹ and 𝗎 = τ − 𝖲ᵀ𝗉^A. Returns 0 or a SINGULAR status.
@@ -505,6 +584,10 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
     for k in range(ic[0, L.C0_NCL], 0, -1):  # backward pass (lines 25–35)
         if ic[k, L.C_STAR] != 0:
             if not c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
+                return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+            continue
+        if ic[k, L.C_ONEPORT] != 0 and ic[k, L.C_M] == 2:
+            if not c_aba_one_port2(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
                 return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
             continue
         if ic[k, L.C_ONEPORT] != 0:
