@@ -632,6 +632,26 @@ def c_aba_forward(ib, ws, ic, cb, wc, ddy):
                 ai = ops.add6(ops.load6(ws, i, L.W_A), ops.scale6(ops.load6_at(wc, S + 6 * j), y))
                 ops.store6(ws, i, L.W_A, ai)
             continue
+        if m == 2:  # two coordinates, in registers: 𝗎 − 𝖴ᵀ𝖺' summed as the 𝖺' are made
+            r0, r1 = wc[UU], wc[UU + 1]
+            for j in range(nb):
+                i = cb[first + j]
+                R, p = placement_in_output(ib, ws, ic, k, i)
+                ap = ops.add6(ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_OUT], L.W_A)),
+                              ops.load6(ws, i, L.W_C))  # fmt: skip
+                ops.store6(ws, i, L.W_A, ap)
+                r0 -= ops.dot6(ops.col6w(wc, U + 12 * j, 2), ap)
+                r1 -= ops.dot6(ops.col6w(wc, U + 12 * j + 1, 2), ap)
+            y0 = wc[DI] * r0 + wc[DI + 1] * r1
+            y1 = wc[DI + 2] * r0 + wc[DI + 3] * r1
+            ddy[iv], ddy[iv + 1] = y0, y1
+            S = ic[k, L.C_S]
+            for j in range(nb):  # 𝖺 = 𝖺' + 𝖲 ÿ
+                i = cb[first + j]
+                sy = ops.add6(ops.scale6(ops.col6w(wc, S + 12 * j, 2), y0),
+                              ops.scale6(ops.col6w(wc, S + 12 * j + 1, 2), y1))  # fmt: skip
+                ops.store6(ws, i, L.W_A, ops.add6(ops.load6(ws, i, L.W_A), sy))
+            continue
         for j in range(nb):  # 𝖺' = ᵏ𝖷_λ 𝖺_λ + 𝖼
             i = cb[first + j]
             R, p = placement_in_output(ib, ws, ic, k, i)
