@@ -160,6 +160,17 @@ def diag_mul(ib, ws, i, x):
 
 
 @njit(cache=True, inline="always")
+def inertia_to_output(ib, ws, i, R, p, lam):
+    """Λ's 𝖨^A += ᶦX_Λᵀ 𝖨^A_i ᶦX_Λ (the full-rank part of body i's diagonal block, (R, p) = ᶦX_Λ): a
+    rotor's term does not depend on its angle and is read from W_IPAR."""
+    if ib[i, L.I_ROTOR] != 0:
+        for x in range(36):
+            ws[lam, L.W_IA + x] += ws[i, L.W_IPAR + x]
+    else:
+        ops.mat6_to_parent_add(ws, i, L.W_IA, R, p, lam, L.W_IA)
+
+
+@njit(cache=True, inline="always")
 def ia_mul(ib, ws, ic, cb, wc, k, a, b, x):
     """𝖨^A_ab x (a 6-tuple) for bodies a, b of cluster k: the diagonal block from body a's ws row, an
     off-diagonal one from wc (zero unless flagged in the mask)."""
@@ -260,11 +271,7 @@ def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV, bias):
         pb_ = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         if bias:
             pb_ = ops.add6(ops.load6(ws, ia, L.W_F), diag_mul(ib, ws, ia, ops.load6(ws, ia, L.W_C)))
-        if ib[ia, L.I_ROTOR] != 0:  # ᵃX_Λᵀ 𝖨_a ᵃX_Λ does not depend on the rotor's angle: W_IPAR
-            for x in range(36):
-                ws[lam, L.W_IA + x] += ws[ia, L.W_IPAR + x]
-        else:
-            ops.mat6_to_parent_add(ws, ia, L.W_IA, Ra, pa_, lam, L.W_IA)
+        inertia_to_output(ib, ws, ia, Ra, pa_, lam)
         for b in range(nb):
             if b == a or wc[MK + a * nb + b] == 0.0:
                 continue
@@ -358,11 +365,7 @@ def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
                 uc += ops.dot6(Ub, cvec)
                 pb = ops.add6(ops.load6(ws, i, L.W_F), diag_mul(ib, ws, i, cvec))  # (𝗉^A + 𝖨^A 𝖼)_b
                 ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(R, p, pb))
-            if ib[i, L.I_ROTOR] != 0:
-                for x in range(36):
-                    ws[lam, L.W_IA + x] += ws[i, L.W_IPAR + x]
-            else:
-                ops.mat6_to_parent_add(ws, i, L.W_IA, R, p, lam, L.W_IA)
+            inertia_to_output(ib, ws, i, R, p, lam)
     if not d > 0.0:
         return False
     dinv = 1.0 / d
@@ -448,11 +451,7 @@ def c_aba_one_port(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
                 pb = ops.add6(fa, diag_mul(ib, ws, i, ca))  # (𝗉^A + 𝖨^A 𝖼)_b
                 ops.add_to6(ws, lam, L.W_F, ops.force_to_parent(R, p, pb))
         if to_parent:
-            if ib[i, L.I_ROTOR] != 0:  # ᵇX_Λᵀ 𝖨_b ᵇX_Λ is constant for a rotor: W_IPAR
-                for x in range(36):
-                    ws[lam, L.W_IA + x] += ws[i, L.W_IPAR + x]
-            else:
-                ops.mat6_to_parent_add(ws, i, L.W_IA, R, p, lam, L.W_IA)
+            inertia_to_output(ib, ws, i, R, p, lam)
     for l1 in range(m):
         for l2 in range(l1):
             wc[DS + l2 * m + l1] = wc[DS + l1 * m + l2]
@@ -526,11 +525,7 @@ def c_aba_one_port2(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
         if to_parent:
             V0 = ops.add6(V0, ops.force_to_parent(R, p, U0))
             V1 = ops.add6(V1, ops.force_to_parent(R, p, U1))
-            if ib[i, L.I_ROTOR] != 0:  # ᵇX_Λᵀ 𝖨_b ᵇX_Λ is constant for a rotor: W_IPAR
-                for x in range(36):
-                    ws[lam, L.W_IA + x] += ws[i, L.W_IPAR + x]
-            else:
-                ops.mat6_to_parent_add(ws, i, L.W_IA, R, p, lam, L.W_IA)
+            inertia_to_output(ib, ws, i, R, p, lam)
     if has_armature:  # 𝖣 += Gᵀ diag(A) G, 𝗎 −= Gᵀ diag(A) g
         for j in range(ic[k, L.C_N]):
             arm = _armature(ic, wc, k, j)
