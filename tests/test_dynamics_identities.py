@@ -664,3 +664,38 @@ def test_lists_and_integer_arrays_are_accepted(validation_model):
     assert_close(loopdyn.rnea(lm, ld, list(q), list(v), list(a)), expected, what="rnea on lists")
     zeros = np.zeros(lm.nv, dtype=int)
     assert_close(loopdyn.rnea(lm, ld, q, zeros, zeros), loopdyn.gravity(lm, ld, q), what="integer v, a")
+
+
+@pytest.mark.parametrize("loops", [False, True], ids=["tree", "five_bar"])
+def test_read_only_and_strided_inputs_are_accepted(validation_model, loops):
+    """NumPy's view of a JAX array and np.broadcast_to give read-only arrays, slices give strided
+    ones: Numba types both apart from the kernels' signature; the public functions convert them
+    (without a Numba dispatch error) and give the same answers, with and without external forces."""
+    lm = loopdyn.robots.five_bar() if loops else validation_model
+    ld = lm.create_data()
+    rng = np.random.default_rng(7)
+    q = loopdyn.random_configuration(lm, rng)
+    v, a = rng.standard_normal(lm.nv), rng.standard_normal(lm.nv)
+    fext = rng.standard_normal((lm.njoints, 6))
+
+    def read_only(x):
+        y = x.copy()
+        y.setflags(write=False)
+        return y
+
+    def strided(x):
+        y = np.repeat(x, 2, axis=-1)[..., ::2]
+        assert not y.flags.c_contiguous and np.array_equal(y, x)
+        return y
+
+    tau = loopdyn.rnea(lm, ld, q, v, a)
+    tau_f = loopdyn.rnea(lm, ld, q, v, a, fext)
+    expected = [tau, tau_f, loopdyn.aba(lm, ld, q, v, tau), loopdyn.aba(lm, ld, q, v, tau_f, fext),
+                loopdyn.crba(lm, ld, q)]  # fmt: skip
+    for how in (read_only, strided):
+        Q, V, A, T, TF, F = (how(x) for x in (q, v, a, tau, tau_f, fext))
+        got = [loopdyn.rnea(lm, ld, Q, V, A), loopdyn.rnea(lm, ld, Q, V, A, F), loopdyn.aba(lm, ld, Q, V, T),
+               loopdyn.aba(lm, ld, Q, V, TF, F), loopdyn.crba(lm, ld, Q)]  # fmt: skip
+        for g, e in zip(got, expected, strict=True):
+            assert np.array_equal(g, e), how.__name__
+    assert not np.array_equal(expected[0], expected[1])  # the forces were not dropped

@@ -16,6 +16,7 @@ from .common import (
     gravity_seed,
     jcalc,
     kernel,
+    no_forces,
     s_column,
     s_mul,
     velocity_pass,
@@ -147,13 +148,26 @@ def aba_core(ib, ws, q, v, tau, fext, ddq):
     return 0
 
 
-@kernel(
-    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
-    "float64[::1])"
-)
-def aba_kernel(ib, ws, q, v, tau, fext, ddq):
-    ib, ws, q, v, tau, fext, ddq = borrowed((ib, ws, q, v, tau, fext, ddq))
+@njit(cache=True, inline="always")
+def aba_checked(ib, ws, q, v, tau, fext, ddq):
+    """ABA after validating the inputs; returns the status (0: q̈ written)."""
     st = validate_qva(ib, q, v, tau, fext)
     if st != 0:
         return st
     return aba_core(ib, ws, q, v, tau, fext, ddq)
+
+
+# with and without f_ext, as rnea_kernel / rnea_fext_kernel
+@kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[::1])")
+def aba_kernel(ib, ws, q, v, tau, ddq):
+    ib, ws, q, v, tau, ddq = borrowed((ib, ws, q, v, tau, ddq))
+    return aba_checked(ib, ws, q, v, tau, no_forces(ws), ddq)
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[::1])"
+)
+def aba_fext_kernel(ib, ws, q, v, tau, fext, ddq):
+    ib, ws, q, v, tau, fext, ddq = borrowed((ib, ws, q, v, tau, fext, ddq))
+    return aba_checked(ib, ws, q, v, tau, fext, ddq)

@@ -8,9 +8,14 @@ status becomes the specific exception it stands for (:func:`loopdyn.algorithms.s
 
 Each public function describes its kernel's user arguments once, as a module constant::
 
-    RNEA_ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT), ("f_ext", FORCES))
+    JAC_ARGS = KernelArgs(2, ("q", CONFIGURATION))
     ...
-    run(rnea_kernel, model, RNEA_ARGS, (data.ib, data.ws, q, v, a, fext, out, True))
+    run(jacobian_kernel, model, JAC_ARGS, (data.ib, data.ws, q, frame, out))
+
+The per-control-cycle functions of :mod:`loopdyn.dynamics` (``rnea``, ``aba``, ``crba``) write the
+same three steps out in their own body instead — call; on ``TypeError`` call again with
+:meth:`KernelArgs.coerce_user`; raise for a status — because the Python frame of :func:`run` is about
+a tenth of a 1–2 µs call on a small robot.
 """
 
 from __future__ import annotations
@@ -46,17 +51,23 @@ class KernelArgs:
 
     def coerce(self, model, args: tuple) -> tuple:
         """``args`` with every user argument converted to the kernel's type (or a clear error)."""
-        out = list(args)
-        for k, (name, kind) in enumerate(zip(self.names, self.kinds, strict=True)):
-            pos = self.first + k
+        first = self.first
+        return (*args[:first], *self.coerce_user(model, args[first : first + len(self.names)]),
+                *args[first + len(self.names) :])  # fmt: skip
+
+    def coerce_user(self, model, user: tuple) -> tuple:
+        """The user arguments ``user`` (the first ``len(user)`` of this kernel's, in order) converted to
+        the kernel's types, or a clear error; what already has the type is passed through."""
+        out = []
+        for x, name, kind in zip(user, self.names, self.kinds, strict=False):  # user: a prefix
             if kind == FORCES:
-                x = args[pos]
                 if not (isinstance(x, np.ndarray) and x.shape == (0, 6) and x.dtype == np.float64):
-                    out[pos] = as_force_array(x, model.njoints)  # (0, 6): 'no forces', kept
+                    x = as_force_array(x, model.njoints)  # (0, 6): 'no forces', kept
             elif kind == SCALAR:
-                out[pos] = as_float(args[pos], name)
+                x = as_float(x, name)
             else:
-                out[pos] = as_float_vector(args[pos], name)
+                x = as_float_vector(x, name)
+            out.append(x)
         return tuple(out)
 
 
@@ -71,12 +82,20 @@ def run(kern, model, spec: KernelArgs, args: tuple) -> None:
         raise_for_status(model, st, spec.names)
 
 
-def as_float_vector(x, name: str) -> np.ndarray:
-    """Coerce an argument to a contiguous float64 1-D array, with a clear error."""
+def _kernel_array(x, name: str) -> np.ndarray:
+    """``x`` as a contiguous, writeable float64 array (the kernels' type; a read-only array — NumPy's
+    view of a JAX array, a broadcast — is copied: the kernels only read it, but Numba types read-only
+    arrays apart), with a clear error."""
     try:
         arr = np.ascontiguousarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InputError(f"{name} must be an array of real numbers: {exc}") from None
+    return arr if arr.flags.writeable else arr.copy()
+
+
+def as_float_vector(x, name: str) -> np.ndarray:
+    """Coerce an argument to a contiguous float64 1-D array, with a clear error."""
+    arr = _kernel_array(x, name)
     if arr.ndim != 1:
         raise ShapeError(f"{name} must be 1-D, got shape {arr.shape}")
     return arr
@@ -84,10 +103,7 @@ def as_float_vector(x, name: str) -> np.ndarray:
 
 def as_force_array(f_ext, njoints: int) -> np.ndarray:
     """Coerce external forces to a contiguous float64 ``(njoints, 6)`` array, with a clear error."""
-    try:
-        arr = np.ascontiguousarray(f_ext, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"f_ext must be an array of real numbers: {exc}") from None
+    arr = _kernel_array(f_ext, "f_ext")
     if arr.shape != (njoints, 6):
         raise ShapeError(f"f_ext must have shape ({njoints}, 6) (row 0 = universe), got {arr.shape}")
     return arr

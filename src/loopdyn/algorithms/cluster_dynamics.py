@@ -29,7 +29,7 @@ from .cluster_kinematics import (
     validate_cluster_configuration,
     validate_cluster_state,
 )
-from .common import external_force, gravity_seed, jcalc, kernel, s_column
+from .common import external_force, gravity_seed, jcalc, kernel, no_forces, s_column
 from .crba import freeflyer_block, zero_fill
 from .rnea import rnea_core
 from .status import SINGULAR, STATUS_BASE
@@ -911,16 +911,17 @@ def _g(ic, wc, k, j, l):
 
 # ---------------------------------------------------------------------------------------------
 # kernels and Python wrappers
-_SIG_STATE = (
+_SIG_STATE = "int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], float64[::1])"
+_SIG_STATE_FEXT = (
     "int64(int64[::1], float64[::1], "
     "float64[::1], float64[::1], float64[::1], float64[:, ::1], "
     "float64[::1])"
 )
 
 
-@kernel(_SIG_STATE)
-def c_rnea_kernel(ints, floats, q, v, a, fext, tau):
-    ints, floats, q, v, a, fext, tau = borrowed((ints, floats, q, v, a, fext, tau))
+@njit(cache=True, inline="always")
+def c_rnea_checked(ints, floats, q, v, a, fext, tau):
+    """C-RNEA after validating the inputs; returns the status (0: τ written)."""
     ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, a, fext, True)
@@ -929,15 +930,41 @@ def c_rnea_kernel(ints, floats, q, v, a, fext, tau):
     return c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau)
 
 
-@kernel(_SIG_STATE)
-def c_aba_kernel(ints, floats, q, v, tau, fext, ddy):
-    ints, floats, q, v, tau, fext, ddy = borrowed((ints, floats, q, v, tau, fext, ddy))
+@njit(cache=True, inline="always")
+def c_aba_checked(ints, floats, q, v, tau, fext, ddy):
+    """C-ABA after validating the inputs; returns the status (0: ÿ written)."""
     ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:
         return st
     return c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
+
+
+# with and without f_ext, as the tree's rnea_kernel / rnea_fext_kernel (one argument fewer to dispatch
+# in the common call)
+@kernel(_SIG_STATE)
+def c_rnea_kernel(ints, floats, q, v, a, tau):
+    ints, floats, q, v, a, tau = borrowed((ints, floats, q, v, a, tau))
+    return c_rnea_checked(ints, floats, q, v, a, no_forces(floats), tau)
+
+
+@kernel(_SIG_STATE_FEXT)
+def c_rnea_fext_kernel(ints, floats, q, v, a, fext, tau):
+    ints, floats, q, v, a, fext, tau = borrowed((ints, floats, q, v, a, fext, tau))
+    return c_rnea_checked(ints, floats, q, v, a, fext, tau)
+
+
+@kernel(_SIG_STATE)
+def c_aba_kernel(ints, floats, q, v, tau, ddy):
+    ints, floats, q, v, tau, ddy = borrowed((ints, floats, q, v, tau, ddy))
+    return c_aba_checked(ints, floats, q, v, tau, no_forces(floats), ddy)
+
+
+@kernel(_SIG_STATE_FEXT)
+def c_aba_fext_kernel(ints, floats, q, v, tau, fext, ddy):
+    ints, floats, q, v, tau, fext, ddy = borrowed((ints, floats, q, v, tau, fext, ddy))
+    return c_aba_checked(ints, floats, q, v, tau, fext, ddy)
 
 
 @kernel(

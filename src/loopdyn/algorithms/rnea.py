@@ -19,6 +19,7 @@ from .common import (
     gravity_seed,
     jcalc,
     kernel,
+    no_forces,
     s_mul,
     st_mul,
     velocity_pass,
@@ -73,14 +74,28 @@ def validate_qva(ib, q, v, a, fext):
     return st
 
 
-@kernel(
-    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
-    "float64[::1], boolean)"
-)
-def rnea_kernel(ib, ws, q, v, a, fext, tau, with_gravity):
-    ib, ws, q, v, a, fext, tau, with_gravity = borrowed((ib, ws, q, v, a, fext, tau, with_gravity))
+@njit(cache=True, inline="always")
+def rnea_checked(ib, ws, q, v, a, fext, tau):
+    """RNEA with gravity after validating the inputs; returns the status (0: τ written)."""
     st = validate_qva(ib, q, v, a, fext)
     if st != 0:
         return st
-    rnea_core(ib, ws, q, v, a, fext, tau, with_gravity)
+    rnea_core(ib, ws, q, v, a, fext, tau, True)
     return 0
+
+
+# two kernels, with and without f_ext: the public function's common call (no external forces) passes
+# two arguments fewer, ~90 ns less of Numba's dispatch in a 1–2 µs call on a small robot
+@kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[::1])")
+def rnea_kernel(ib, ws, q, v, a, tau):
+    ib, ws, q, v, a, tau = borrowed((ib, ws, q, v, a, tau))
+    return rnea_checked(ib, ws, q, v, a, no_forces(ws), tau)
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[::1])"
+)
+def rnea_fext_kernel(ib, ws, q, v, a, fext, tau):
+    ib, ws, q, v, a, fext, tau = borrowed((ib, ws, q, v, a, fext, tau))
+    return rnea_checked(ib, ws, q, v, a, fext, tau)

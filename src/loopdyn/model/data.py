@@ -44,6 +44,7 @@ class Data:
         "table",
         "outputs",
         "cluster_arrays",
+        "kernel_arrays",
     )
 
     def __init__(self, model, native_programs: bool | None = None):
@@ -77,9 +78,15 @@ class Data:
         else:
             self.ic = self.cb = self.wc = self.code = self.consts = self.table = self.outputs = None
             self.cluster_arrays = None
+        self._set_kernel_arrays()
         # the universe: identity placement, at rest
         self.ws[0, L.W_OR : L.W_OR + 9] = np.eye(3).reshape(-1)
         self.ws[0, L.W_R : L.W_R + 9] = np.eye(3).reshape(-1)
+
+    def _set_kernel_arrays(self) -> None:
+        """The two model arguments that the dynamics kernels of this model take first: ``(ib, ws)`` for
+        a tree, the packed ``(ints, floats)`` for a model with loops."""
+        self.kernel_arrays = (self.ib, self.ws) if self.cluster_arrays is None else self.cluster_arrays
 
     def _set_programs(self, addresses) -> None:
         """Write the native programs' addresses (or zeros: interpret the tapes) into both copies of the
@@ -115,10 +122,12 @@ class Data:
         for name, value in state.items():
             setattr(self, name, value)
         if self.cluster_arrays is None:
+            self._set_kernel_arrays()
             return
         ints, floats = self.cluster_arrays
         (self.ib, self.ws, self.ic, self.cb, self.wc) = _views(ints, floats, self.ib.shape, self.ws.shape,
                                                               self.ic.shape)  # fmt: skip
+        self._set_kernel_arrays()
         if self.native_programs:
             self._set_programs(native.native_addresses(self.code, self.table, self.outputs))
 
