@@ -521,3 +521,41 @@ def test_matrix_input_and_symbol_assumptions():
     assert_close(K, [[-2.0, 0.5], [math.sin(-1.0), 0.0]])
     # k = −K̇q̇: row 0 = −(2 sign(x) ẋ ẏ) = 6; row 1 = −2 cos(2x) ẋ²
     assert_close(k, [6.0, -2 * math.cos(-1.0)])
+
+
+# ---------------------------------------------------------------------------------------------
+# sin/cos with numeric phases
+
+
+def test_shared_phases_rewritten_exactly():
+    """sin(A + c), cos(A + c) of one A with several numeric phases c become sin A, cos A (one pair per
+    A); a phase of its own is left alone (negative control). Values, K and k against lambdify of the
+    formulas as written, at the tape's tolerance: the Tello knee-ankle differential and a
+    hand-made case."""
+    from loopdyn.robots.tello_model import knee_ankle_differential_phi
+
+    def trig_args(prog):
+        counts = prog.op_counts()
+        return counts.get("SIN", 0), counts.get("COS", 0)
+
+    q = sp.symbols("q0:4", real=True)
+    x, y = q[0], q[1]
+    cases = [
+        # A = x with phases 0, 1/3, π/7; A = x + y with one phase (kept): 2 pairs
+        ([sp.sin(x + sp.Rational(1, 3)) * sp.cos(x + sp.pi / 7) + sp.cos(x) - sp.sin(x + y + 2)], (x, y),
+         (2, 2)),  # fmt: skip
+        # no A with two phases: nothing to rewrite, one pair per argument
+        ([sp.sin(x + 1) + sp.cos(y + 2)], (x, y), (2, 2)),
+        (knee_ankle_differential_phi(list(q)), q, (3, 3)),
+    ]
+    rng = np.random.default_rng(11)
+    for phi, syms, pairs in cases:
+        prog = compile_constraint(phi, syms)
+        assert trig_args(prog) == pairs, prog.op_counts()
+        f_phi, f_K, f_k = reference(phi, list(syms))
+        for _ in range(10):
+            xs = rng.uniform(-2, 2, len(syms))
+            vs = rng.uniform(-20, 20, len(syms))
+            out = run(prog, xs, vs)
+            for name, a, b in zip(("phi", "K", "k"), out, (f_phi(xs), f_K(xs), f_k(xs, vs)), strict=True):
+                assert_close(a, b, what=name)
