@@ -10,13 +10,12 @@ from numba import njit
 
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed
+from .borrow import borrowed, view
 from .common import (
     external_force,
     gravity_seed,
     jcalc,
     kernel,
-    no_forces,
     s_column,
     s_mul,
     velocity_pass,
@@ -161,7 +160,7 @@ def aba_checked(ib, ws, q, v, tau, fext, ddq):
 @kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[::1])")
 def aba_kernel(ib, ws, q, v, tau, ddq):
     ib, ws, q, v, tau, ddq = borrowed((ib, ws, q, v, tau, ddq))
-    return aba_checked(ib, ws, q, v, tau, no_forces(ws), ddq)
+    return aba_checked(ib, ws, q, v, tau, view(ws, 0, (0, 6)), ddq)
 
 
 @kernel(

@@ -20,7 +20,7 @@ from numba import njit
 from ..model import layout as L
 from ..model.joints import FREEFLYER
 from ..spatial import ops
-from .borrow import borrowed, model_views
+from .borrow import borrowed, model_views, view
 from .cluster_kinematics import (
     c_fk_core,
     cluster_coordinates,
@@ -29,7 +29,7 @@ from .cluster_kinematics import (
     validate_cluster_configuration,
     validate_cluster_state,
 )
-from .common import external_force, gravity_seed, jcalc, kernel, no_forces, s_column
+from .common import external_force, gravity_seed, jcalc, kernel, s_column
 from .crba import freeflyer_block, zero_fill
 from .rnea import rnea_core
 from .status import SINGULAR, STATUS_BASE
@@ -946,7 +946,7 @@ def c_aba_checked(ints, floats, q, v, tau, fext, ddy):
 @kernel(_SIG_STATE)
 def c_rnea_kernel(ints, floats, q, v, a, tau):
     ints, floats, q, v, a, tau = borrowed((ints, floats, q, v, a, tau))
-    return c_rnea_checked(ints, floats, q, v, a, no_forces(floats), tau)
+    return c_rnea_checked(ints, floats, q, v, a, view(floats, 0, (0, 6)), tau)
 
 
 @kernel(_SIG_STATE_FEXT)
@@ -958,7 +958,7 @@ def c_rnea_fext_kernel(ints, floats, q, v, a, fext, tau):
 @kernel(_SIG_STATE)
 def c_aba_kernel(ints, floats, q, v, tau, ddy):
     ints, floats, q, v, tau, ddy = borrowed((ints, floats, q, v, tau, ddy))
-    return c_aba_checked(ints, floats, q, v, tau, no_forces(floats), ddy)
+    return c_aba_checked(ints, floats, q, v, tau, view(floats, 0, (0, 6)), ddy)
 
 
 @kernel(_SIG_STATE_FEXT)

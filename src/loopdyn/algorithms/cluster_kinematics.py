@@ -151,6 +151,18 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
         return implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
     # explicit: q = G y, q̇ = G ẏ, q̈ = G ÿ with a constant G (1-DoF joints: q index = body's)
     n, m, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_G]
+    if m == 1:  # one independent coordinate (a geared rotor and its link, a gear train): q_j = G_j y
+        y = q[iq]
+        yd = v[iv] if has_v else 0.0
+        ydd = a[iv] if has_a else 0.0
+        for j in range(n):
+            b = cb[first + j]
+            g = wc[G + j]
+            wc[QS + ib[b, L.I_IQ]] = g * y
+            bv = ib[b, L.I_IV]
+            wc[QDS + bv] = g * yd
+            wc[QDDS + bv] = g * ydd
+        return 0
     for j in range(n):
         b = cb[first + j]
         x = 0.0

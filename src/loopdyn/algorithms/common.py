@@ -183,13 +183,6 @@ def external_force(fext, i):
 
 
 @njit(cache=True, inline="always")
-def no_forces(ws):
-    """The empty ``(0, 6)`` external-force array ('no forces'), as a view of ``ws`` (2-D or 1-D): the
-    kernels called without ``f_ext`` make it themselves rather than take it as an argument."""
-    return ws.ravel()[0:0].reshape((0, 6))
-
-
-@njit(cache=True, inline="always")
 def gravity_seed(ws):
     """Base acceleration a_0 = −a_g (gravity enters as a fictitious upward acceleration)."""
     return (0.0, 0.0, 0.0, -ws[0, L.W0_GRAVITY], -ws[0, L.W0_GRAVITY + 1], -ws[0, L.W0_GRAVITY + 2])
