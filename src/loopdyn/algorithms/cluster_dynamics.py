@@ -95,13 +95,12 @@ def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext,
     QS, QDS, QDDS, TAUS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS], ic[0, L.C0_TAUS]
     rnea_core(ib, ws, wc[QS : QS + nqs], wc[QDS : QDS + nvs], wc[QDDS : QDDS + nvs], fext,
               wc[TAUS : TAUS + nvs], True)  # fmt: skip
-    for x in range(tau.shape[0]):  # τ_k = G_kᵀ τ_𝒥k (eqs. 29, 31), through the sparse rows of G
-        tau[x] = 0.0
-    GM = ic[0, L.C0_GMAP]
-    for r in range(nvs):
-        tr = wc[TAUS + r]
-        for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
-            tau[cb[e]] += wc[cb[e + 1]] * tr
+    GC = ic[0, L.C0_GCOLS]  # τ_k = G_kᵀ τ_𝒥k (eqs. 29, 31): one sum per independent coordinate,
+    for x in range(tau.shape[0]):  # through the sparse columns of G (no read-modify-write of τ)
+        acc = 0.0
+        for e in range(GC + cb[GC + x], GC + cb[GC + x + 1], 2):
+            acc += wc[cb[e + 1]] * wc[TAUS + cb[e]]
+        tau[x] = acc
     return 0
 
 

@@ -93,19 +93,25 @@ def small_inverse(wc, K, n, cb, dep, nrow, out):
             return False
         wc[out] = 1.0 / a
         return True
-    b = wc[K + cb[dep + 1]]
-    c = wc[K + n + cb[dep]]
-    d = wc[K + n + cb[dep + 1]]
+    ok, i00, i01, i10, i11 = inverse2(a, wc[K + cb[dep + 1]], wc[K + n + cb[dep]], wc[K + n + cb[dep + 1]])
+    wc[out] = i00
+    wc[out + 1] = i01
+    wc[out + 2] = i10
+    wc[out + 3] = i11
+    return ok
+
+
+@njit(cache=True, inline="always")
+def inverse2(a, b, c, d):
+    """``(ok, [[a, b], [c, d]]⁻¹ row-major)`` in closed form; ``ok`` is False (and the entries
+    meaningless) when the block is singular by the test :func:`lu_solve_inplace` applies with partial
+    pivoting: a pivot at most ``1e-12 × max|entry|`` (the second pivot is ``|det| / max(|a|, |c|)``)."""
     tol = 1e-12 * max(max(abs(a), abs(b)), max(abs(c), abs(d)), 1e-300)
     p1 = max(abs(a), abs(c))
     det = a * d - b * c
     if not (p1 > tol and abs(det) > tol * p1):
-        return False
-    wc[out] = d / det
-    wc[out + 1] = -b / det
-    wc[out + 2] = -c / det
-    wc[out + 3] = a / det
-    return True
+        return False, 0.0, 0.0, 0.0, 0.0
+    return True, d / det, -b / det, -c / det, a / det
 
 
 @njit(cache=True, inline="always")
@@ -249,6 +255,8 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
     for r in range(nt):  # the constraints, and that they hold on the assembly branch
         if not abs(wc[phi + r]) <= wc[ic[0, L.C0_PHITOL]]:
             return CONSTRAINT_VIOLATED * STATUS_BASE + k
+    if nrow == 2:  # every built-in loop: the same steps with K_d⁻¹ and X in registers
+        return implicit_two_rows(ib, ic, cb, wc, code, consts, table, outputs, k, v, a, regs)
     # K_d X = K_i → G_dep = −X. Up to two rows (every built-in loop), K_d⁻¹ in closed form, kept in
     # the LU scratch for k below; beyond, an LU in place (K_d is factorised again for k)
     inverse = nrow <= 2
@@ -313,6 +321,77 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
             for l in range(m):
                 acc += wc[G + j * m + l] * a[iv + l]
         wc[QDDS + ib[b, L.I_IV]] = acc
+    return 0
+
+
+@njit(cache=True, inline="always")
+def implicit_two_rows(ib, ic, cb, wc, code, consts, table, outputs, k, v, a, regs):
+    """The rest of :func:`implicit_coordinates` (after φ, K and the branch check) for an implicit cluster
+    with two kept constraint rows, the scratch read once: K_d⁻¹ (:func:`inverse2`) and each column
+    of X = K_d⁻¹ K_i held in registers, q̇_dep = −X ẏ summed while G = P[1; −X] is written,
+    g_dep = K_d⁻¹ k. The generic steps accumulate the same sums through the cluster's scratch in wc,
+    which every store to the spanning buffers (the same array) forces the compiler to read back; for
+    Tello's differentials and the four- and five-bars those steps took more than the constraint
+    programs."""
+    row = ic[k]
+    first, n, m = row[L.C_FIRST], row[L.C_N], row[L.C_M]
+    iv, G, gb, ind = row[L.C_IV], row[L.C_G], row[L.C_GB], row[L.C_IND]
+    nt = 2 + row[L.C_NCHECK]
+    scr = row[L.C_SCR]
+    ql, qdl = scr, scr + n
+    K = scr + 2 * n + nt
+    kb = K + nt * n
+    d0, d1 = cb[row[L.C_DEP]], cb[row[L.C_DEP] + 1]
+    ok, i00, i01, i10, i11 = inverse2(wc[K + d0], wc[K + d1], wc[K + n + d0], wc[K + n + d1])
+    if not ok:
+        return SINGULAR_CLUSTER * STATUS_BASE + k
+    for j in range(n * m):
+        wc[G + j] = 0.0
+    with_v = v.shape[0] != 0
+    qd0 = 0.0
+    qd1 = 0.0
+    for l in range(m):  # column l of G: 1 at the independent coordinate, −X[:, l] at the dependent
+        jl = cb[ind + l]
+        kl0, kl1 = wc[K + jl], wc[K + n + jl]
+        x0 = i00 * kl0 + i01 * kl1
+        x1 = i10 * kl0 + i11 * kl1
+        wc[G + jl * m + l] = 1.0
+        wc[G + d0 * m + l] = -x0
+        wc[G + d1 * m + l] = -x1
+        if with_v:
+            yd = v[iv + l]
+            wc[qdl + jl] = yd
+            qd0 -= x0 * yd
+            qd1 -= x1 * yd
+    QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
+    if not with_v:  # positions and G only
+        for j in range(n):
+            wc[QS + ib[cb[first + j], L.I_IQ]] = wc[ql + j]
+        return 0
+    wc[qdl + d0] = qd0
+    wc[qdl + d1] = qd1
+    p = row[L.C_PROG]
+    evaluate_k(code, consts, table, outputs, p, wc[qdl : qdl + n], regs, wc[kb : kb + nt])
+    k0, k1 = wc[kb], wc[kb + 1]
+    g0 = i00 * k0 + i01 * k1
+    g1 = i10 * k0 + i11 * k1
+    for j in range(n):
+        wc[gb + j] = 0.0
+    wc[gb + d0] = g0
+    wc[gb + d1] = g1
+    has_a = a.shape[0] != 0
+    for j in range(n):  # scatter into the spanning buffers (1-DoF joints: q index = body's)
+        b = cb[first + j]
+        wc[QS + ib[b, L.I_IQ]] = wc[ql + j]
+        wc[QDS + ib[b, L.I_IV]] = wc[qdl + j]
+    for l in range(m):  # q̈ = G ÿ + g: ÿ at the independent coordinates, g − X ÿ at the dependent
+        jl = cb[ind + l]
+        ydd = a[iv + l] if has_a else 0.0
+        wc[QDDS + ib[cb[first + jl], L.I_IV]] = ydd
+        g0 += wc[G + d0 * m + l] * ydd
+        g1 += wc[G + d1 * m + l] * ydd
+    wc[QDDS + ib[cb[first + d0], L.I_IV]] = g0
+    wc[QDDS + ib[cb[first + d1], L.I_IV]] = g1
     return 0
 
 

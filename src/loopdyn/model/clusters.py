@@ -608,10 +608,27 @@ def _g_rows(tree: ClusterTree, ic: np.ndarray, ib: np.ndarray, wc: np.ndarray, n
             for l in range(m):
                 if c.kind == IMPLICIT or wc[G + j * m + l] != 0.0:
                     rows[int(ib[b, L.I_IV])].append((c.iv + l, G + j * m + l))
-    ptr = [nvs + 1]
-    for r in rows:
-        ptr.append(ptr[-1] + 2 * len(r))
-    return ptr + [x for r in rows for e in r for x in e]
+    return _csr(rows)
+
+
+def _g_columns(g_rows: list[int], nvs: int, nv: int) -> list[int]:
+    """The sparse columns of G (independent velocity x → spanning velocities), from the rows
+    :func:`_g_rows` made: NV + 1 pointers relative to the start, then (spanning index r, wc offset of
+    G[r, x]) per non-zero, r increasing. See ``layout.C0_GCOLS``."""
+    cols: list[list[tuple[int, int]]] = [[] for _ in range(nv)]
+    for r in range(nvs):
+        for e in range(g_rows[r], g_rows[r + 1], 2):
+            cols[g_rows[e]].append((r, g_rows[e + 1]))
+    return _csr(cols)
+
+
+def _csr(lines: list[list[tuple[int, int]]]) -> list[int]:
+    """len(lines) + 1 pointers (relative to the start: the first is len(lines) + 1), then the pairs of
+    every line in order, flattened."""
+    ptr = [len(lines) + 1]
+    for line in lines:
+        ptr.append(ptr[-1] + 2 * len(line))
+    return ptr + [x for line in lines for e in line for x in e]
 
 
 def _is_star(model, c) -> int:
@@ -780,7 +797,10 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray, ws: np.ndarray) -
     for off, G in G_init + const_init + arm_init:
         wc[off : off + G.size] = G.reshape(-1)
     ic[0, L.C0_GMAP] = len(cb)
-    cb.extend(_g_rows(tree, ic, ib, wc, nvs))
+    g_rows = _g_rows(tree, ic, ib, wc, nvs)
+    cb.extend(g_rows)
+    ic[0, L.C0_GCOLS] = len(cb)
+    cb.extend(_g_columns(g_rows, nvs, tree.nv))
     wc[ic[0, L.C0_PHITOL]] = model.constraint_tolerance
     wc[ic[0, L.C0_TCONST] : ic[0, L.C0_TCONST] + packed.consts.size] = packed.consts
     return CompiledClusters(

@@ -139,6 +139,9 @@ IC_ROW0 = (
     ("GMAP", 1, "offset in cb of the rows of G by spanning velocity index r: NVS + 1 pointers (relative to "
      "GMAP), then per entry the independent index and the wc offset of G[r, ·] (zeros of a constant G "
      "left out)"),
+    ("GCOLS", 1, "offset in cb of the columns of G by independent velocity index x: NV + 1 pointers "
+     "(relative to GCOLS), then per entry the spanning velocity index r and the wc offset of G[r, x], r "
+     "increasing — GMAP transposed, so that τ = Gᵀ τ_span is one sum per independent coordinate"),
 )
 
 
