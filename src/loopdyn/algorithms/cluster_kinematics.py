@@ -257,8 +257,9 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
             return CONSTRAINT_VIOLATED * STATUS_BASE + k
     if nrow == 2:  # every built-in loop: the same steps with K_d⁻¹ and X in registers
         return implicit_two_rows(ib, ic, cb, wc, code, consts, table, outputs, k, v, a, regs)
-    # K_d X = K_i → G_dep = −X. Up to two rows (every built-in loop), K_d⁻¹ in closed form, kept in
-    # the LU scratch for k below; beyond, an LU in place (K_d is factorised again for k)
+    # K_d X = K_i → G_dep = −X. One row: K_d⁻¹ in closed form, kept in the LU scratch for k below
+    # (small_inverse; two rows took implicit_two_rows above); beyond, an LU in place (K_d is
+    # factorised again for k)
     inverse = nrow <= 2
     if inverse:
         if not small_inverse(wc, K, n, cb, dep, nrow, lu):
