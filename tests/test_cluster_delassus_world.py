@@ -17,12 +17,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cluster_models import random_cluster_model
+from numba import njit
 from test_cluster_delassus import random_constraints, rel_err, spanning_oracle
 
 import loopdyn
 from loopdyn import Constraint, delassus
-from loopdyn.algorithms.cluster_delassus_world import EFPA_WORLD_ROWS, one_port_tree
+from loopdyn.algorithms.cluster_delassus_world import EFPA_WORLD_ROWS
+from loopdyn.algorithms.cluster_delassus_world import one_port_tree as _one_port_tree_step
 from loopdyn.model import layout as L
+
+
+@njit
+def one_port_tree(ic):  # the step is callable from compiled code only (loopdyn.jit.inlined)
+    return _one_port_tree_step(ic)
+
 
 ROBOTS = ["mini_cheetah", "mit_humanoid", "tello", "jvrc1", "four_bar", "planar_leg_linkage", "five_bar",
           "delta_robot", "rssr_linkage"]  # fmt: skip

@@ -3,8 +3,16 @@ singularity verdict against the pivoted LU it replaces (`lu_solve_inplace`)."""
 
 import numpy as np
 import pytest
+from numba import njit
 
-from loopdyn.algorithms.cluster_kinematics import lu_solve_inplace, small_inverse
+from loopdyn.algorithms.cluster_kinematics import lu_solve_inplace
+from loopdyn.algorithms.cluster_kinematics import small_inverse as _small_inverse_step
+
+
+@njit
+def small_inverse(wc, K, n, cb, dep, nrow, out):
+    # the step is compiled without a Python entry point (loopdyn.jit.inlined): called from compiled code
+    return _small_inverse_step(wc, K, n, cb, dep, nrow, out)
 
 
 def _inverse(Kd, n=4, dep=(2, 0)):

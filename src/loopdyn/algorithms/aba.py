@@ -6,8 +6,7 @@
 
 from __future__ import annotations
 
-from numba import njit
-
+from ..jit import inlined, njit, sequence
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed, view
@@ -24,7 +23,7 @@ from .rnea import validate_qva
 from .status import SINGULAR, STATUS_BASE
 
 
-@njit(cache=True, inline="always")
+@inlined
 def joint_dinv(ib, ws, i):
     """D⁻¹ = (Sᵀ U + diag(armature))⁻¹ of body i's joint into ws[i, W_DINV], U = IA S already in
     ws[i, W_U] (row 0's W_TMP columns are scratch). False if D is not positive definite."""
@@ -44,7 +43,7 @@ def joint_dinv(ib, ws, i):
     return ops.spd_inverse(ws[0], T, nv, ws[i], L.W_DINV, ws[0], T + 36)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def joint_factor(ib, ws, i):
     """U = IA S into ws[i, W_U] and D⁻¹ (:func:`joint_dinv`) for body i: the bias-free joint step of
     the articulated-body recursion (EFPA, PV-OSIM, PV-OSIMr). False if D is singular."""
@@ -53,7 +52,7 @@ def joint_factor(ib, ws, i):
     return joint_dinv(ib, ws, i)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def inertia_to_parent(ib, ws, i, par):
     """IA_par += Xupᵀ (IA_i − U D⁻¹ Uᵀ) Xup after :func:`joint_factor` (IA_i is overwritten): the
     bias-free transfer of the articulated-body recursion (the ABA fuses it with its bias forces)."""
@@ -147,7 +146,7 @@ def aba_core(ib, ws, q, v, tau, fext, ddq):
     return 0
 
 
-@njit(cache=True, inline="always")
+@sequence
 def aba_checked(ib, ws, q, v, tau, fext, ddq):
     """ABA after validating the inputs; returns the status (0: q̈ written)."""
     st = validate_qva(ib, q, v, tau, fext)

@@ -15,11 +15,12 @@ them — a no-op. Entry points call it once on their arguments; nothing borrowed
 
 from __future__ import annotations
 
-from numba import njit, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
+from ..jit import inlined
 from ..model import layout as L
 
 
@@ -147,7 +148,7 @@ def stack_ints(typingctx):
     return _stack_array(types.int64, STACK_INTS)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def model_views(ints, floats):
     """``(ib, ws, ic, cb, wc)``: the model arrays of a model with loops, as views of its two packed
     buffers (layout ``PACK_*``; the views share the buffers' reference-count record, none when they

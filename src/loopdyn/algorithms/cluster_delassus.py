@@ -33,8 +33,8 @@ eliminated by the clusters.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import STACK_FLOATS, STACK_INTS, borrowed, model_views, stack_floats, stack_ints, view
@@ -46,7 +46,7 @@ from .efpa import common_depth
 __all__ = ["c_efpa_core", "c_constraint_jacobian_core"]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def spanning_nv(ic):
     """The number of independent velocities."""
     nv = 0
@@ -55,7 +55,7 @@ def spanning_nv(ic):
     return nv
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cluster_depths(ib, ic, cbody, depth):
     """The depth of every cluster into ``depth`` (ncl + 1 entries, the world at 0); returns the largest
     depth of a constrained cluster."""
@@ -69,7 +69,7 @@ def cluster_depths(ib, ic, cbody, depth):
     return dmax
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cluster_paths(ib, ic, cbody, depth, path):
     """The path of every constraint's cluster into ``path`` (nc × (dmax + 1)): ``path[e, t]`` = the
     cluster at depth t on the way from the root, 1 ≤ t ≤ depth, the constraint's own cluster at its
@@ -85,7 +85,7 @@ def cluster_paths(ib, ic, cbody, depth, path):
             k = ic[k, L.C_PARENT]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def force_to_parent_cluster(ib, ws, ic, cb, k, S, rs, D, rd):
     """Row rd of D (6 n_b of k's parent cluster) = the forces in row rs of S (6 n_b of cluster k)
     moved to the output bodies: ``D[Λ(a)] += ᵃX_Λᵀ S[a]``. (2-D arrays and row indices, not row
@@ -104,7 +104,7 @@ def force_to_parent_cluster(ib, ws, ic, cb, k, S, rs, D, rd):
             D[rd, o + r] += f[r]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def _motion_from_parent_cluster(ib, ws, ic, cb, k, S, rs, D, rd):
     """Row rd of D (6 n_b of cluster k) = the motions in row rs of S (6 n_b of k's parent) seen by
     k's bodies: ``D[a] = ᵃX_Λ S[Λ(a)]``."""
@@ -119,7 +119,7 @@ def _motion_from_parent_cluster(ib, ws, ic, cb, k, S, rs, D, rd):
             D[rd, 6 * a + r] = x[r]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def st_mul_cluster(ib, ws, ic, cb, wc, k, F, rf, z):
     """z[:m] = 𝖲_kᵀ F[rf] (a row of 6 n_b forces)."""
     for l in range(ic[k, L.C_M]):
@@ -131,7 +131,7 @@ def st_mul_cluster(ib, ws, ic, cb, wc, k, F, rf, z):
         z[l] = acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def dinv_mul(ic, wc, k, z, y):
     """y[:m] = 𝖣_k⁻¹ z."""
     m = ic[k, L.C_M]
@@ -143,7 +143,7 @@ def dinv_mul(ic, wc, k, z, y):
         y[l] = acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def entry_sub(ib, ic, cb, path, e, t, d, b):
     """The body (sub-index) of the cluster at depth t on constraint e's path that the constraint's
     forces reach: the constrained body b at t = d, above it the output body of the next cluster."""
@@ -152,7 +152,7 @@ def entry_sub(ib, ic, cb, path, e, t, d, b):
     return ib[ib[cb[ic[path[e, t + 1], L.C_FIRST]], L.I_OUT], L.I_SUB]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def port_column1(ib, ws, ic, cb, wc, k, e, chi):
     """:func:`port_column` for a cluster with one coordinate (a star), in scalars: returns
     ``(z, y, f)`` with ``z = 𝖲_eᵀχ``, ``y = z / 𝖣`` and ``f = ᵉX_Λᵀ χ − V y``."""
@@ -163,7 +163,7 @@ def port_column1(ib, ws, ic, cb, wc, k, e, chi):
     return z, y, ops.sub6(f, ops.scale6(ops.load6_at(wc, port_at(ic, k)), y))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def port_column(ib, ws, ic, cb, wc, k, e, chi, z, y):
     """A force column χ on body e alone of a one-port cluster k (a star or ``C_ONEPORT``: every body
     hangs from the one output body Λ) through 𝖫ᵀ to Λ (eqs. 17, 62): ``z = 𝖲_eᵀχ`` and
@@ -192,7 +192,7 @@ def efpa_port_up(ib, ws, ic, cb, wc, k, es, lam, KC, r, z, y):
         KC[r - 1, 6 * lam + c] = f[c]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def efpa_port_down1(ib, ws, ic, cb, wc, k, es, a, KC, W, r, root, entry_only):
     """:func:`efpa_port_down` for a cluster with one coordinate (a star), in scalars, with the
     parent's column on Λ given (``a``, carried in registers from the step above); with
@@ -242,7 +242,7 @@ def efpa_port_down(ib, ws, ic, cb, wc, k, es, lam, KC, W, r, root, z, y):
             W[r, 6 * j + c] = w[c]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def efpa_generic_down(ib, ws, ic, cb, wc, k, KC, W, r, root, z, y):
     """Eqs. 63–67 for any cluster k: ``a' = 𝒳 W_λ`` on every body (zero at the root), then
     ``W = a' + 𝖲 𝖣⁻¹ (𝖲ᵀ χ − 𝖴ᵀ a')``, into row r of W."""
@@ -266,7 +266,7 @@ def efpa_generic_down(ib, ws, ic, cb, wc, k, KC, W, r, root, z, y):
                 W[r, 6 * j + c] += sc[c] * y[l]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def efpa_entries(ib, ic, cb, cbody, depth, path, ent):
     """Per constraint e and depth t on its path: ``[e, t, 0]`` the body (sub-index) of the cluster at
     depth t that the constraint's forces reach (:func:`entry_sub`; at t − 1 it is the output body of
@@ -296,7 +296,7 @@ def efpa_entries(ib, ic, cb, cbody, depth, path, ent):
                 ent[e2, t, 1] = 1
 
 
-@njit(cache=True, inline="always")
+@inlined
 def c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
     """C-EFPA on a validated state; writes Λ⁻¹ (m × m) into ``out``. Returns 0 or an error status."""
     no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call

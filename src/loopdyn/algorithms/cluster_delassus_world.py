@@ -46,8 +46,8 @@ body-coordinate versions.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import STACK_FLOATS, STACK_INTS, borrowed, model_views, stack_floats, stack_ints, view
@@ -88,7 +88,7 @@ __all__ = [
 ]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def one_port_tree(ic):
     """Whether every cluster hands its parent one port (a tree joint, ``C_STAR`` or ``C_ONEPORT``): the
     condition of the world-coordinate version."""
@@ -98,7 +98,7 @@ def one_port_tree(ic):
     return True
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_world_kinematics(ib, ws, ic, cb, wc, code, consts, table, outputs, q):
     """Lines 1–2: the spanning positions (and G of the implicit clusters), then every body's world
     placement, world rigid-body inertia (W_IA) and world joint axes (W_SW). Returns a status."""
@@ -112,7 +112,7 @@ def cpw_world_kinematics(ib, ws, ic, cb, wc, code, consts, table, outputs, q):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_seed_end_effectors(ib, ws, cbody, crow, K, T, buf, ncl):
     """Lines 3–4: for every EE, ``ᵏP_e = (K_e ᵇX_0)ᵀ`` — each row carried to the world as a force — on
     its body's block of the parent cluster, ``ᵏΩ_e = 0``."""
@@ -135,7 +135,7 @@ def cpw_seed_end_effectors(ib, ws, cbody, crow, K, T, buf, ncl):
             buf[T[x, N_OD] + a] = 0.0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_factor(ib, ws, ic, cb, wc, k, Sw, Uw, Dw, Dinv, scr):
     """Line 8 for cluster k in world coordinates: its bodies' ``𝖲_b`` (``Sw``, rows ``6 j + r``, m
     columns), ``U = Σ_b Iᴬ_b 𝖲_b`` (``Uw``, 6 × m), ``D`` (``Dw``) and ``D⁻¹`` (``Dinv``), all
@@ -198,7 +198,7 @@ def cpw_factor(ib, ws, ic, cb, wc, k, Sw, Uw, Dw, Dinv, scr):
     return m
 
 
-@njit(cache=True, inline="always")
+@inlined
 def factor_scratch(fbuf, o, nS, nU, nD):
     """Views of ``fbuf`` from ``o`` for one cluster's factors: ``Sw`` (its bodies' world 𝖲_b, rows
     ``6 j + r``; nS), ``Uw`` (U = Σ Iᴬ_b 𝖲_b, 6 × m; nU), ``X`` (U D⁻¹; nU), ``Dw`` and ``Dinv`` (nD
@@ -212,7 +212,7 @@ def factor_scratch(fbuf, o, nS, nU, nD):
     return Sw, Uw, X, Dw, Dinv, scr
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_parent_block(ib, ic, cb, T, k, buf):
     """Clear ``^{λ}P_{D(k)}`` (the parent cluster's bodies get nothing but Λ, whose block the caller
     writes) and return the first row of Λ's block (0 if k's parent is the world)."""
@@ -224,7 +224,7 @@ def cpw_parent_block(ib, ic, cb, T, k, buf):
     return 6 * ib[ib[cb[ic[k, L.C_FIRST]], L.I_OUT], L.I_SUB]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_factor1(ib, ws, ic, cb, wc, k, Sw):
     """:func:`cpw_factor` for one independent coordinate, in registers: ``(U, D)`` with U a 6-tuple
     (``Sw`` gets the bodies' 𝖲_b as 6-vectors)."""
@@ -254,7 +254,7 @@ def cpw_factor1(ib, ws, ic, cb, wc, k, Sw):
     return U, d
 
 
-@njit(cache=True, inline="always")
+@inlined
 def add_body_inertias(ws, ic, cb, k, lam):
     """``Iᴬ_Λ += Σ_b Iᴬ_b`` over the bodies of cluster k (whole 6 × 6 rows: contiguous loops the
     compiler vectorises)."""
@@ -265,7 +265,7 @@ def add_body_inertias(ws, ic, cb, k, lam):
             ws[lam, L.W_IA + a] += ws[i, L.W_IA + a]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_inertia_to_output1(ib, ws, ic, cb, k, U, dinv):
     """:func:`cpw_inertia_to_output` for one independent coordinate: ``Iᴬ_Λ += Σ_b Iᴬ_b − U Uᵀ / D``."""
     lam = ib[cb[ic[k, L.C_FIRST]], L.I_OUT]
@@ -283,7 +283,7 @@ def cpw_inertia_to_output1(ib, ws, ic, cb, k, U, dinv):
         ws[lam, o + 5] -= x * U[5]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_factor2(ib, ws, ic, cb, wc, k, Sw):
     """:func:`cpw_factor` for a cluster (no tree joint has two DoF) with two independent coordinates
     (belts, differentials, two-DoF ankles), in registers: ``(U0, U1, D00, D01, D11)`` with U's
@@ -313,7 +313,7 @@ def cpw_factor2(ib, ws, ic, cb, wc, k, Sw):
     return U0, U1, d00, d01, d11
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_inertia_to_output2(ib, ws, ic, cb, k, U0, U1, i00, i01, i11):
     """:func:`cpw_inertia_to_output` for two coordinates: ``Iᴬ_Λ += Σ_b Iᴬ_b − U D⁻¹ Uᵀ`` with
     ``D⁻¹ = [[i00, i01], [i01, i11]]``."""
@@ -333,7 +333,7 @@ def cpw_inertia_to_output2(ib, ws, ic, cb, k, U0, U1, i00, i01, i11):
         ws[lam, o + 5] -= x0 * U0[5] + x1 * U1[5]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_propagate2(ib, ic, cb, T, ports, k, Sw, U0, U1, i00, i01, i11, buf, Y, Z):
     """:func:`cpw_propagate` for two coordinates, in scalars."""
     dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
@@ -360,7 +360,7 @@ def cpw_propagate2(ib, ic, cb, T, ports, k, Sw, U0, U1, i00, i01, i11, buf, Y, Z
     cpv_omega(T, k, buf, Y, Z, 2)  # eq. 16
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_propagate_free(ws, T, k, i, buf, Y, Z):
     """Lines 12–15 for a free-flyer joint without armature (``S`` invertible): ``Ω = Pᵀ (Iᴬ)⁻¹ P``
     with ``(Iᴬ)⁻¹`` at W_DINV, and nothing reaches the parent (``χ − U D⁻¹ Sᵀχ = 0``)."""
@@ -384,7 +384,7 @@ def cpw_propagate_free(ws, T, k, i, buf, Y, Z):
     cpv_omega(T, k, buf, Y, Z, 6)  # eq. 16
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_propagate1(ib, ic, cb, T, ports, k, Sw, U, dinv, buf, Y, Z):
     """:func:`cpw_propagate` for one independent coordinate, in scalars."""
     dim, ch, pd = T[k, N_DIM], T[k, N_CHAIN], T[k, N_PD]
@@ -413,7 +413,7 @@ def cpw_propagate1(ib, ic, cb, T, ports, k, Sw, U, dinv, buf, Y, Z):
     cpv_omega(T, k, buf, Y, Z, 1)  # eq. 16
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_inertia_to_output(ib, ws, ic, cb, k, m, Uw, Dinv, X):
     """Lines 9–10: ``Iᴬ_Λ += Σ_b Iᴬ_b − U D⁻¹ Uᵀ``; ``X`` is scratch for ``U D⁻¹``."""
     lam = ib[cb[ic[k, L.C_FIRST]], L.I_OUT]
@@ -434,7 +434,7 @@ def cpw_inertia_to_output(ib, ws, ic, cb, k, m, Uw, Dinv, X):
             ws[lam, L.W_IA + 6 * r + c] -= acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpw_propagate(ib, ic, cb, T, ports, k, m, Sw, Uw, Dinv, buf, Y, Z, y):
     """Lines 12–15 for cluster k (with EEs below), world coordinates: per column χ of the propagator
     from D(k) — a unit force on a port of a branching cluster (line 7), else its chain child's column
@@ -548,7 +548,7 @@ def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, c
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cef_rows_step(ib, ic, cb, k, m, Sw, Uw, Dinv, chi, curk, curb, present, y, z, out):
     """C-EFPA at cluster k (eqs. 62–67 in world coordinates): for the constraint rows whose force has
     reached a body e of k, ``y = 𝖲_eᵀ χ`` and ``z = D⁻¹ y``; every pair of them adds ``y₁ · z₂`` to
@@ -592,7 +592,7 @@ def cef_rows_step(ib, ic, cb, k, m, Sw, Uw, Dinv, chi, curk, curb, present, y, z
         curb[r] = ib[lam, L.I_SUB] if lam > 0 else 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cef_rows_free(ws, i, k, chi, curk, present, out):
     """:func:`cef_rows_step` at a free-flyer without armature: ``χ₁ᵀ (Iᴬ)⁻¹ χ₂`` per pair (W_DINV holds
     ``(Iᴬ)⁻¹``), and nothing reaches the parent."""

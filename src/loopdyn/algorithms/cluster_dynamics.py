@@ -15,8 +15,7 @@ A single-body cluster is a tree joint: its placement is in its parent, its 𝖲 
 
 from __future__ import annotations
 
-from numba import njit
-
+from ..jit import inlined, njit, sequence
 from ..model import layout as L
 from ..model.joints import FREEFLYER
 from ..spatial import ops
@@ -37,7 +36,7 @@ from .status import SINGULAR, STATUS_BASE
 
 # ---------------------------------------------------------------------------------------------
 # small helpers
-@njit(cache=True, inline="always")
+@inlined
 def placement_in_output(ib, ws, ic, k, i):
     """Placement (R, p) of body i (of cluster k) in the frame of its output body."""
     if ic[k, L.C_KIND] == L.SINGLE_BODY:
@@ -45,7 +44,7 @@ def placement_in_output(ib, ws, ic, k, i):
     return ops.load9(ws, i, L.W_XR), ops.load3(ws, i, L.W_XP)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def s_col(ib, ws, ic, cb, wc, k, j, l):
     """Column l of block j (the cluster's j-th body) of 𝖲_k, body frame, as a 6-tuple (every cluster,
     a tree joint included, keeps 𝖲 in its table: no branching here, which keeps the loops tight)."""
@@ -53,14 +52,14 @@ def s_col(ib, ws, ic, cb, wc, k, j, l):
     return ops.col6w(wc, ic[k, L.C_S] + 6 * j * m + l, m)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def has_port(ic, k):
     """Whether cluster k hands its parent one port (a star, layout ``C_STAR``, or a one-port cluster,
     ``C_ONEPORT``): C-ABA's backward sweep then leaves the port V at :func:`port_at`."""
     return ic[k, L.C_STAR] != 0 or ic[k, L.C_ONEPORT] != 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def port_at(ic, k):
     """Offset in wc of the port ``V = Σ_b ᵇX_Λᵀ 𝖴_b`` (6 × m, row-major) of a star or one-port cluster
     k with a parent, written by C-ABA's backward sweep (in the cluster's group scratch)."""
@@ -68,7 +67,7 @@ def port_at(ic, k):
     return ic[k, L.C_MASK] + nb * nb + nb
 
 
-@njit(cache=True, inline="always")
+@inlined
 def touch_block(w, mask, nb, a, b, IA, nb6):
     """Make block (a, b) of a cluster's 𝖨^A usable: zero it the first time it becomes non-zero."""
     if w[mask + a * nb + b] == 0.0:
@@ -85,7 +84,7 @@ def touch_block(w, mask, nb, a, b, IA, nb6):
 # and the backward recursion of 𝖿^𝒥 is the spanning tree's force recursion regrouped by cluster; so
 # C-RNEA = the tree recursion on the cluster's spanning coordinates, then τ_k = G_kᵀ τ_𝒥k per
 # cluster — no cluster transform or 𝖲 needs forming.
-@njit(cache=True, inline="always")
+@inlined
 def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau):
     for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q, q̇ = G ẏ, q̈ = G ÿ + g (eqs. 3, 33)
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
@@ -106,7 +105,7 @@ def c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext,
 
 # ---------------------------------------------------------------------------------------------
 # C-ABA (Algorithm 1; GRBDA order: articulated inertias, bias forces, accelerations)
-@njit(cache=True, inline="always")
+@sequence
 def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy):
     """C-ABA on a validated state: the cluster kinematics and the three passes (each compiled once and
     shared with the Delassus, spatial-operator and contact kernels: inlined into every kernel they
@@ -121,7 +120,7 @@ def c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def c_aba_init(ib, ws, ic, cb, wc, fext, bias):
     """C-ABA forward pass #1 (Alg. lines 20–21): 𝖨^A = 𝖨 and 𝗉^A = 𝗏 ×* 𝖨 𝗏 − f_ext, after the cluster
     kinematics filled 𝗏.
@@ -144,13 +143,13 @@ def c_aba_init(ib, ws, ic, cb, wc, fext, bias):
                 wc[MK + x] = 0.0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def u_col(wc, U, m, a, l):
     """Column l of block row a of 𝖴 (6 NB × M, row-major at wc[U]) as a 6-tuple."""
     return ops.col6w(wc, U + (6 * a) * m + l, m)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def diag_mul(ib, ws, i, x):
     """𝖨^A_ii x for body i: the rigid inertia of a rotor (I_ROTOR, a leaf), else its ws row's W_IA."""
     if ib[i, L.I_ROTOR] != 0:
@@ -158,7 +157,7 @@ def diag_mul(ib, ws, i, x):
     return ops.mat6_mul(ws, i, L.W_IA, x)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def inertia_to_output(ib, ws, i, R, p, lam):
     """Λ's 𝖨^A += ᶦX_Λᵀ 𝖨^A_i ᶦX_Λ (the full-rank part of body i's diagonal block, (R, p) = ᶦX_Λ): a
     rotor's term does not depend on its angle and is read from W_IPAR."""
@@ -169,7 +168,7 @@ def inertia_to_output(ib, ws, i, R, p, lam):
         ops.mat6_to_parent_add(ws, i, L.W_IA, R, p, lam, L.W_IA)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def ia_mul(ib, ws, ic, cb, wc, k, a, b, x):
     """𝖨^A_ab x (a 6-tuple) for bodies a, b of cluster k: the diagonal block from body a's ws row, an
     off-diagonal one from wc (zero unless flagged in the mask)."""
@@ -181,7 +180,7 @@ def ia_mul(ib, ws, ic, cb, wc, k, a, b, x):
     return ops.block_mul(wc, ic[k, L.C_IA] + (6 * a) * (6 * nb) + 6 * b, 6 * nb, x)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     """Cluster k (Alg. lines 25–28, eq. 49): 𝖴 = 𝖨^A 𝖲, 𝗎 = τ − 𝖲ᵀ𝗉^A, 𝖣 = 𝖲ᵀ𝖴 (+ Gᵀ diag(A) G with
     armature, and 𝗎 −= Gᵀ diag(A) g) and 𝖣⁻¹. False if 𝖣 is not positive definite."""
@@ -224,7 +223,7 @@ def c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     return ops.spd_inverse(wc, DS, m, wc, DI, wc, DS + m * m)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def parent_block(ws, ic, cb, wc, p_k, s1, s2):
     """Where block (s1, s2) of parent cluster p_k's 𝖨^A is stored: (array, offset, row stride) — the
     port body's ws row for a diagonal block, wc for an off-diagonal one (zeroed and flagged the first
@@ -237,7 +236,7 @@ def parent_block(ws, ic, cb, wc, p_k, s1, s2):
     return wc, ic[p_k, L.C_IA] + (6 * s1) * pnb6 + 6 * s2, pnb6
 
 
-@njit(cache=True, inline="always")
+@inlined
 def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV, bias):
     """Cluster k to its parent, first half (Alg. lines 30–33, eq. 56): the full-rank part
     Σ_{non-zero blocks} ᵃX_Λᵀ 𝖨^A_ab ᵇX_Λ into the parent's 𝖨^A, Σ_a ᵃX_Λᵀ (𝗉^A + 𝖨^A 𝖼)_a into its 𝗉^A,
@@ -286,7 +285,7 @@ def c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV, bias):
     return ng
 
 
-@njit(cache=True, inline="always")
+@inlined
 def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng, bias):
     """Cluster k to its parent, second half (eq. 56): with 𝗐 = 𝖣⁻¹ (𝗎 − 𝖴ᵀ𝖼), the parent's
     𝗉^A += V 𝗐 and 𝖨^A −= V 𝖣⁻¹ Vᵀ over the ports of :func:`c_aba_ports`."""
@@ -327,7 +326,7 @@ def c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng, bias):
                             dst_arr[dst + r * dstride + c] -= vd * wc[V2 + c * m + l1]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     """A star cluster k (layout ``C_STAR``: one independent coordinate y, every body b hinged on the
     same output body Λ, e.g. a link and its geared rotor) in one step of C-ABA's backward pass
@@ -384,7 +383,7 @@ def c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     return True
 
 
-@njit(cache=True, inline="always")
+@inlined
 def small_spd_inverse(wc, DS, DI, m):
     """𝖣⁻¹ at wc[DI] of the m × m 𝖣 at wc[DS] (closed form for m ≤ 2, else by Cholesky with the scratch
     after 𝖣). False if 𝖣 is not positive definite."""
@@ -676,7 +675,7 @@ def c_aba_forward(ib, ws, ic, cb, wc, ddy):
 # mass matrix H = Gᵀ H_span G: the spanning tree's CRBA (composite inertias, F = Ic S carried to the
 # ancestors) with every entry H_span[r, s] projected on the independent coordinates as it is made,
 # through the sparse rows of G (layout.C0_GMAP): no nvs × nvs matrix, no dense projection
-@njit(cache=True, inline="always")
+@inlined
 def project_entry(ic, cb, wc, H, r, s, h):
     """Add H_span[r, s] = h (and, for r ≠ s, H_span[s, r]) to H = Gᵀ H_span G, lower triangle only
     (exactly symmetric once mirrored): H[a, b] += G[r, a] h G[s, b] for a ≥ b, the transposed
@@ -694,7 +693,7 @@ def project_entry(ic, cb, wc, H, r, s, h):
                 H[b, a] += y
 
 
-@njit(cache=True, inline="always")
+@inlined
 def c_crba_star_column(ib, ws, ic, cb, wc, k, H):
     """Column of H for star cluster k (layout ``C_STAR``: one coordinate y, bodies b hinged on the
     same body Λ, composite inertias complete): since no body of the cluster supports another,
@@ -731,7 +730,7 @@ def c_crba_star_column(ib, ws, ic, cb, wc, k, H):
         j = ib[j, L.I_PARENT]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def lower_add(H, y, a, h):
     """H[y, a] += h in the lower triangle (y ≠ a)."""
     if a <= y:
@@ -740,7 +739,7 @@ def lower_add(H, y, a, h):
         H[a, y] += h
 
 
-@njit(cache=True, inline="always")
+@inlined
 def g_pair(wc, G, m, j):
     """Row j of a cluster's G (at wc[G], m ≤ 2 columns) as two numbers, the second 0 when m = 1."""
     return wc[G + j * m], (wc[G + j * m + 1] if m == 2 else 0.0)
@@ -815,7 +814,7 @@ def c_crba_one_port_pair(ib, ws, ic, cb, wc, k, H):
         j = up
 
 
-@njit(cache=True, inline="always")
+@inlined
 def one_port_pair_fits(ib, ic, cb, k):
     """Whether one-port cluster k takes :func:`c_crba_one_port_pair`: m ≤ 2, every body 1-DoF."""
     if ic[k, L.C_M] > 2:
@@ -896,13 +895,13 @@ def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def _armature(ic, wc, k, j):
     """Armature of the j-th spanning coordinate of cluster k (from the cluster's table)."""
     return wc[ic[k, L.C_ARM] + j]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def _g(ic, wc, k, j, l):
     """G_k[j, l] (the identity for a tree joint, from the cluster's table)."""
     return wc[ic[k, L.C_G] + j * ic[k, L.C_M] + l]
@@ -918,7 +917,7 @@ _SIG_STATE_FEXT = (
 )
 
 
-@njit(cache=True, inline="always")
+@sequence
 def c_rnea_checked(ints, floats, q, v, a, fext, tau):
     """C-RNEA after validating the inputs; returns the status (0: τ written)."""
     ib, ws, ic, cb, wc = model_views(ints, floats)
@@ -929,7 +928,7 @@ def c_rnea_checked(ints, floats, q, v, a, fext, tau):
     return c_rnea_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, tau)
 
 
-@njit(cache=True, inline="always")
+@sequence
 def c_aba_checked(ints, floats, q, v, tau, fext, ddy):
     """C-ABA after validating the inputs; returns the status (0: ÿ written)."""
     ib, ws, ic, cb, wc = model_views(ints, floats)

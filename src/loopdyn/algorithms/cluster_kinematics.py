@@ -18,9 +18,8 @@ Single-body clusters use the tree recursion unchanged.
 
 from __future__ import annotations
 
-from numba import njit
-
 from ..constraints.tape import TABLE_WIDTH, evaluate_k, evaluate_phi_K
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed, model_views, view
@@ -80,7 +79,7 @@ def lu_solve_inplace(A, a0, n, B, b0, nrhs):
     return True
 
 
-@njit(cache=True, inline="always")
+@inlined
 def small_inverse(wc, K, n, cb, dep, nrow, out):
     """``wc[out : out + nrow²] = K_d⁻¹`` (row-major) in closed form for ``nrow`` ≤ 2, where K_d is
     the square block of the constraint Jacobian at ``wc[K:]`` (``nrow × n``, row-major) on the
@@ -101,7 +100,7 @@ def small_inverse(wc, K, n, cb, dep, nrow, out):
     return ok
 
 
-@njit(cache=True, inline="always")
+@inlined
 def inverse2(a, b, c, d):
     """``(ok, [[a, b], [c, d]]⁻¹ row-major)`` in closed form; ``ok`` is False (and the entries
     meaningless) when the block is singular by the test :func:`lu_solve_inplace` applies with partial
@@ -114,7 +113,7 @@ def inverse2(a, b, c, d):
     return True, d / det, -b / det, -c / det, a / det
 
 
-@njit(cache=True, inline="always")
+@inlined
 def tapes(ic, cb, wc):
     """The constraint programs (``code, consts, table, outputs`` of a
     :class:`~loopdyn.constraints.tape.PackedPrograms`) as views of the cluster tables they are packed
@@ -131,7 +130,7 @@ def tapes(ic, cb, wc):
     return code, consts, table, outputs
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a):
     """Spanning q, q̇, q̈ of cluster k into the spanning buffers (and, for an implicit cluster, G, g
     into wc). Returns a status. A tree joint copies its coordinates; an explicit cluster multiplies
@@ -187,7 +186,7 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def spanning_positions(ib, ic, cb, wc, k, q):
     """Spanning q of a tree joint or an explicit cluster k: a tree joint copies its coordinates, an
     explicit cluster of 1-DoF joints multiplies by its constant G (eq. 3). The positions-only part of
@@ -209,7 +208,7 @@ def spanning_positions(ib, ic, cb, wc, k, q):
         wc[QS + ib[cb[first + j], L.I_IQ]] = x
 
 
-@njit(cache=True, inline="always")
+@inlined
 def spanning_positions_all(ib, ic, cb, wc, code, consts, table, outputs, q):
     """The spanning configuration of every cluster (and G of the implicit ones, whose constraint
     program also checks that q is on the loop), positions only: the first step of the mass matrix and
@@ -225,7 +224,7 @@ def spanning_positions_all(ib, ic, cb, wc, code, consts, table, outputs, q):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a):
     """Implicit cluster k: check φ(q) = 0 on the assembly branch, then ``G = P[1; −K_d⁻¹K_i]`` and
     ``g = P[0; K_d⁻¹k]`` from the constraint program (eq. 3, §1.2), and the spanning q, q̇, q̈.
@@ -325,7 +324,7 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def implicit_two_rows(ib, ic, cb, wc, code, consts, table, outputs, k, v, a, regs):
     """The rest of :func:`implicit_coordinates` (after φ, K and the branch check) for an implicit cluster
     with two kept constraint rows, the scratch read once: K_d⁻¹ (:func:`inverse2`) and each column
@@ -396,7 +395,7 @@ def implicit_two_rows(ib, ic, cb, wc, code, consts, table, outputs, k, v, a, reg
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_vel, with_acc):
     """Placements, velocities, accelerations, 𝖲 and 𝖼 of the bodies of cluster k (coordinates done),
     in body frames, by the spanning tree's recursion through each body's parent (its in-cluster
@@ -520,7 +519,7 @@ def c_fk_kernel(ints, floats, q, v, a):
     return c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, False)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def validate_cluster_state(ib, ic, cb, q, v, x, fext, x_required):
     """Status of a cluster state (q, v) and a vector x of independent size (accelerations or forces;
     when not ``x_required`` an empty x means 'not given'), and of external forces (empty or
@@ -542,7 +541,7 @@ def validate_cluster_state(ib, ic, cb, q, v, x, fext, x_required):
     return check_cluster_units(ib, ic, cb, q)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def validate_cluster_configuration(ib, ic, cb, q):
     """Status of a cluster configuration q alone: size, finiteness, unit quaternions."""
     nq = 0
@@ -554,7 +553,7 @@ def validate_cluster_configuration(ib, ic, cb, q):
     return check_cluster_units(ib, ic, cb, q)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def check_cluster_units(ib, ic, cb, q):
     """Status of the unit quaternions and (cos, sin) pairs of the single-body clusters of q."""
     for k in range(1, ic[0, L.C0_NCL] + 1):

@@ -40,8 +40,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from numba import njit
 
+from ..jit import inlined
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import STACK_FLOATS, stack_floats, view
@@ -242,7 +242,7 @@ def pack_tables(cbody, crow, T, ports, order, cemp, asm) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([np.array(head, dtype=np.int64), *parts]))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def unpack_tables(tables):
     """``(cbody, crow, T, ports, order, cemp, asm)``: views of the array :func:`pack_tables` built."""
     ncb, ncr, nt, npo = tables[0], tables[1], tables[2], tables[3]
@@ -280,7 +280,7 @@ def cluster_structure(model, data, cbody, crow) -> ClusterStructure:
     return s
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpv_seed_end_effectors(ib, cbody, crow, K, T, buf, ncl):
     """Line 4: for every EE, ᵏP_e = K_eᵀ on its body's block of the parent cluster, ᵏΩ_e = 0."""
     nc = cbody.shape[0]
@@ -300,7 +300,7 @@ def cpv_seed_end_effectors(ib, cbody, crow, K, T, buf, ncl):
             buf[T[x, N_OD] + a] = 0.0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpv_port_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z, z, y):
     """Lines 5–15 for an unbranched one-port cluster k (a star or ``C_ONEPORT``: every body hangs from
     the one output body Λ). Its chain child's forces reach one body e (``N_ENTRY``), so per column χ
@@ -329,7 +329,7 @@ def cpv_port_step(ib, ws, ic, cb, wc, T, k, buf, Y, Z, z, y):
                 buf[pd + (lam_rows + r) * dim + col] = f[r]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpv_omega(T, k, buf, Y, Z, mk):
     """Eq. 16: ``^{λ}Ω_{D(k)} = ᵏΩ_{D(k)} + Yᵀ Z`` with ``Y = 𝖲ᵀP`` and ``Z = 𝖣⁻¹Y`` (``mk`` rows), ᵏΩ
     zero at a branching cluster, else its chain child's."""
@@ -345,7 +345,7 @@ def cpv_omega(T, k, buf, Y, Z, mk):
             buf[od + b * dim + a] = acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z):
     """Lines 5–15, clusters from the leaves: per cluster with EEs below, the propagated force
     propagator ^{λ}P_{D(k)} = 𝒳ᵀ (χ − 𝖴 𝖣⁻¹ 𝖲ᵀ χ) column by column (eq. 17; χ = 1 on the ports of a
@@ -388,7 +388,7 @@ def cpv_backward_sweep(ib, ws, ic, cb, wc, T, ports, buf, f, z, y, Y, Z):
         cpv_omega(T, k, buf, Y, Z, mk)  # eq. 16
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpv_branch_inverse_inertias(T, ports, order, buf, f):
     """Line 17 (eq. 18), over N from the root: ⁰Ω_i = ^{A}Ω_i + Pᵀ ⁰Ω_A P with P = ^{A}P_i on A's
     ports."""
@@ -422,7 +422,7 @@ def cpv_branch_inverse_inertias(T, ports, order, buf, f):
                     buf[o0 + b * d + a] += acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpv_cemps(T, ports, cemp, buf):
     """Lines 18–22 (eq. 19): the CEMPs of every EE at its branching ancestors, on their ports, by the
     program ``cemp`` (rows: node, ancestor, offset, previous row, top)."""
@@ -448,7 +448,7 @@ def cpv_cemps(T, ports, cemp, buf):
                     buf[o + r * dj + c] = acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cpv_assemble(T, crow, asm, buf, f, out, ncl):
     """Lines 23–28: the diagonal blocks ⁰Ω_e, and by the program ``asm`` the off-diagonal blocks
     ᶜK_e1 ⁰Ω_c ᶜK_e2ᵀ at the closest common branching ancestor c (zero when c is the world)."""
@@ -492,7 +492,7 @@ def cpv_assemble(T, crow, asm, buf, f, out, ncl):
                 out[b0 + s, a0 + r] = acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
                     cemp, asm, buf, out):  # fmt: skip
     """Cluster PV-OSIMr on a validated state; writes Λ⁻¹ into ``out``. Returns 0 or a status."""

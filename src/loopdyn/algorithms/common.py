@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
-
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from ..spatial import ops
@@ -31,7 +30,7 @@ def check_vector(x, n, arg):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def check_unit(jt, q, iq):
     """0, or the status kind of a non-unit quaternion / (cos, sin) pair of a joint of type jt whose
     coordinates start at q[iq]."""
@@ -75,7 +74,7 @@ def check_forces(ib, fext):
 
 # ---------------------------------------------------------------------------------------------
 # joints
-@njit(cache=True, inline="always")
+@inlined
 def joint_motion(jt, ax, ay, az, q, iq):
     """The joint's own motion as scalars: rotation (row-major 9-tuple) and translation (3-tuple)."""
     if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED:
@@ -94,7 +93,7 @@ def joint_motion(jt, ax, ay, az, q, iq):
     return ops.rot_quat(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]), (q[iq], q[iq + 1], q[iq + 2])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def jcalc(ib, ws, i, q):
     """Placement (R, p) of body i in its parent = joint placement · joint motion(q); stored in
     ws[i, W_R], ws[i, W_P] and returned."""
@@ -110,7 +109,7 @@ def jcalc(ib, ws, i, q):
     return R, p
 
 
-@njit(cache=True, inline="always")
+@inlined
 def s_column(ib, ws, i, k):
     """The k-th column of body i's motion subspace S (body frame, [ω; v]) as a 6-tuple."""
     jt = ib[i, L.I_JTYPE]
@@ -124,7 +123,7 @@ def s_column(ib, ws, i, k):
     return ops.unit6(k + 3 if k < 3 else k - 3)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def s_mul(ib, ws, i, x):
     """S x[iv : iv + nv] for body i (x is a full velocity-space vector), as a 6-tuple."""
     jt = ib[i, L.I_JTYPE]
@@ -140,7 +139,7 @@ def s_mul(ib, ws, i, x):
     return (x[iv + 3], x[iv + 4], x[iv + 5], x[iv], x[iv + 1], x[iv + 2])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def st_mul(ib, ws, i, f, out):
     """out[iv : iv + nv] = Sᵀ f for body i (f a 6-tuple)."""
     jt = ib[i, L.I_JTYPE]
@@ -162,7 +161,7 @@ def st_mul(ib, ws, i, f, out):
         out[iv + 5] = f[2]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def velocity_pass(ib, ws, i, v, R, p):
     """Body i: v_i = ᶦX_λ v_λ + S q̇_i and the velocity-product term c_i = v_i × (S q̇_i), stored in
     ws[i, W_V] and ws[i, W_C]; returns v_i."""
@@ -173,7 +172,7 @@ def velocity_pass(ib, ws, i, v, R, p):
     return vi
 
 
-@njit(cache=True, inline="always")
+@inlined
 def external_force(fext, i):
     """The external force on body i as a Featherstone 6-tuple [n; f] (input rows are Pinocchio's
     [force; torque], body frame); zero when no forces are given."""
@@ -182,7 +181,7 @@ def external_force(fext, i):
     return (fext[i, 3], fext[i, 4], fext[i, 5], fext[i, 0], fext[i, 1], fext[i, 2])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def gravity_seed(ws):
     """Base acceleration a_0 = −a_g (gravity enters as a fictitious upward acceleration)."""
     return (0.0, 0.0, 0.0, -ws[0, L.W0_GRAVITY], -ws[0, L.W0_GRAVITY + 1], -ws[0, L.W0_GRAVITY + 2])
@@ -233,6 +232,11 @@ def compiled(stub):
     dispatcher = njit(stub.signature, cache=True, parallel=stub.parallel, nogil=True)(stub.py_func)
     setattr(stub.module, stub.__name__, dispatcher)
     return dispatcher
+
+
+def registered_kernels() -> list:
+    """Every kernel stub registered so far (by the modules imported), in registration order."""
+    return list(_KERNELS)
 
 
 def compile_all() -> float:

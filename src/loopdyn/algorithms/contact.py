@@ -48,8 +48,8 @@ import threading
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed, model_views
@@ -162,7 +162,7 @@ def contact_program(ib, body, row, K, frames, classical) -> ContactProgram:
 
 # ---------------------------------------------------------------------------------------------
 # kernel steps: the ABA in world coordinates (axes of the world, origin at link 1)
-@njit(cache=True, inline="always")
+@inlined
 def world_aba_forward(ib, ws, q, v, fext, origin):
     """Step 1, first sweep (RBDA Table 7.1, first loop, in world coordinates): per link its placement,
     world inertia Iᴬ = I and motion subspace S (:func:`~loopdyn.algorithms.pv_osim_world.world_link`),
@@ -186,7 +186,7 @@ def world_aba_forward(ib, ws, q, v, fext, origin):
         ops.store6(ws, i, L.W_F, pA)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def world_aba_backward(ib, ws, tau, bk, sc):
     """Step 1, second sweep (world coordinates): ``U = Iᴬ S``, ``D⁻¹``, ``u = τ − Sᵀ pᴬ`` (W_UU), the
     PV-OSIMr link step of step 3 (lines 12–15, on the same factors), and to the parent — no change of
@@ -217,7 +217,7 @@ def world_aba_backward(ib, ws, tau, bk, sc):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def world_joint_step(ib, ws, i, a, uu, ddq):
     """``Δ = D⁻¹ (u − Uᵀ a)`` for link i (u = ``W_UU`` if ``uu``, else 0), added to ``ddq``; returns
     ``a + S Δ`` (world coordinates)."""
@@ -240,7 +240,7 @@ def world_joint_step(ib, ws, i, a, uu, ddq):
     return a
 
 
-@njit(cache=True, inline="always")
+@inlined
 def world_aba_accelerations(ib, ws, ddq):
     """Step 1, third sweep: ``a_i = a_π(i) + c_i``, ``q̈_i = D⁻¹ (u − Uᵀ a_i)``, ``a_i += S q̈_i`` (W_A,
     world, from the gravity seed ``a_0 = −a_g``)."""
@@ -254,7 +254,7 @@ def world_aba_accelerations(ib, ws, ddq):
         ops.store6(ws, i, L.W_A, world_joint_step(ib, ws, i, a, True, ddq))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def contact_bias(ib, ws, cf, ci, lam):
     """Step 2: ``lam ← k − (J a0 + γ)`` (``lam`` holds k on entry) from the world motions of the ABA:
     body b's velocity and acceleration (gravity seed removed) in its own coordinates, ``K_e a_b``
@@ -287,7 +287,7 @@ def contact_bias(ib, ws, cf, ci, lam):
                 lam[r0 + k] -= c[k]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def damped_cholesky(G, m, mu):
     """Step 4: ``G ← L`` (lower triangle) with ``L Lᵀ = G + μ I``, in place. Returns 0, or
     REDUNDANT_CONSTRAINTS (``μ = 0`` and a squared pivot ≤ RANK_TOL · m · max diag, or not positive) /
@@ -314,7 +314,7 @@ def damped_cholesky(G, m, mu):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def force_response(ib, ws, ci, sc, lam, ddq):
     """Step 5: ``ddq += M⁻¹ Jᵀ λ`` with the ABA's world factors (RBDA Table 7.1, second and third
     loops, with the constraint forces as the only bias: ``pᴬ_b = −K_eᵀ λ_e``, the world rows ``K_e``
@@ -440,7 +440,7 @@ def loop_program(ib, structure, body, row, K, frames, classical) -> LoopProgram:
     return LoopProgram(m, np.ascontiguousarray(cf), ci, structure.table, structure.cemp, structure.asm, size)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def body_frame_bias(ws, cf, cbody, crow, classical, lam):
     """``lam ← k − (J a0 + γ)`` from the body motions of a forward kinematics at (q, v, a0) without
     gravity (link coordinates): ``K_e a_b`` and, for ``"3d"``, ``Rᵀ (ω × (v + ω × p))``."""
@@ -466,13 +466,14 @@ def body_frame_bias(ws, cf, cbody, crow, classical, lam):
                 lam[r0 + k] -= c[k]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def constraint_wrenches(fext, cf, cbody, crow, lam, f2):
     """``f2 = f_ext + Σ_e K_eᵀ λ_e`` per body (Pinocchio's ``[force; torque]`` rows, link coordinates):
     ``Jᵀ λ`` as external forces, since ``J_e = K_e J_b``."""
-    f2[:, :] = 0.0
-    if fext.shape[0] != 0:
-        f2[:, :] = fext
+    has_fext = fext.shape[0] != 0
+    for b in range(f2.shape[0]):  # loops, not slice assignment: Numba's broadcasting code is large
+        for k in range(6):
+            f2[b, k] = fext[b, k] if has_fext else 0.0
     for e in range(cbody.shape[0]):
         b = cbody[e]
         if b == 0:

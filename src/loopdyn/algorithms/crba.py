@@ -4,8 +4,8 @@ Table 6.2) and its inverse by the sparse LᵀL factorisation (RBDA §6.5, Table 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..jit import inlined, njit, sequence
 from ..model import layout as L
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from ..spatial import ops
@@ -14,7 +14,7 @@ from .common import check_configuration, jcalc, kernel, s_column
 from .status import SINGULAR, STATUS_BASE
 
 
-@njit(cache=True, inline="always")
+@inlined
 def zero_fill(M):
     """M[:, :] = 0 as plain loops (Numba's broadcast slice assignment costs several times more on
     the small matrices here)."""
@@ -23,7 +23,7 @@ def zero_fill(M):
             M[a, b] = 0.0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def s_dot(ib, ws, j, k, F):
     """``S_j[:, k]ᵀ F`` for body j's joint and a 6-tuple force F, reading only the non-zero entries of
     the motion subspace (the same sum as ``dot6(s_column(...), F)`` without the products by zero)."""
@@ -37,7 +37,7 @@ def s_dot(ib, ws, j, k, F):
     return F[k + 3] if k < 3 else F[k - 3]  # FREEFLYER: v = [linear; angular]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def freeflyer_block(M, iv, Ic, ws, i):
     """The 6 × 6 diagonal block ``Sᵀ Ic S`` of a free-flyer joint (S a permutation: v = [linear;
     angular]), written from the compact inertia (m, h, Ī) without products: ``[[m 1, (h×)ᵀ], [h×, Ī]]``,
@@ -71,7 +71,7 @@ DEEP = 6.0
 DEEP_BODIES = 16
 
 
-@njit(cache=True, inline="always")
+@inlined
 def ancestor_entries(ib, ws, j, ivi, F, M):
     """``H_ij = S_jᵀ F`` for every DoF of the ancestor j (F in j's frame), both triangles of M."""
     ivj = ib[j, L.I_IV]
@@ -81,7 +81,7 @@ def ancestor_entries(ib, ws, j, ivi, F, M):
         M[ivj + k, ivi] = h
 
 
-@njit(cache=True, inline="always")
+@inlined
 def walk_local(ib, ws, i, ivi, F, M):
     """Row/column ivi of M above the diagonal for a 1-DoF body i: ``F ← ʲX_λᵀ F`` up the tree and
     ``H_ij = S_jᵀ F`` at every ancestor j (RBDA Table 6.2, inner loop), both triangles written."""
@@ -92,7 +92,7 @@ def walk_local(ib, ws, i, ivi, F, M):
         ancestor_entries(ib, ws, j, ivi, F, M)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def root_frame_pass(ib, ws, i, R, p):
     """Body i (not a root): its placement in its root body's frame, ʳX_i = ʳX_λ ᵡX_i, and its motion
     subspace there, ʳX_i S_i (stored at W_RR, W_RP and W_SR)."""
@@ -115,7 +115,7 @@ def root_frame_pass(ib, ws, i, R, p):
             ops.store6(ws, i, W_SR + 6 * k, ops.motion_to_parent(R, p, s_column(ib, ws, i, k)))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def walk_root(ib, ws, i, ivi, F, M):
     """Row/column ivi of M above the diagonal for a 1-DoF body i (RBDA Table 6.2, inner loop),
     both triangles written: ``H_ij = S_jᵀ ᶦX_jᵀ F`` at every ancestor j, evaluated in the root body's
@@ -135,7 +135,7 @@ def walk_root(ib, ws, i, ivi, F, M):
     ancestor_entries(ib, ws, j, ivi, F, M)  # the root body: its own frame
 
 
-@njit(cache=True, inline="always")
+@inlined
 def multi_dof_columns(ib, ws, i, Ic, M):
     """Rows/columns of a multi-DoF body i (not a root free flyer): F = Ic S in row 0's scratch
     (column k at W_TMP + 6 k), ``H_ii = Sᵀ F`` (+ armature), then ``F ← ʲX_λᵀ F`` up the tree and
@@ -164,7 +164,7 @@ def multi_dof_columns(ib, ws, i, Ic, M):
                 M[ivj + k, ivi + l] = h
 
 
-@njit(cache=True, inline="always")
+@inlined
 def crba_sweeps(ib, ws, q, M, deep):
     """The two sweeps of RBDA Table 6.2 (see :func:`crba_core`); ``deep`` (a constant where this is
     inlined) chooses the root-frame walk."""
@@ -214,7 +214,7 @@ def crba_root(ib, ws, q, M):
     crba_sweeps(ib, ws, q, M, True)
 
 
-@njit(cache=True, inline="always")
+@sequence
 def crba_core(ib, ws, q, M):
     """Fill the full symmetric mass matrix M (nv × nv) at configuration q (validated), armature
     included on the diagonal (RBDA Table 6.2; eq. 6.16 for the composite inertias).

@@ -20,8 +20,8 @@ The rows ``K`` act on the constrained link's motion ``[ω; v]`` in link coordina
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
@@ -32,7 +32,7 @@ from .status import SINGULAR, STATUS_BASE
 _Z6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def _dinv_proj(ib, ws, i, f, a, y):
     """y[:nv] = D_i⁻¹ (S_iᵀ f − U_iᵀ a) for the 6-tuples f (force) and a (motion); y[6:12] scratch."""
     nv = ib[i, L.I_NV]
@@ -45,7 +45,7 @@ def _dinv_proj(ib, ws, i, f, a, y):
         y[k] = acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def _s_comb(ib, ws, i, y):
     """S_i y[:nv] as a 6-tuple."""
     acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -54,7 +54,7 @@ def _s_comb(ib, ws, i, y):
     return acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def _u_comb(ib, ws, i, y):
     """U_i y[:nv] as a 6-tuple."""
     acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -63,7 +63,7 @@ def _u_comb(ib, ws, i, y):
     return acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def add_row_inertia(ws, b, K, r0, r1, added):
     """Iᴬ_b += added · K[r0:r1]ᵀ K[r0:r1]: the penalty inertia of the damped Delassus matrix (the
     rows K act on body b's motion in its own coordinates)."""
@@ -74,7 +74,7 @@ def add_row_inertia(ws, b, K, r0, r1, added):
                 ws[b, L.W_IA + 6 * a + c] += x * K[r, c]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def common_depth(path, e1, e2, dmax):
     """The deepest t ≤ dmax with path[e1, t] == path[e2, t] (0: only the world in common). Equality
     is monotone in t (the paths run from the root), so a binary search: O(log depth)."""

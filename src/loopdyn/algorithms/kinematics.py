@@ -11,8 +11,7 @@ Jacobian rows are ``[linear; angular]`` (Pinocchio's layout), columns follow ``v
 
 from __future__ import annotations
 
-from numba import njit
-
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
@@ -71,7 +70,7 @@ def fk_kernel(ib, ws, q, v, a):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def write_column(out, col, m, ref, Rf, pf):
     """Write the world-at-origin motion m = [ω; v_O] into column ``col`` of ``out`` (rows
     [linear; angular]) in reference ``ref``: WORLD as is, else measured at the frame origin pf, and

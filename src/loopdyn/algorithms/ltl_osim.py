@@ -9,8 +9,8 @@ touch ancestors only: O(n d² + m² d + m d²). The constraint Jacobian kernel
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..jit import njit
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed

@@ -40,8 +40,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
@@ -414,7 +414,7 @@ def packed_structure(data, rows) -> PackedStructure:
 
 # ---------------------------------------------------------------------------------------------
 # shared kernel pieces
-@njit(cache=True, inline="always")
+@inlined
 def _articulated_inertias_init(ib, ws, q, K, bk, added):
     """First forward sweep (lines 1–2): placements in the parent and Iᴬ_i ← I_i, plus
     ``added · K_eᵀ K_e`` on each constrained link (the penalised system of the damped Delassus)."""
@@ -429,7 +429,7 @@ def _articulated_inertias_init(ib, ws, q, K, bk, added):
             add_row_inertia(ws, bk[o + EE_LINK], K, bk[o + EE_UROW], bk[o + EE_UROW] + bk[o + EE_DIM], added)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def _force_up(ib, ws, i, f, y, yo):
     """P_i f = Xup_iᵀ (f − U_i y) with y = D_i⁻¹ S_iᵀ f given at y[yo : yo + nv]."""
     g = f
@@ -550,7 +550,7 @@ def pv_osim_kernel(ib, ws, q, K, bk, sc, added, out):
 
 # ---------------------------------------------------------------------------------------------
 # PV-OSIMr (Algorithm 3)
-@njit(cache=True, inline="always")
+@inlined
 def pvr_seed_end_effectors(K, bk, sc):
     """PV-OSIMr lines 3–4: ^{π(e)}P_e ← K_eᵀ, ^{π(e)}Ω_e ← 0 for every EE slot (abuse of notation, E8)."""
     nb = bk[H_NB]
@@ -567,7 +567,7 @@ def pvr_seed_end_effectors(K, bk, sc):
             sc[s + OD_OFF + a] = 0.0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pvr_propagate_1dof(ib, ws, sc, i, par, w, si, sb):
     """Lines 13–15 for the common case, a 1-dof link inside a chain: with W = Sᵀ Pb,
     ^{π(i)}Ω_{D(i)} = Ob + Wᵀ D⁻¹ W (eq. 16) and ^{π(i)}P_{D(i)} = Xupᵀ (Pb − U D⁻¹ W) (eq. 17)."""
@@ -591,7 +591,7 @@ def pvr_propagate_1dof(ib, ws, sc, i, par, w, si, sb):
             ops.store6_at(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pvr_propagate_general(ib, ws, sc, i, nv, par, w, si, sb, in_n):
     """Lines 13–15 for any link: (Pb, Ob) = (ⁱP_{D(i)}, ⁱΩ_{D(i)}) are (1₆, 0₆) when i ∈ N (lines
     6–7), else the chain child's; W = Sᵀ Pb, Y = D⁻¹ W, ^{π(i)}Ω_{D(i)} = Ob + Wᵀ Y (eq. 16),
@@ -637,7 +637,7 @@ def pvr_propagate_general(ib, ws, sc, i, nv, par, w, si, sb, in_n):
             ops.store6_at(sc, si + PD_OFF + 6 * c, ops.force_to_parent(R, p, g))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pvr_branch_inverse_inertias(bk, sc, out):
     """Lines 16–17 (eq 18), ascending over N∖{0}: ⁰Ω_j = ^{A}Ω_j + ^{A}P_jᵀ ⁰Ω_A ^{A}P_j, with
     ^{A(j)}P_j = PD[top(j)] and ^{A(j)}Ω_j = OD[top(j)]; ⁰Ω_j = OD[top(j)] when A(j) = 0. The product
@@ -688,7 +688,7 @@ def pvr_branch_inverse_inertias(bk, sc, out):
                     sc[sj + O0_OFF + w * c + r] = v
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pvr_cemps_to_branch(bk, sc, g0, ng, R0, up):
     """Lines 20–22 for one branching link c: bring the CEMPs of the EEs below every compressed child u
     of c up to c (line 20: ^{c}K_e = PD[top(e)]ᵀ for an EE child; line 22, eq 19:
@@ -721,7 +721,7 @@ def pvr_cemps_to_branch(bk, sc, g0, ng, R0, up):
                 ops.store6_at(sc, ro + 6, wacc)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def group_rows(bk, og, R0):
     """Where the rows of a group are: ``(ᶜK base, W base, stride)`` with row r's ᶜK at
     ``base + stride · r`` — the columns of PD and T of an EE child, else the row scratch."""
@@ -731,7 +731,7 @@ def group_rows(bk, og, R0):
     return R0, R0 + 6, ROW_W
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pvr_branch_blocks(bk, sc, out, g0, ng, R0):
     """Lines 25–26 for one branching link c: the blocks Λ⁻¹_{e1,e2} = ᶜK_e1 ⁰Ω_c ᶜK_e2ᵀ (eq. 13) between
     the groups of c — every off-diagonal pair with cca = c exactly once — as ``W_e1 · ᶜK_e2`` with the
@@ -757,7 +757,7 @@ def pvr_branch_blocks(bk, sc, out, g0, ng, R0):
                         out[u2, u1] = v  # line 26
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pvr_link_step(ib, ws, bk, sc, i, par):
     """Lines 12–15 for link i, once its joint factors U_i and D_i⁻¹ are in ``ws`` (from
     :func:`~loopdyn.algorithms.aba.joint_factor` or from an ABA's backward sweep): nothing unless
@@ -774,7 +774,7 @@ def pvr_link_step(ib, ws, bk, sc, i, par):
             pvr_propagate_general(ib, ws, sc, i, ib[i, L.I_NV], par, w, SLOT_W * i, sb, in_n)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pvr_assemble(bk, sc, out):
     """Lines 16–28, after the backward sweep: ⁰Ω at the branching links (eq. 18), the CEMPs
     (eq. 19) and the blocks of Λ⁻¹ (eq. 13) into ``out`` (zeroed first: cca = 0 blocks stay exactly

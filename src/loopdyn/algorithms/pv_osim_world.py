@@ -39,8 +39,7 @@ left holding the world placements at q, as after a forward kinematics.
 
 from __future__ import annotations
 
-from numba import njit
-
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
 from ..spatial import ops
@@ -76,7 +75,7 @@ W_OO = L.W_TMP + 36  # rows ≥ 1: the link origin relative to the frame's origi
 
 # ---------------------------------------------------------------------------------------------
 # lines 1–2: placements, world inertias and motion subspaces (forward sweep)
-@njit(cache=True, inline="always")
+@inlined
 def world_link(ib, ws, i, q, origin):
     """Link i: its placement ``⁰X_i`` (W_OR, W_OP; its origin relative to ``origin`` at W_OO) from its
     parent's, its rigid-body inertia in world coordinates as the initial articulated inertia (line 2)
@@ -111,7 +110,7 @@ def world_link(ib, ws, i, q, origin):
     return Iw
 
 
-@njit(cache=True, inline="always")
+@inlined
 def seed_world_rows(ws, K, bk, sc, added):
     """Lines 3–4 in world coordinates: ``^{π(e)}P_e ← (K_e ᵇX_0)ᵀ`` — each row of ``K_e`` (acting on
     link b's ``[ω; v]`` in b's axes) carried to the world as a force — and ``^{π(e)}Ω_e ← 0``. With
@@ -141,7 +140,7 @@ def seed_world_rows(ws, K, bk, sc, added):
 
 # ---------------------------------------------------------------------------------------------
 # lines 8–11: the joint factors and the articulated inertia sent to the parent (backward sweep)
-@njit(cache=True, inline="always")
+@inlined
 def is_free(ib, ws, i):
     """A free-flyer joint without armature: ``S`` invertible, ``Ω_i = (Iᴬ_i)⁻¹``."""
     if ib[i, L.I_JTYPE] != FREEFLYER:
@@ -152,7 +151,7 @@ def is_free(ib, ws, i):
     return True
 
 
-@njit(cache=True, inline="always")
+@inlined
 def sym6_inverse(ws, i, src, dst):
     """``ws[i, dst:dst+36] = A⁻¹`` for the symmetric positive-definite 6 × 6 ``A`` at ``ws[i, src]`` (both
     row-major), by ``A = L D Lᵀ`` (unit lower L, no square root) and ``A⁻¹ = L⁻ᵀ D⁻¹ L⁻¹``; the factors
@@ -193,7 +192,7 @@ def sym6_inverse(ws, i, src, dst):
     return True
 
 
-@njit(cache=True, inline="always")
+@inlined
 def world_factor(ib, ws, i):
     """Line 8: ``U_i = Iᴬ_i S_i`` and ``D_i⁻¹ = (S_iᵀ U_i + diag(armature))⁻¹`` in world coordinates
     (row 0's W_TMP columns are scratch). False if D is not positive definite."""
@@ -218,7 +217,7 @@ def world_factor(ib, ws, i):
     return ops.spd_inverse(ws[0], T, nv, ws[i], L.W_DINV, ws[0], T + 36)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def world_inertia_to_parent(ib, ws, i, par):
     """Lines 9–10: ``Iᴬ_π(i) += Iᴬ_i − U_i D_i⁻¹ U_iᵀ`` — no change of coordinates (upper triangle
     computed, both halves written)."""
@@ -249,7 +248,7 @@ def world_inertia_to_parent(ib, ws, i, par):
 
 # ---------------------------------------------------------------------------------------------
 # lines 12–15: the propagators (world coordinates)
-@njit(cache=True, inline="always")
+@inlined
 def pvw_propagate_1dof(ws, sc, i, par, w, si, sb):
     """Lines 13–15 for a 1-dof link inside a chain: ``W = Sᵀ Pb``, ``^{π(i)}Ω_{D(i)} = Ob + Wᵀ D⁻¹ W``
     (eq. 16) and ``^{π(i)}P_{D(i)} = Pb − U D⁻¹ W`` (eq. 17, no change of frame)."""
@@ -270,7 +269,7 @@ def pvw_propagate_1dof(ws, sc, i, par, w, si, sb):
             ops.store6_at(sc, si + PD_OFF + 6 * c, g)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pvw_propagate_general(ws, sc, i, nv, par, w, si, sb, in_n):
     """Lines 13–15 for any joint: ``(Pb, Ob)`` are ``(1₆, 0)`` when i ∈ N (lines 6–7), else the chain
     child's; ``W = Sᵀ Pb``, ``Y = D⁻¹ W``, ``^{π(i)}Ω_{D(i)} = Ob + Wᵀ Y`` (eq. 16),
@@ -302,7 +301,7 @@ def pvw_propagate_general(ws, sc, i, nv, par, w, si, sb, in_n):
             ops.store6_at(sc, si + PD_OFF + 6 * c, g)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pvw_propagate_free(ws, sc, i, par, w, si, sb, in_n):
     """Lines 13–15 for a free-flyer without armature: ``Ω_i = (Iᴬ_i)⁻¹`` (in W_DINV), so
     ``^{π(i)}Ω_{D(i)} = Ob + Pbᵀ Ω_i Pb`` (eq. 16) and ``^{π(i)}P_{D(i)} = 0`` (eq. 17: P_i = 0)."""
@@ -326,7 +325,7 @@ def pvw_propagate_free(ws, sc, i, par, w, si, sb, in_n):
             sc[si + PD_OFF + k] = 0.0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pvw_link_step(ib, ws, bk, sc, i, par, free):
     """Lines 12–15 for link i once its world factors ``S_i``, ``U_i``, ``D_i⁻¹`` are in ``ws``: nothing
     unless ES(i) ≠ ∅."""

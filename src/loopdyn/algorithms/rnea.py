@@ -6,8 +6,7 @@ the joints' armature (``M + diag(armature)``).
 
 from __future__ import annotations
 
-from numba import njit
-
+from ..jit import njit, sequence
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed, view
@@ -73,7 +72,7 @@ def validate_qva(ib, q, v, a, fext):
     return st
 
 
-@njit(cache=True, inline="always")
+@sequence
 def rnea_checked(ib, ws, q, v, a, fext, tau):
     """RNEA with gravity after validating the inputs; returns the status (0: τ written)."""
     st = validate_qva(ib, q, v, a, fext)

@@ -16,13 +16,13 @@ agree).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from ..algorithms.borrow import borrowed
 from ..algorithms.call import as_float_vector
 from ..algorithms.cluster_kinematics import cluster_coordinates, validate_cluster_state
 from ..algorithms.common import kernel
 from ..algorithms.status import raise_for_status
+from ..jit import njit
 from ..model import layout as L
 from .constraints import baseline_cache, constraint_jacobians, spanning_state
 

@@ -33,13 +33,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from ..algorithms.borrow import borrowed
 from ..algorithms.cluster_kinematics import validate_cluster_state
 from ..algorithms.common import check_configuration, check_forces, check_vector, kernel, s_column
 from ..algorithms.crba import crba_core, ltl_in_place, ltl_solve, ltl_solve_transposed
 from ..algorithms.rnea import rnea_core
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .compiled import compiled_maps_core
@@ -61,7 +61,7 @@ def scratch_size(nqs, nvs, nv, nc, m):
     return regions_offsets(nqs, nvs, nv, nc, m)[-1]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def regions_offsets(nqs, nvs, nv, nc, m):
     """Offsets of the regions of ``sc`` (see :func:`regions`), and the total size last."""
     mx = max(nc, m) + 1
@@ -74,7 +74,7 @@ def regions_offsets(nqs, nvs, nv, nc, m):
             out[12], out[13], out[14], out[15], out[16], out[17], out[18])  # fmt: skip
 
 
-@njit(cache=True, inline="always")
+@inlined
 def regions(ix, sc):
     """Views of ``sc``: K0 (explicit rows of K, persistent), q_s, v_s, G, g, K, k, H, C, W, Z (zeros),
     HG, A (nv × nv), S (nc × (nc + 1): the Schur complement and a column), X (nv_span × (max(nc, m)
@@ -106,7 +106,7 @@ def regions(ix, sc):
 
 # ---------------------------------------------------------------------------------------------
 # dense linear algebra (small, in place)
-@njit(cache=True, inline="always")
+@inlined
 def dot_rows(A, i, B, j, n):
     """``Σ_{k<n} A[i, k] B[j, k]`` with four partial sums (independent chains: no FMA latency stall)."""
     s0 = s1 = s2 = s3 = 0.0
@@ -123,7 +123,7 @@ def dot_rows(A, i, B, j, n):
     return (s0 + s1) + (s2 + s3)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cholesky_in_place(A, n):
     """Overwrite the lower triangle of ``A[:n, :n]`` with L, ``A = L Lᵀ`` (Cholesky–Crout by rows;
     reads the lower triangle only). False if a pivot is not positive."""
@@ -138,7 +138,7 @@ def cholesky_in_place(A, n):
     return True
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cholesky_solve(Lf, n, B, p):
     """``B[:n, :p] ← (L Lᵀ)⁻¹ B[:n, :p]`` with L in the lower triangle of ``Lf`` (forward, then backward
     substitution; rows of B updated as a whole, so the inner loops run over the right-hand sides)."""
@@ -162,7 +162,7 @@ def cholesky_solve(Lf, n, B, p):
             B[i, c] /= d
 
 
-@njit(cache=True, inline="always")
+@inlined
 def matmul(A, B, out):
     """``out = A B`` (dense; row updates, so the inner loop runs over the columns of B)."""
     n, p = A.shape[0], B.shape[1]
@@ -176,7 +176,7 @@ def matmul(A, B, out):
                     out[i, c] += a * B[k, c]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def gt_mul(G, B, out):
     """``out = Gᵀ B`` (dense)."""
     n, p = G.shape[1], B.shape[1]
@@ -191,7 +191,7 @@ def gt_mul(G, B, out):
                     out[i, c] += gki * B[k, c]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def gt_vec(G, x, out):
     """``out = Gᵀ x``."""
     for i in range(G.shape[1]):
@@ -202,7 +202,7 @@ def gt_vec(G, x, out):
             out[i] += G[k, i] * xk
 
 
-@njit(cache=True, inline="always")
+@inlined
 def g_vec(G, y, g, out):
     """``out = G y + g`` (G has few non-zeros per row: they alone are multiplied)."""
     for k in range(G.shape[0]):
@@ -287,7 +287,7 @@ def projected_rnea_kernel(ib, ic, cb, wc, code, consts, table, outputs, ibs, wss
 
 # ---------------------------------------------------------------------------------------------
 # projection forward dynamics (spec §2.7.3)
-@njit(cache=True, inline="always")
+@inlined
 def mass_and_bias(ibs, wss, ix, sc, fext):
     """H (CRBA) and C = RNEA_span(q_s, v_s, 0, f_ext) on the spanning tree, into their regions."""
     R = regions(ix, sc)
@@ -333,7 +333,7 @@ def projection_kernel(ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix
 
 # ---------------------------------------------------------------------------------------------
 # Lagrange multipliers (spec §2.7.4)
-@njit(cache=True, inline="always")
+@inlined
 def lifted_forces(ix, sc, tau):
     """W ← τ_span − C with ``τ_span = G (GᵀG)⁻¹ τ`` (G from :func:`spanning_maps`, C from
     :func:`mass_and_bias`). False if GᵀG is singular."""
@@ -354,7 +354,7 @@ def lifted_forces(ix, sc, tau):
     return True
 
 
-@njit(cache=True, inline="always")
+@inlined
 def schur_solve(ix, sc, X, lam):
     """``λ = S⁻¹(k − K X[:, nc])`` with ``S = K H⁻¹ Kᵀ`` in the S region and ``X[:, nc] = H⁻¹ τ'``.
     False if S is not positive definite (redundant constraints)."""
@@ -464,7 +464,7 @@ def lagrange_kernel(ib, ic, cb, wc, code, consts, table, outputs, ibs, wss, ix, 
 
 # ---------------------------------------------------------------------------------------------
 # projected Delassus / projected EFPA (spec §2.7.5)
-@njit(cache=True, inline="always")
+@inlined
 def world_placements(ibs, wss):
     """W_OR, W_OP of every body from the W_R, W_P that ``crba_core`` left."""
     for i in range(1, ibs[0, L.I0_NBODIES] + 1):
@@ -476,7 +476,7 @@ def world_placements(ibs, wss):
                                     wss[par, L.W_OP + 2] + t[2]))  # fmt: skip
 
 
-@njit(cache=True, inline="always")
+@inlined
 def spanning_jacobian(ibs, wss, cbody, crow, Kc, J):
     """``J`` (m × nv_span): row r of constraint e = ``K[r]`` (acting on body motion [ω; v] in body
     coordinates) times ``ᵇX_j S_j`` for every joint j on the body's path (zero elsewhere)."""

@@ -70,10 +70,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types, uint64
+from numba import types, uint64
 from numba.extending import intrinsic
 
 from ..errors import ModelError
+from ..jit import inlined, njit
 
 if TYPE_CHECKING:
     import sympy
@@ -774,7 +775,7 @@ def _shared_phases(sympy, rows: list, x: list) -> list:
 # interpreter
 
 
-@njit(cache=True, inline="always")
+@inlined
 def _run(code, consts, start, stop, cbase, regs):
     """Run instructions ``start .. stop−1`` on ``regs`` (constants indexed from ``cbase``).
 
@@ -861,7 +862,7 @@ def evaluate(code, consts, table, outputs, p, q, qd, regs, phi_out, K_out, k_out
     evaluate_k(code, consts, table, outputs, p, qd, regs, k_out)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def evaluate_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out):
     """Run the prefix of program ``p`` that computes ``φ(q)`` and ``K(q)`` (``table[p, T_K_LEN]``
     instructions; q̇ is not read) into ``phi_out[:c]`` and ``K_out[:c*n]``. The registers keep the
@@ -879,7 +880,7 @@ def evaluate_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out):
         interpret_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def evaluate_k(code, consts, table, outputs, p, qd, regs, k_out):
     """Run the rest of program ``p`` — ``k = −K̇ q̇`` at q̇ = ``qd`` — into ``k_out[:c]``, on the
     registers left by :func:`evaluate_phi_K` at the same q (no other program run in between): the

@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from ..algorithms.borrow import borrowed
 from ..algorithms.common import kernel
+from ..jit import njit
 from ..model.joints import FREEFLYER
 from . import validation as hv
 from .api import prepare_tree

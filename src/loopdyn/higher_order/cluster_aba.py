@@ -28,10 +28,10 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-from numba import njit
 
 from ..algorithms.borrow import borrowed, keep_alive
 from ..algorithms.common import kernel
+from ..jit import inlined, njit
 from . import validation as hv
 from .arrays import HB_IV, HB_NV, HB_PARENT, HF_ARM
 from .clusters import check_cluster_inputs, map_offsets, spanning_q, spanning_v
@@ -110,7 +110,7 @@ def build_cluster_tables(model) -> tuple[np.ndarray, np.ndarray]:
     return ct, bt
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cluster_views(ct, fb, k):
     """Cluster k's tables in ``fb``: 𝖨^A (6nb × 6nb), 𝖴 and 𝖲 (6nb × m), L (m × m, 𝖣 = L Lᵀ), block flags."""
     nb, m = ct[k, CT_NB], ct[k, CT_M]
@@ -123,7 +123,7 @@ def cluster_views(ct, fb, k):
     return nb, m, IA, U, Sk, Lk, Fl
 
 
-@njit(cache=True, inline="always")
+@inlined
 def init_inertias(hf, ct, bt, Ib, cw, fb):
     """𝖨^A_k = blockdiag(M_b) (order 0, world frame) for every cluster, off-diagonal blocks unflagged."""
     for k in range(1, ct[0, 0] + 1):
@@ -136,7 +136,7 @@ def init_inertias(hf, ct, bt, Ib, cw, fb):
             )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def motion_subspace(hb, mi, mf, ct, bt, k, S, Sk):
     """𝖲_b = 𝖲_{in-cluster parent} + Σ_c S_c G_c (world frame) for the bodies of cluster k; G's rows are
     the CSR rows of the v map."""
@@ -156,7 +156,7 @@ def motion_subspace(hb, mi, mf, ct, bt, k, S, Sk):
                     Sk[6 * a + x, l] += g * S[0, c, x]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def joint_space_inertia(hb, hf, mi, mf, ct, bt, k, U, Sk, D):
     """𝖣 = 𝖲ᵀ𝖴 + Gᵀ diag(armature) G of cluster k (eq. 49 with armature)."""
     _, _, _, _, _, _, vp, vi, nqe = map_offsets(mi)
@@ -228,7 +228,7 @@ def cluster_factor(hb, hf, mi, mf, ct, bt, k, S, fb, scratch):
     return True
 
 
-@njit(cache=True, inline="always")
+@inlined
 def solve_flat(fb, oL, m, b, y, x):
     """``x = (L Lᵀ)⁻¹ b`` with L (m × m, row-major) at ``fb[oL:]`` (``y``: m floats of scratch; ``x``
     may be ``b``)."""
@@ -244,7 +244,7 @@ def solve_flat(fb, oL, m, b, y, x):
         x[i] = s / fb[oL + i * m + i]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, fb, P, Cc, uy, scratch):
     """Order r, cluster k (C-ABA backward step, eq. 25): 𝖼, ``t = 𝖨^A 𝖼 + 𝗉``, ``𝗎 = τ_y^(r) − Gᵀτ̃ −
     𝖲ᵀt`` (kept in ``uy``), and the bias ``t + 𝖴𝖣⁻¹𝗎`` added into the parent's ports. The cluster's
@@ -294,7 +294,7 @@ def cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, fb, P, Cc, uy,
                 P[fp + pa, x] += s
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, fb):
     """Order r, cluster k (C-ABA forward step): ``y^(r+1) = 𝖣⁻¹(𝗎 − 𝖴ᵀ V_Λ^(r+1))``, the spanning
     ``v^(r+1) = G y^(r+1)`` and the twists ``V_b^(r+1) = V_parent + S v + V_bias`` (D2)."""
@@ -325,7 +325,7 @@ def cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, fb):
             V[r + 1, b, x] = s
 
 
-@njit(cache=True, inline="always")
+@inlined
 def joint_wrenches(hb, hf, r, V, B, Ib, cw, W):
     """``W_i^(r) = M_i V_i^(r+1) + B_i`` summed over the subtree of every spanning body (D4: the
     wrench of joint i, needed by the later orders' τ̃)."""

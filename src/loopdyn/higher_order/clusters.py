@@ -19,11 +19,11 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-from numba import njit
 
 from ..algorithms.borrow import borrowed
 from ..algorithms.common import kernel
 from ..errors import UnsupportedFeatureError
+from ..jit import inlined, njit
 from ..model.clusters import EXPLICIT
 from . import validation as hv
 from .dynamics import (
@@ -82,7 +82,7 @@ def cluster_maps(model, data):
     return mi, mf
 
 
-@njit(cache=True, inline="always")
+@inlined
 def map_offsets(mi):
     """Sizes and offsets of the CSR q and v maps packed in ``mi``."""
     nq, nv, nqs, nvs = mi[0], mi[1], mi[2], mi[3]
@@ -130,7 +130,7 @@ def spanning_v(mi, mf, v):
     return vs
 
 
-@njit(cache=True, inline="always")
+@inlined
 def check_cluster_inputs(hb, mi, q, v, dtau, fext):
     """Shapes and finiteness of the forward-dynamics inputs of a cluster model (status codes)."""
     if q.shape[0] != mi[0]:

@@ -17,11 +17,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from ..algorithms.borrow import STACK_FLOATS, borrowed, keep_alive, stack_floats, view
 from ..algorithms.borrow import flat as flat_view
 from ..algorithms.common import kernel
+from ..jit import inlined, njit
 from ..model.joints import FREEFLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from . import validation as hv
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS
@@ -54,7 +54,7 @@ _SIG_FD = (
 
 # ---------------------------------------------------------------------------------------------
 # validation inside the kernels
-@njit(cache=True, inline="always")
+@inlined
 def check_finite(x, arg):
     flat = flat_view(x)
     for k in range(flat.shape[0]):
@@ -63,7 +63,7 @@ def check_finite(x, arg):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def check_q(hb, q):
     if q.shape[0] != hb[0, 1]:
         return hv.BAD_SHAPE * hv.STATUS_BASE + 0
@@ -84,7 +84,7 @@ def check_q(hb, q):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def check_stack(x, rows, nv, arg):
     """A (rows, nv) stack (rows < 0: any number ≥ 1) of finite numbers."""
     if x.shape[1] != nv or x.shape[0] < 1 or (rows >= 0 and x.shape[0] != rows):
@@ -94,7 +94,7 @@ def check_stack(x, rows, nv, arg):
     return check_finite(x, arg)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def check_fext(hb, fext, rows, arg):
     if fext.shape[0] == 0:
         return 0
@@ -172,13 +172,13 @@ def rnea_core(hb, hf, q, vd, fext, out):
         keep_alive(bufc)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def floating_root(hb, i):
     """Whether body i hangs from the world by a free-flyer joint (its columns take the steps below)."""
     return hb[i, HB_PARENT] == 0 and hb[i, HB_JTYPE] == FREEFLYER
 
 
-@njit(cache=True, inline="always")
+@inlined
 def root_twists(hb, i, K, C, vd, Rw, pw, V, Z):
     """``V^(0…K)`` of a free-flyer root without its six screw derivatives (D1, D2): its world twist is
     ``V = Ad_C ν`` (ν = (ω; v), Pinocchio's child-frame velocity reordered) and ``d/dt (Ad_C x) =
@@ -225,7 +225,7 @@ def root_twists(hb, i, K, C, vd, Rw, pw, V, Z):
         V[k, i, 5] = p0 * r1 - p1 * r0 + Rr[2, 0] * b0 + Rr[2, 1] * b1 + Rr[2, 2] * b2
 
 
-@njit(cache=True, inline="always")
+@inlined
 def root_forces(hb, hf, i, R, C, vd, Rw, pw, V, W, Z, out):
     """τ^(0…R) of a free-flyer root (Alg. 2 line 14 without its screw derivatives): ``Sᵀ W`` is the
     child-frame wrench ``Ad_Cᵀ W`` reordered, and ``d/dt (Ad_Cᵀ w) = Ad_Cᵀ (ẇ + ad_Vᵀ w)``, so with
@@ -267,7 +267,7 @@ def root_forces(hb, hf, i, R, C, vd, Rw, pw, V, W, Z, out):
             )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def no_forces(hf):
     """An empty ``(0, 0, 6)`` external-force stack (a view of ``hf``: nothing allocated)."""
     return view(hf[0], 0, (0, 0, 6))
@@ -286,7 +286,7 @@ def rnea_nf_kernel(hb, hf, q, dv, out):
     return rnea_entry(hb, hf, q, dv, no_forces(hf), out)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def rnea_entry(hb, hf, q, dv, fext, out):
     """Validation (status, nothing written on failure), then :func:`rnea_core`."""
     st = check_q(hb, q)
@@ -304,7 +304,7 @@ def rnea_entry(hb, hf, q, dv, fext, out):
 
 # ---------------------------------------------------------------------------------------------
 # H-GABI (paper Alg. 3, Lemma 2)
-@njit(cache=True, inline="always")
+@inlined
 def cholesky_lower(A, n, L):
     """``L[:n, :n]`` lower triangular with ``A[:n, :n] = L Lᵀ``; False if a pivot is not above
     ``1e-14 (1 + |A_jj|)`` (A not positive definite)."""
@@ -323,7 +323,7 @@ def cholesky_lower(A, n, L):
     return True
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cholesky_solve(L, n, b, y, x):
     """``x = (L Lᵀ)⁻¹ b`` by forward then backward substitution (``y``: n floats of scratch; ``x`` may be
     ``b``: b is read only by the forward pass)."""
@@ -354,7 +354,7 @@ def spd_inverse(A, n, Ainv, scratch):
     return True
 
 
-@njit(cache=True, inline="always")
+@inlined
 def spatial_inertia(hf, i, Ib, cw, M):
     """The 6×6 spatial inertia ``[[Ī, m[c]], [m[c]ᵀ, m 1]]`` of body i at order 0."""
     m_ = hf[i, HF_MASS]
@@ -371,7 +371,7 @@ def spatial_inertia(hf, i, Ib, cw, M):
             M[3 + a, b] = M[b, 3 + a]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def prescribed(mask, i):
     """Whether joint i has a prescribed motion (Alg. 4); an empty ``mask`` prescribes none."""
     return mask.shape[0] > 0 and mask[i] == 1
@@ -428,7 +428,7 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B):
     """Alg. 3 lines 10–16 at order r: ``S^(r+1)`` (D1), ``c^(r+1)``, ``J^(r+1)`` (D3, no ``Ī``),
     ``V_bias^(r+1)`` (D6), and the bias ``B_i ← Π_bias^(r+1) − W_grav^(r) − W_app^(r)`` (D5, D7, D9)."""
@@ -440,7 +440,7 @@ def order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B):
         applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, B[i])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C):
     """Alg. 1 at order 0: poses, screws, twists and inertias of every body (``C``: binomials, ≥ 1 × 1)."""
     for i in range(1, hb[0, 0] + 1):
@@ -455,7 +455,7 @@ def order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C):
         body_derivative(hf, i, 0, C, V, Rw, pw, cw, Jw, Ib, False)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def joint_wrench_projection(hb, i, c, r, C, S, W):
     """τ̃ of eq. 25: ``Σ_{k<r} binom(r, k) S^(r−k)ᵀ W^(k)`` for column c of joint i."""
     acc = 0.0
@@ -467,7 +467,7 @@ def joint_wrench_projection(hb, i, c, r, C, S, W):
     return acc
 
 
-@njit(cache=True, inline="always")
+@inlined
 def aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6):
     """Order r, backward sweep (Alg. 3 lines 18–23; Alg. 4 line 19'): ``q̃ = D⁻¹(τ^(r) − τ̃ − Sᵀ(M^A
     V_bias + B))`` per joint (the prescribed motion for prescribed joints) and the bias handed to the
@@ -508,7 +508,7 @@ def aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6)
                 B[par, a] += s
 
 
-@njit(cache=True, inline="always")
+@inlined
 def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6, out, tau_out):
     """Order r, forward sweep (Alg. 3 lines 25–30; Alg. 4 lines 28'–31'): ``v^(r+1) = q̃ − D⁻¹Uᵀ
     V_p^(r+1)``, the twists ``V^(r+1)`` and the joint wrenches ``W^(r) = B + M^A V^(r+1)``; with
@@ -620,7 +620,7 @@ def aba_nf_kernel(hb, hf, q, v, dtau, out):
     return aba_entry(hb, hf, q, v, dtau, no_forces(hf), out)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def aba_entry(hb, hf, q, v, dtau, fext, out):
     """Validation (status, nothing written on failure), then :func:`aba_core` with no prescribed joint."""
     st = check_q(hb, q)

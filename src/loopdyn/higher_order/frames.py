@@ -17,8 +17,8 @@ Only the first derivative of a twist transforms by ``Ad`` alone (``V̇^s = Ad_C 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..jit import njit
 from ..model.model import as_placement
 from . import validation as hv
 from .kinematics import binomials

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from ..algorithms.borrow import view
+from ..jit import inlined, njit
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_AXIS, HF_COM, HF_IC, HF_JP, HF_JR, HF_MASS
 
@@ -33,7 +33,7 @@ def binomials(n):
     return C
 
 
-@njit(cache=True, inline="always")
+@inlined
 def fill_binomials(C):
     """Pascal's triangle into the square array ``C``."""
     n = C.shape[0] - 1
@@ -44,7 +44,7 @@ def fill_binomials(C):
             C[a, b] = C[a - 1, b - 1] + C[a - 1, b]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def joint_local(hb, hf, i, q):
     """Placement of body i in its parent, joint placement · joint motion(q) (Pinocchio's order), as
     a 12-tuple: row-major rotation, translation."""
@@ -88,7 +88,7 @@ def joint_local(hb, hf, i, q):
     )  # fmt: skip
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pose_and_screws(hb, hf, i, q, Rw, pw, S):
     """World pose of body i at order 0 (``C_i = C_p(i) · placement · motion``, the PoE of Alg. 1
     lines 5–6 written with local placements) and its world joint screws ``S_i = Ad_{C_i} S_local``."""
@@ -131,7 +131,7 @@ def pose_and_screws(hb, hf, i, q, Rw, pw, S):
             screw_column(R[k], R[3 + k], R[6 + k], c >= first_angular, p0, p1, p2, S[0, iv + c])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def screw_column(r0, r1, r2, angular, p0, p1, p2, col):
     """The world screw of a unit local axis with world image ``r`` (body origin ``p``): ``(r ; p × r)``
     for a rotation, ``(0 ; r)`` for a translation."""
@@ -143,7 +143,7 @@ def screw_column(r0, r1, r2, angular, p0, p1, p2, col):
         col[3], col[4], col[5] = r0, r1, r2
 
 
-@njit(cache=True, inline="always")
+@inlined
 def screw_derivative(hb, i, k, C, V, S):
     """D1: ``S^(k) = Σ_{m<k} binom(k−1, m) ad_{V_i^(m)} S^(k−1−m)`` for the columns of joint i."""
     iv = hb[i, HB_IV]
@@ -163,7 +163,7 @@ def screw_derivative(hb, i, k, C, V, S):
         S[k, c, 3], S[k, c, 4], S[k, c, 5] = y0, y1, y2
 
 
-@njit(cache=True, inline="always")
+@inlined
 def twist_bias(hb, i, k, C, S, vd, out):
     """D6 generalised: ``out = Σ_{m=1}^{k} binom(k, m) S^(m) v^(k−m)`` (``V_bias,i^(k)``)."""
     iv = hb[i, HB_IV]
@@ -181,7 +181,7 @@ def twist_bias(hb, i, k, C, S, vd, out):
     out[0], out[1], out[2], out[3], out[4], out[5] = o0, o1, o2, o3, o4, o5
 
 
-@njit(cache=True, inline="always")
+@inlined
 def body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, pose):
     """Order-k derivatives of body i's pose and inertia parameters from its twists ``V^(0..k−1)``:
     ``R^(k)`` (eq. 20 for the rotation: ``Ṙ = [ω]R``), the body origin ``p^(k)`` and centre of mass
@@ -191,7 +191,7 @@ def body_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, Ib, pose):
     inertia_about_origin(hf, i, k, C, cw, Jw, Ib)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, pose):
     """:func:`body_derivative` without ``Ī^(k)``: ``c^(k)``, ``J^(k)`` (and ``R^(k)``, ``p^(k)`` if
     ``pose``), all :func:`momentum_com` needs."""
@@ -203,7 +203,7 @@ def pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, pose):
             pose_rate_derivative(i, k, C, V, Rw, pw)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def centre_and_rotated_inertia(hf, i, R, p, c, J):
     """Order 0: the world centre of mass ``c = p + R c_b`` and ``J = R J_c Rᵀ``, from locals (the
     tables share one buffer: each store would otherwise force the reload of ``R``)."""
@@ -240,7 +240,7 @@ def centre_and_rotated_inertia(hf, i, R, p, c, J):
     J[1, 2] = J[2, 1] = t10 * r20 + t11 * r21 + t12 * r22
 
 
-@njit(cache=True, inline="always")
+@inlined
 def centre_and_inertia_derivative(i, k, C, V, cw, Jw):
     """k ≥ 1: ``c^(k) = v^(k−1) + Σ_m binom(k−1, m) ω^(m) × c^(k−1−m)`` (a body-fixed point) and
     ``J^(k) = X + Xᵀ``, ``X = Σ_m binom(k−1, m) [ω^(m)] J^(k−1−m)`` (J symmetric), accumulated in
@@ -276,7 +276,7 @@ def centre_and_inertia_derivative(i, k, C, V, cw, Jw):
     J[0, 1], J[1, 0], J[0, 2], J[2, 0], J[1, 2], J[2, 1] = s01, s01, s02, s02, s12, s12
 
 
-@njit(cache=True, inline="always")
+@inlined
 def pose_rate_derivative(i, k, C, V, Rw, pw):
     """k ≥ 1: ``R^(k)`` (``Ṙ = [ω]R``) and the body origin ``p^(k)`` (``ṗ = v + ω × p``), by Leibniz;
     only for applied forces given in the body frame."""
@@ -299,7 +299,7 @@ def pose_rate_derivative(i, k, C, V, Rw, pw):
             Rw[k, i, 2, b] += w0 * x1 - w1 * x0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def inertia_about_origin(hf, i, k, C, cw, Jw, Ib):
     """``Ī^(k) = J^(k) + m Σ_l binom(k, l) [c^(l)][c^(k−l)]ᵀ`` (D3), with ``[a][b]ᵀ = (a·b) 1 − b aᵀ``."""
     m_ = hf[i, HF_MASS]
@@ -317,7 +317,7 @@ def inertia_about_origin(hf, i, k, C, cw, Jw, Ib):
                 Ib[k, i, a, b] -= f * y[a] * x[b]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def inertia_mul_add(hf, i, j, Ib, cw, x, f, out):
     """out += f · M_i^(j) x, with ``M = [[Ī, m[c]], [m[c]ᵀ, m 1]]`` differentiated j times."""
     m_ = hf[i, HF_MASS]
@@ -336,7 +336,7 @@ def inertia_mul_add(hf, i, j, Ib, cw, x, f, out):
     out[5] += f * b2
 
 
-@njit(cache=True, inline="always")
+@inlined
 def applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, out):
     """out −= W_grav,i^(r) + W_app,i^(r) (spatial). Gravity: ``M^(r) G⁰ = (m c^(r) × g ; δ_r0 m g)``
     (D7). Applied: ``fext[k, i] = (f; n)`` in body i's frame (Pinocchio's layout); its spatial image is
@@ -395,14 +395,14 @@ def tables_ext(K, R, nb, nv, extra):
     return table_views(np.empty(table_floats(K, R, nb, nv) + extra), K, R, nb, nv)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def table_floats(K, R, nb, nv):
     """The number of floats of the tables of :func:`table_views`."""
     n3, n6, n9 = (K + 1) * (nb + 1) * 3, (K + 1) * (nb + 1) * 6, (K + 1) * (nb + 1) * 9
     return n6 + (K + 1) * nv * 6 + 3 * n9 + 2 * n3 + (R + 1) * (nb + 1) * 9 + (K + 1) * nv
 
 
-@njit(cache=True, inline="always")
+@inlined
 def table_views(buf, K, R, nb, nv):
     """The tables of :func:`tables_ext` as views of ``buf`` (at least :func:`table_floats` floats),
     and the rest of ``buf``. A kernel passes a borrowed buffer (:func:`loopdyn.algorithms.borrow.
@@ -439,7 +439,7 @@ def table_views(buf, K, R, nb, nv):
     return V, S, Rw, pw, cw, Jw, Ib, F, W, vd, buf[o:]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def momentum_derivative(hf, i, n, kmax, C, V, Ib, cw, out):
     """out = Σ_{m=0}^{kmax} binom(n, m) M^(n−m) V^(m)  (D4 with kmax = n; D5 with kmax = n − 1)."""
     for a in range(6):
@@ -448,7 +448,7 @@ def momentum_derivative(hf, i, n, kmax, C, V, Ib, cw, out):
         inertia_mul_add(hf, i, n - m, Ib, cw, V[m, i], C[n, m], out)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def momentum_com(hf, i, n, full, C, V, cw, Jw, out):
     """out = Π_i^(n) (``full``; D4) or Π_i^(n) − M_i V_i^(n) (not ``full``; D5's bias), from the
     centre-of-mass form of the spatial momentum ``Π = (J ω + m c × u ; m u)``, ``u = ċ = v + ω × c``

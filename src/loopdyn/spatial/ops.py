@@ -20,36 +20,36 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from ..jit import inlined, njit
 
 # ---------------------------------------------------------------------------------------------
 # loads and stores on 2-D workspaces
 
 
-@njit(cache=True, inline="always")
+@inlined
 def load3(a, i, c):
     return (a[i, c], a[i, c + 1], a[i, c + 2])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def load6(a, i, c):
     return (a[i, c], a[i, c + 1], a[i, c + 2], a[i, c + 3], a[i, c + 4], a[i, c + 5])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def load6_at(a, o):
     """The 6-vector a[o : o + 6] of a flat array, as a tuple."""
     return (a[o], a[o + 1], a[o + 2], a[o + 3], a[o + 4], a[o + 5])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def store6_at(a, o, x):
     """a[o : o + 6] = x for a flat array."""
     for r in range(6):
         a[o + r] = x[r]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def load9(a, i, c):
     return (
         a[i, c],
@@ -64,7 +64,7 @@ def load9(a, i, c):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def load10(a, i, c):
     return (
         a[i, c],
@@ -80,14 +80,14 @@ def load10(a, i, c):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def store3(a, i, c, x):
     a[i, c] = x[0]
     a[i, c + 1] = x[1]
     a[i, c + 2] = x[2]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def store6(a, i, c, x):
     a[i, c] = x[0]
     a[i, c + 1] = x[1]
@@ -97,19 +97,19 @@ def store6(a, i, c, x):
     a[i, c + 5] = x[5]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def store9(a, i, c, x):
     for k in range(9):
         a[i, c + k] = x[k]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def store10(a, i, c, x):
     for k in range(10):
         a[i, c + k] = x[k]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def add_to6(a, i, c, x):
     """a[i, c:c+6] += x."""
     a[i, c] += x[0]
@@ -124,7 +124,7 @@ def add_to6(a, i, c, x):
 # small vector algebra
 
 
-@njit(cache=True, inline="always")
+@inlined
 def unit6(k):
     """The k-th unit 6-vector."""
     return (
@@ -137,32 +137,32 @@ def unit6(k):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def add6(x, y):
     return (x[0] + y[0], x[1] + y[1], x[2] + y[2], x[3] + y[3], x[4] + y[4], x[5] + y[5])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def sub6(x, y):
     return (x[0] - y[0], x[1] - y[1], x[2] - y[2], x[3] - y[3], x[4] - y[4], x[5] - y[5])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def scale6(x, s):
     return (x[0] * s, x[1] * s, x[2] * s, x[3] * s, x[4] * s, x[5] * s)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def dot6(x, y):
     return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cross3(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def rot_vec(R, x):
     """R x."""
     return (
@@ -172,7 +172,7 @@ def rot_vec(R, x):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def rot_t_vec(R, x):
     """Rᵀ x."""
     return (
@@ -182,7 +182,7 @@ def rot_t_vec(R, x):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def rot_mul(A, B):
     """A B for row-major 3×3 tuples."""
     return (
@@ -198,7 +198,7 @@ def rot_mul(A, B):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def rot_axis_angle(ax, ay, az, c, s):
     """Rotation about the unit axis (ax, ay, az) with cos c and sin s (Rodrigues)."""
     t = 1.0 - c
@@ -215,7 +215,7 @@ def rot_axis_angle(ax, ay, az, c, s):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def rot_quat(x, y, z, w):
     """Rotation matrix of the unit quaternion (x, y, z, w)."""
     return (
@@ -235,7 +235,7 @@ def rot_quat(x, y, z, w):
 # motion and force transforms
 
 
-@njit(cache=True, inline="always")
+@inlined
 def motion_to_child(R, p, m):
     """ᶜX_P m: a parent-frame motion vector expressed in the child frame."""
     w = (m[0], m[1], m[2])
@@ -245,7 +245,7 @@ def motion_to_child(R, p, m):
     return (a[0], a[1], a[2], b[0], b[1], b[2])
 
 
-@njit(cache=True, inline="always")
+@inlined
 def motion_to_parent(R, p, m):
     """ᴾX_C m: a child-frame motion vector expressed in the parent frame."""
     w = rot_vec(R, (m[0], m[1], m[2]))
@@ -260,7 +260,7 @@ def motion_to_parent(R, p, m):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def force_to_parent(R, p, f):
     """ᶜX_Pᵀ f: a child-frame force expressed in the parent frame."""
     n = rot_vec(R, (f[0], f[1], f[2]))
@@ -275,7 +275,7 @@ def force_to_parent(R, p, f):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def force_to_child(R, p, f):
     """ᶜX*_P f: a parent-frame force expressed in the child frame."""
     n = (
@@ -292,7 +292,7 @@ def force_to_child(R, p, f):
 # cross products
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cross_motion(v, m):
     """v × m (spatial motion cross product, crm(v) m)."""
     w0, w1, w2, u0, u1, u2 = v
@@ -306,7 +306,7 @@ def cross_motion(v, m):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cross_force(v, f):
     """v ×* f (spatial force cross product, crf(v) f)."""
     w0, w1, w2, u0, u1, u2 = v
@@ -324,7 +324,7 @@ def cross_force(v, f):
 # rigid-body inertia (compact 10-tuple)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def inertia_mul(I, m):
     """I m for a compact rigid-body inertia I = (mass, h, Ī_o)."""
     mass, h0, h1, h2, xx, yy, zz, xy, xz, yz = I
@@ -339,7 +339,7 @@ def inertia_mul(I, m):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def inertia_to_parent(R, p, I):
     """ᶜX_Pᵀ I ᶜX_P: a compact child-frame inertia expressed in the parent frame."""
     mass = I[0]
@@ -373,7 +373,7 @@ def inertia_to_parent(R, p, I):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def add10(x, y):
     return (
         x[0] + y[0],
@@ -389,7 +389,7 @@ def add10(x, y):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def store_inertia_matrix(a, i, c, I):
     """a[i, c:c+36] = the 6×6 matrix (row-major) of the compact inertia I: [[Ī, h×], [h×ᵀ, m 1]].
 
@@ -438,21 +438,21 @@ def store_inertia_matrix(a, i, c, I):
 # articulated inertia (full 6×6, row-major, in 36 workspace columns)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def row6_dot(a, i, c, m):
     """a[i, c:c+6] · m."""
     return (a[i, c] * m[0] + a[i, c + 1] * m[1] + a[i, c + 2] * m[2]
             + a[i, c + 3] * m[3] + a[i, c + 4] * m[4] + a[i, c + 5] * m[5])  # fmt: skip
 
 
-@njit(cache=True, inline="always")
+@inlined
 def mat6_mul(a, i, c, m):
     """A m for the 6×6 matrix A stored row-major at a[i, c:c+36]."""
     return (row6_dot(a, i, c, m), row6_dot(a, i, c + 6, m), row6_dot(a, i, c + 12, m),
             row6_dot(a, i, c + 18, m), row6_dot(a, i, c + 24, m), row6_dot(a, i, c + 30, m))  # fmt: skip
 
 
-@njit(cache=True, inline="always")
+@inlined
 def mat6_to_parent_add(a, i, c, R, p, j, d):
     """a[j, d:d+36] += ᶜX_Pᵀ A ᶜX_P for the symmetric 6×6 A at a[i, c:c+36].
 
@@ -527,14 +527,14 @@ def mat6_to_parent_add(a, i, c, R, p, j, d):
 # row stride for blocks of larger row-major matrices
 
 
-@njit(cache=True, inline="always")
+@inlined
 def dot6w(wc, o, s):
     """wc[o:o+6] · s."""
     return (wc[o] * s[0] + wc[o + 1] * s[1] + wc[o + 2] * s[2]
             + wc[o + 3] * s[3] + wc[o + 4] * s[4] + wc[o + 5] * s[5])  # fmt: skip
 
 
-@njit(cache=True, inline="always")
+@inlined
 def block_mul(wc, off, stride, s):
     """(6 × 6 block at wc[off], row stride ``stride``) · s."""
     return (dot6w(wc, off, s), dot6w(wc, off + stride, s),
@@ -542,7 +542,7 @@ def block_mul(wc, off, stride, s):
             dot6w(wc, off + 4 * stride, s), dot6w(wc, off + 5 * stride, s))  # fmt: skip
 
 
-@njit(cache=True, inline="always")
+@inlined
 def col6w(wc, o, stride):
     """The 6-vector wc[o], wc[o + stride], ..., wc[o + 5 stride] (a column of a row-major block)."""
     return (
@@ -555,20 +555,20 @@ def col6w(wc, o, stride):
     )
 
 
-@njit(cache=True, inline="always")
+@inlined
 def add6w(wc, o, x):
     for r in range(6):
         wc[o + r] += x[r]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def load9w(w, o, stride):
     """The 3×3 block at w[o] (row stride ``stride``) as a row-major 9-tuple."""
     return (w[o], w[o + 1], w[o + 2], w[o + stride], w[o + stride + 1], w[o + stride + 2],
             w[o + 2 * stride], w[o + 2 * stride + 1], w[o + 2 * stride + 2])  # fmt: skip
 
 
-@njit(cache=True, inline="always")
+@inlined
 def add9w(w, o, stride, x):
     for r in range(3):
         for c in range(3):
@@ -589,7 +589,7 @@ def gen6_to_parent(w, src, sstride, Ra, pa, Rb, pb, out, dst, dstride, scratch, 
             out[dst + r * dstride + c] += col[r]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def cholesky_solve_vector(Lf, n, x):
     """``x ← (L Lᵀ)⁻¹ x`` in place, for the Cholesky factor L in the lower triangle of the 2-D ``Lf``
     (n × n; the upper triangle is not read): forward substitution by rows, backward by columns."""
@@ -605,12 +605,21 @@ def cholesky_solve_vector(Lf, n, x):
             x[k] -= Lf[i, k] * xi
 
 
-@njit(cache=True, inline="always")
+# A symmetric matrix is taken as positive definite when each Cholesky pivot exceeds SPD_RTOL times its
+# diagonal entry (2 × 2: the determinant exceeds SPD_RTOL·d00·d11, i.e. 1 − ρ² > SPD_RTOL). A matrix
+# that is singular in exact arithmetic (a gimbal at its lock, a loop at a toggle) leaves a pivot of a
+# few rounding errors, of either sign and larger with fused multiply-adds: "> 0" would accept it and
+# return an inverse of 1e16.
+SPD_RTOL = 64.0 * 2.220446049250313e-16
+
+
+@inlined
 def spd2_inverse(d00, d01, d11):
     """``(ok, i00, i01, i11)``: the inverse of the symmetric 2 × 2 matrix ``[[d00, d01], [d01, d11]]``
-    in closed form; ``ok`` is False (and the rest meaningless) if it is not positive definite."""
+    in closed form; ``ok`` is False (and the rest meaningless) if it is not positive definite
+    (relative to its diagonal: :data:`SPD_RTOL`)."""
     det = d00 * d11 - d01 * d01
-    if not (d00 > 0.0 and det > 0.0):
+    if not (d00 > 0.0 and det > SPD_RTOL * (d00 * d11)):  # relative: see SPD_RTOL
         return False, 0.0, 0.0, 0.0
     return True, d11 / det, -d01 / det, d00 / det
 
@@ -619,14 +628,15 @@ def spd2_inverse(d00, d01, d11):
 def spd_inverse(w, src, n, out, dst, scratch, scr):
     """out[dst:dst+n²] = A⁻¹ (row-major) for the small symmetric positive-definite A (n ≤ 6) stored
     row-major at w[src:src+n²], by Cholesky; scratch[scr:scr+72] is scratch (any of the three 1-D
-    arrays may be the same array). Returns False (output untouched) if A is not positive definite."""
+    arrays may be the same array). Returns False (output untouched) if A is not positive definite
+    (a pivot below :data:`SPD_RTOL` times its diagonal entry)."""
     Lf = scr
     Li = scr + 36
     for col in range(n):
         acc = w[src + n * col + col]
         for k in range(col):
             acc -= scratch[Lf + 6 * col + k] * scratch[Lf + 6 * col + k]
-        if not acc > 0.0:
+        if not acc > SPD_RTOL * w[src + n * col + col]:  # relative pivot: see SPD_RTOL
             return False
         d = math.sqrt(acc)
         scratch[Lf + 6 * col + col] = d

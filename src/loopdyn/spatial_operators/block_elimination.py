@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from ..dynamics import crba
 from ..errors import UnsupportedFeatureError
+from ..jit import njit
 from .factorization import MassMatrixFactor
 from .tree_arrays import OP_D, OP_DINV, OP_L, OP_LINV, OP_LINVT, OP_LT, OP_M, OP_MINV, PIVOT_TOL
 

@@ -29,13 +29,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from ..algorithms.borrow import borrowed, model_views
 from ..algorithms.cluster_dynamics import c_aba_backward, placement_in_output
 from ..algorithms.cluster_kinematics import c_fk_core, tapes, validate_cluster_state
 from ..algorithms.common import kernel
 from ..algorithms.status import SINGULAR, STATUS_BASE
+from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .tree_arrays import OP_D, OP_DINV, OP_L, OP_LINV, OP_LINVT, OP_LT, OP_M
@@ -193,7 +193,7 @@ def compliance_sweep(ib, ws, ic, cb, wc, ups, uoff, G, goff, all_blocks):
         cluster_compliance_ports(ic, cb, wc, k, ups, uoff, Z, npt, psub, A, SD, blocks)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def store_pinocchio_flat(src, o, stride, out):
     """out (6×6) = the Featherstone-ordered block at src[o] (row stride ``stride``) in Pinocchio's
     [linear; angular] order."""
@@ -336,13 +336,13 @@ def c_compliance_kernel(ints, floats, q, out, off_diagonal):
 X_FIRST, X_NB, X_M, X_IV, X_FOFF, X_PARENT, X_CFIRST, X_NCAR, X_PFIRST, X_NPORT = range(10)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def v_offset(cl, k):
     """Offset in fc of cluster k's port matrices V_p."""
     return cl[k, X_FOFF] + 6 * cl[k, X_NB] * cl[k, X_M]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def d_offset(cl, k):
     """Offset in fc of cluster k's 𝖣⁻¹ (its Cholesky factor follows)."""
     return v_offset(cl, k) + 6 * cl[k, X_NPORT] * cl[k, X_M]
@@ -428,13 +428,13 @@ def c_factor_kernel(ints, floats, q, cl, bport, fc, pl):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def placement(pl, i):
     return ((pl[i, 0], pl[i, 1], pl[i, 2], pl[i, 3], pl[i, 4], pl[i, 5], pl[i, 6], pl[i, 7], pl[i, 8]),
             (pl[i, 9], pl[i, 10], pl[i, 11]))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def row6(a, i):
     return (a[i, 0], a[i, 1], a[i, 2], a[i, 3], a[i, 4], a[i, 5])
 

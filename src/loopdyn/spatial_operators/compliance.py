@@ -23,8 +23,8 @@ On a model with loops the same recursions run over the cluster tree, with the cl
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..jit import njit
 from .cluster_sweeps import c_compliance_kernel
 from .tree_arrays import (
     M_S,

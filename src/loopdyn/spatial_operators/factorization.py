@@ -28,9 +28,9 @@ import math
 import weakref
 
 import numpy as np
-from numba import njit
 
 from ..errors import NonFiniteError, ShapeError
+from ..jit import njit
 from ..model import layout as L
 from .cluster_sweeps import c_apply_kernel, c_factor_kernel, c_logdet
 from .tree_arrays import (

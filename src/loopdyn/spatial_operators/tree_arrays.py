@@ -17,10 +17,10 @@ import math
 import weakref
 
 import numpy as np
-from numba import njit
 
 from ..algorithms.validation import check_data
 from ..errors import ConfigurationError, NonFiniteError, ShapeError, UnsupportedFeatureError
+from ..jit import inlined, njit
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 
 #: tolerance on | |quaternion| − 1 | and | cos² + sin² − 1 | (as loopdyn's other algorithms)
@@ -237,7 +237,7 @@ def check_q(ib, q):
     return 0
 
 
-@njit(cache=True, inline="always")
+@inlined
 def joint_motion(jt, geo, q, o, R, p):
     """The joint's own motion (R, p) of the child in the joint frame (Pinocchio's convention)."""
     p[:] = 0.0
@@ -280,7 +280,7 @@ def joint_motion(jt, geo, q, o, R, p):
     R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
 
 
-@njit(cache=True, inline="always")
+@inlined
 def motion_transform(R, p, X):
     """X = ᶜX_ₚ, the motion transform from the parent frame to a child placed at (R, p) in it,
     Featherstone ordering: [[Rᵀ, 0], [−Rᵀ p×, Rᵀ]]."""
@@ -296,7 +296,7 @@ def motion_transform(R, p, X):
         X[3 + a, 2] = -(R[0, a] * p[1] + R[1, a] * (-p[0]))
 
 
-@njit(cache=True, inline="always")
+@inlined
 def rot_congruence(R, A, ra, ca, out, transpose, t):
     """out = R A Rᵀ (or Rᵀ A R when ``transpose``) for the 3×3 block of A at (ra, ca); t: 3×3 scratch."""
     if transpose:
@@ -315,7 +315,7 @@ def rot_congruence(R, A, ra, ca, out, transpose, t):
                 out[a, b] = t[a, 0] * R[b, 0] + t[a, 1] * R[b, 1] + t[a, 2] * R[b, 2]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def force_congruence_add(R, p, A, out, sc):
     """out += Xᵀ A X for a symmetric 6×6 A, X = ᶜX_ₚ of the placement (R, p) (an articulated inertia
     carried to the parent). With X = blockdiag(Rᵀ) [[1, 0], [−p×, 1]] and aᵢⱼ = R Aᵢⱼ Rᵀ:
@@ -347,7 +347,7 @@ def force_congruence_add(R, p, A, out, sc):
             out[3 + a, 3 + b] += a22[a, b]
 
 
-@njit(cache=True, inline="always")
+@inlined
 def motion_congruence(R, p, Y, out, sc):
     """out = X Y Xᵀ for a symmetric 6×6 Y, X = ᶜX_ₚ of the placement (R, p) (a compliance carried to
     the child). With Y = [[A, B], [Bᵀ, C]], T = [[1, 0], [−p×, 1]]:
