@@ -11,7 +11,7 @@ import pytest
 
 from loopdyn import cli, robots
 from loopdyn.bench import paper
-from loopdyn.bench.progress import Progress
+from loopdyn.progress import Progress
 
 
 def test_growth_exponent_recovers_a_known_exponent():
@@ -65,13 +65,31 @@ def test_fig14_errors_on_a_short_trajectory():
     assert t[1] - t[0] == pytest.approx(5e-4)
 
 
-def test_progress_bar_writes_one_line_when_not_a_terminal():
+def test_progress_writes_a_line_at_the_start_and_the_end_when_not_a_terminal():
     buf = io.StringIO()
     with Progress(3, "work", stream=buf) as bar:
         for _ in range(3):
             bar.update(note="step")
-    assert buf.getvalue().startswith("work: 3/3 done in ")
-    assert buf.getvalue().count("\n") == 1
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "work: started (3 steps)"
+    assert lines[1].startswith("work: 3/3 done in ")
+    assert len(lines) == 2
+
+
+def test_progress_writes_one_line_per_item_with_lines():
+    buf = io.StringIO()
+    with Progress(2, "compile", stream=buf, lines=True) as bar:
+        bar.update(note="a_kernel 1.0 s")
+        bar.update(note="b_kernel 2.0 s")
+    lines = buf.getvalue().splitlines()
+    assert lines[1:3] == ["compile: [1/2] a_kernel 1.0 s", "compile: [2/2] b_kernel 2.0 s"]
+
+
+def test_progress_disabled_writes_nothing():
+    buf = io.StringIO()
+    with Progress(2, "quiet", stream=buf, enabled=False) as bar:
+        bar.update()
+    assert buf.getvalue() == ""
 
 
 def test_cli_bench_writes_results(tmp_path, monkeypatch, capsys):

@@ -10,6 +10,7 @@ Quick start::
 """
 
 from . import baselines, batch, errors, higher_order, robots
+from .compilation import compile
 from .constraint_rows import Constraint, constraint_jacobian
 from .contact import constrained_forward_dynamics
 from .delassus_methods import damped_delassus_inverse, delassus
@@ -62,6 +63,7 @@ from .spatial_operators import MassMatrixFactor, body_compliances, mass_matrix_f
 __version__ = "0.1.0"
 
 __all__ = [
+    "compile",
     "Constraint",
     "constraint_jacobian",
     "constrained_forward_dynamics",

@@ -1,0 +1,162 @@
+"""Compile loopdyn's kernels ahead of use: :func:`compile` and ``loopdyn compile``.
+
+Every kernel is compiled by Numba the first time it is called and kept in Numba's on-disk cache
+(:mod:`loopdyn.jit`), so each machine pays for it once. :func:`compile` pays it up front, for every
+kernel or for the named families, in worker processes on all cores, and reports what each kernel
+cost. A second run finds everything in the cache and returns in seconds.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import TextIO
+
+from .errors import LoopdynError
+
+__all__ = ["FAMILIES", "KernelTiming", "CompileReport", "compile", "kernels"]
+
+# family -> the modules whose kernels it holds (each registers its kernels when imported)
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "trees": ("algorithms.rnea", "algorithms.aba", "algorithms.crba", "algorithms.kinematics"),
+    "loops": ("algorithms.cluster_dynamics", "algorithms.cluster_kinematics", "algorithms.cluster_delassus"),
+    "delassus": (
+        "algorithms.pv_osim",
+        "algorithms.pv_osim_world",
+        "algorithms.efpa",
+        "algorithms.ltl_osim",
+        "algorithms.cluster_pv_osimr",
+        "algorithms.cluster_delassus_world",
+    ),
+    "contact": ("algorithms.contact",),
+    "batch": ("algorithms.batch",),
+    "higher_order": (
+        "higher_order.dynamics",
+        "higher_order.closed_form",
+        "higher_order.cluster_aba",
+        "higher_order.clusters",
+    ),
+    "baselines": ("baselines.kernels", "baselines.compiled"),
+}
+
+
+@dataclass(frozen=True)
+class KernelTiming:
+    """One kernel: its family, module and name, the seconds its compilation (or cache load) took in a
+    worker that had compiled nothing before it in that family, whether it came from the cache, and
+    the worker's peak resident memory (MB) after it."""
+
+    family: str
+    module: str
+    name: str
+    seconds: float
+    cached: bool
+    peak_mb: float
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    """What :func:`compile` did: the kernels, the wall time and the number of worker processes."""
+
+    kernels: tuple[KernelTiming, ...]
+    seconds: float
+    jobs: int
+
+    @property
+    def compiled(self) -> int:
+        """How many kernels were compiled (not loaded from the cache)."""
+        return sum(not k.cached for k in self.kernels)
+
+    def slowest(self, n: int = 10) -> list[KernelTiming]:
+        """The n kernels that took longest."""
+        return sorted(self.kernels, key=lambda k: -k.seconds)[:n]
+
+    def table(self, n: int = 10) -> str:
+        """A plain-text table of the n slowest kernels."""
+        rows = [f"{'kernel':44s} {'family':13s} {'seconds':>8s} {'peak MB':>8s}"]
+        for k in self.slowest(n):
+            src = "cache" if k.cached else ""
+            name = f"{k.module}.{k.name}"
+            rows.append(f"{name:44s} {k.family:13s} {k.seconds:8.1f} {k.peak_mb:8.0f} {src}")
+        return "\n".join(rows)
+
+
+def _family_modules(families: Iterable[str] | None) -> list[tuple[str, str]]:
+    names = list(FAMILIES) if families is None else list(families)
+    unknown = [f for f in names if f not in FAMILIES]
+    if unknown:
+        raise LoopdynError(f"unknown kernel family {unknown[0]!r}; the families are {', '.join(FAMILIES)}")
+    return [(f, m) for f in names for m in FAMILIES[f]]
+
+
+def kernels(families: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
+    """``(family, module, kernel name)`` of every kernel of the named families (all by default)."""
+    from .algorithms import common
+
+    out = []
+    for family, mod in _family_modules(families):
+        module = importlib.import_module(f"{__package__}.{mod}")
+        for stub in common.registered_kernels():
+            if stub.module is module:
+                out.append((family, mod, stub.__name__))
+    return out
+
+
+def _compile_in_worker(family: str, mod: str, name: str) -> KernelTiming:
+    """Worker: compile (or load) one kernel; its time and this process's peak memory."""
+    import resource
+
+    from .algorithms import common
+
+    module = importlib.import_module(f"{__package__}.{mod}")
+    stub = getattr(module, name)
+    t0 = time.perf_counter()
+    dispatcher = common.compiled(stub) if hasattr(stub, "signature") else stub
+    seconds = time.perf_counter() - t0
+    cached = sum(dispatcher.stats.cache_hits.values()) > 0 and not dispatcher.stats.cache_misses
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return KernelTiming(family, mod, name, seconds, cached, peak)
+
+
+def compile(  # noqa: A001 - the public name the CLI mirrors: `loopdyn compile`
+    families: Sequence[str] | None = None,
+    jobs: int | None = None,
+    progress: bool = True,
+    stream: TextIO | None = None,
+) -> CompileReport:
+    """Compile every kernel of loopdyn (or those of ``families``: see :data:`FAMILIES`) into Numba's
+    on-disk cache, ``jobs`` worker processes at a time (default: every core), and return what each
+    kernel cost (:class:`CompileReport`). Kernels already in the cache load in a fraction of a second.
+
+    ``progress`` shows a progress bar on a terminal, or one line per kernel when ``stream`` (default
+    standard error) is a file or a pipe. Each worker compiles a few kernels and is then replaced, so
+    that the memory a compilation leaves behind does not accumulate.
+    """
+    todo = kernels(families)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    stream = sys.stderr if stream is None else stream
+    t0 = time.perf_counter()
+    results: list[KernelTiming] = []
+    import multiprocessing
+
+    from .progress import Progress
+
+    ctx = multiprocessing.get_context("spawn")  # a clean interpreter: no inherited compiler state
+    bar = Progress(len(todo), "loopdyn compile", stream=stream, enabled=progress, lines=True)
+    with bar, ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=4) as pool:
+        futures = {pool.submit(_compile_in_worker, *k): k for k in todo}
+        for fut in as_completed(futures):
+            family, mod, name = futures[fut]
+            try:
+                timing = fut.result()
+            except Exception as exc:  # a kernel that does not compile is a bug: say which
+                raise LoopdynError(f"compiling {mod}.{name} failed: {type(exc).__name__}: {exc}") from exc
+            results.append(timing)
+            src = " (cache)" if timing.cached else ""
+            bar.update(1, note=f"{name} {timing.seconds:.1f} s{src}")
+    return CompileReport(tuple(results), time.perf_counter() - t0, jobs)
