@@ -12,18 +12,30 @@ import random
 import numpy as np
 import pytest
 import sympy as sp
+from numba import njit
 
 from loopdyn.constraints import (
     OPCODES,
     ConstraintProgram,
     compile_constraint,
     evaluate,
-    evaluate_k,
     evaluate_phi,
-    evaluate_phi_K,
     pack_programs,
 )
+from loopdyn.constraints import evaluate_k as _evaluate_k_step
+from loopdyn.constraints import evaluate_phi_K as _evaluate_phi_K_step
 from loopdyn.errors import ModelError
+
+
+# the split evaluation's two halves are compiled steps (loopdyn.jit.inlined): called from compiled code
+@njit
+def evaluate_phi_K(code, consts, table, outputs, p, q, regs, phi_out, K_out):
+    _evaluate_phi_K_step(code, consts, table, outputs, p, q, regs, phi_out, K_out)
+
+
+@njit
+def evaluate_k(code, consts, table, outputs, p, qd, regs, k_out):
+    _evaluate_k_step(code, consts, table, outputs, p, qd, regs, k_out)
 
 RTOL = 1e-12
 

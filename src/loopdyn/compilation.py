@@ -42,6 +42,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "higher_order.clusters",
     ),
     "baselines": ("baselines.kernels", "baselines.compiled"),
+    "spatial_operators": ("spatial_operators.cluster_sweeps",),
 }
 
 
