@@ -13,7 +13,6 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -124,19 +123,28 @@ def _compile_in_worker(family: str, mod: str, name: str) -> KernelTiming:
     return KernelTiming(family, mod, name, seconds, cached, peak)
 
 
+def _compile_task(task: tuple[str, str, str]) -> tuple[bool, object]:
+    """Pool task: ``(True, KernelTiming)`` or ``(False, (module, name, error))``."""
+    try:
+        return True, _compile_in_worker(*task)
+    except Exception as exc:
+        return False, (task[1], task[2], f"{type(exc).__name__}: {exc}")
+
+
 def compile(  # noqa: A001 - the public name the CLI mirrors: `loopdyn compile`
     families: Sequence[str] | None = None,
     jobs: int | None = None,
     progress: bool = True,
     stream: TextIO | None = None,
+    tasks_per_worker: int = 4,
 ) -> CompileReport:
     """Compile every kernel of loopdyn (or those of ``families``: see :data:`FAMILIES`) into Numba's
     on-disk cache, ``jobs`` worker processes at a time (default: every core), and return what each
     kernel cost (:class:`CompileReport`). Kernels already in the cache load in a fraction of a second.
 
     ``progress`` shows a progress bar on a terminal, or one line per kernel when ``stream`` (default
-    standard error) is a file or a pipe. Each worker compiles a few kernels and is then replaced, so
-    that the memory a compilation leaves behind does not accumulate.
+    standard error) is a file or a pipe. Each worker compiles ``tasks_per_worker`` kernels and is
+    then replaced, so that the memory a compilation leaves behind does not accumulate.
     """
     todo = kernels(families)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
@@ -149,15 +157,13 @@ def compile(  # noqa: A001 - the public name the CLI mirrors: `loopdyn compile`
 
     ctx = multiprocessing.get_context("spawn")  # a clean interpreter: no inherited compiler state
     bar = Progress(len(todo), "loopdyn compile", stream=stream, enabled=progress, lines=True)
-    with bar, ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=4) as pool:
-        futures = {pool.submit(_compile_in_worker, *k): k for k in todo}
-        for fut in as_completed(futures):
-            family, mod, name = futures[fut]
-            try:
-                timing = fut.result()
-            except Exception as exc:  # a kernel that does not compile is a bug: say which
-                raise LoopdynError(f"compiling {mod}.{name} failed: {type(exc).__name__}: {exc}") from exc
-            results.append(timing)
-            src = " (cache)" if timing.cached else ""
-            bar.update(1, note=f"{name} {timing.seconds:.1f} s{src}")
+    # multiprocessing's Pool replaces a worker after a few kernels (concurrent.futures' executor can
+    # hang on Python 3.11 when its workers are replaced)
+    with bar, ctx.Pool(processes=jobs, maxtasksperchild=max(1, tasks_per_worker)) as pool:
+        for ok, item in pool.imap_unordered(_compile_task, todo):
+            if not ok:  # a kernel that does not compile is a bug: say which
+                raise LoopdynError(f"compiling {item[0]}.{item[1]} failed: {item[2]}")
+            results.append(item)
+            src = " (cache)" if item.cached else ""
+            bar.update(1, note=f"{item.name} {item.seconds:.1f} s{src}")
     return CompileReport(tuple(results), time.perf_counter() - t0, jobs)
