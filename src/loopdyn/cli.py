@@ -101,10 +101,7 @@ def _compile(args) -> int:
     except LoopdynError as exc:
         print(f"loopdyn: {exc}", file=sys.stderr)
         return 2
-    print(
-        f"{len(report.kernels)} kernels ({report.compiled} compiled, {len(report.kernels) - report.compiled} "
-        f"from the cache) in {report.seconds:.1f} s with {report.jobs} worker processes"
-    )
+    print(report.summary())
     print(report.table(10))
     return 0
 

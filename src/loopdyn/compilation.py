@@ -47,9 +47,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class KernelTiming:
-    """One kernel: its family, module and name, the seconds its compilation (or cache load) took in a
-    worker that had compiled nothing before it in that family, whether it came from the cache, and
-    the worker's peak resident memory (MB) after it."""
+    """One kernel: its family, module and name, the seconds its compilation (or cache load) took in its
+    worker (less when helpers it shares with kernels compiled before it in that worker, or already in
+    the cache, were reused), whether it came from the cache, and the worker's peak resident memory
+    (MB) after it."""
 
     family: str
     module: str
@@ -71,6 +72,13 @@ class CompileReport:
     def compiled(self) -> int:
         """How many kernels were compiled (not loaded from the cache)."""
         return sum(not k.cached for k in self.kernels)
+
+    def summary(self) -> str:
+        """One line: how many kernels, compiled or from the cache, in how long, by how many workers."""
+        return (
+            f"{len(self.kernels)} kernels ({self.compiled} compiled, {len(self.kernels) - self.compiled} "
+            f"from the cache) in {self.seconds:.1f} s with {self.jobs} worker processes"
+        )
 
     def slowest(self, n: int = 10) -> list[KernelTiming]:
         """The n kernels that took longest."""

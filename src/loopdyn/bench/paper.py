@@ -673,8 +673,7 @@ def _run(st: Settings, quick: bool, out_dir: str | None, batch_states: int | Non
             "kernels": [k.__dict__ for k in report.kernels],
         }
         print(
-            f"{len(report.kernels)} kernels compiled ({report.compiled}) or loaded from the cache in "
-            f"{report.seconds:.1f} s by {report.jobs} worker processes; the slowest:\n\n"
+            f"{report.summary()}; the slowest:\n\n"
             + "\n".join("    " + line for line in report.table(5).splitlines())
             + "\n"
         )
