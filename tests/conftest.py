@@ -43,18 +43,8 @@ class Case:
         return rng.normal(size=(self.lm.njoints, 6)) * 3.0
 
 
-def _has_urdf_loader() -> bool:
-    try:
-        from loopdyn.io import load_urdf  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def load_case(case_id: str, with_pinocchio: bool) -> Case:
     if case_id in ROBOT_IDS:
-        if not _has_urdf_loader():
-            pytest.skip("loopdyn.io.load_urdf is not available (yet)")
         lm, pm = trees.robot_case(case_id, with_pinocchio)
         seed = 1000 + ROBOT_IDS.index(case_id)
     else:
@@ -66,8 +56,7 @@ def load_case(case_id: str, with_pinocchio: bool) -> Case:
 
 @pytest.fixture(params=TREE_IDS + ROBOT_IDS)
 def pin_case(request) -> Case:
-    """Every tree and robot, with its Pinocchio twin (skipped without Pinocchio)."""
-    pytest.importorskip("pinocchio")
+    """Every tree and robot, with its Pinocchio twin (Pinocchio is a test dependency: no skip)."""
     return load_case(request.param, with_pinocchio=True)
 
 

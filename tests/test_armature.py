@@ -57,7 +57,9 @@ def _states(rng, lm):
 
 
 def _pin():
-    return pytest.importorskip("pinocchio")
+    import pinocchio
+
+    return pinocchio
 
 
 def _sym(M) -> np.ndarray:

@@ -3,15 +3,12 @@ and on their own: sizes, masses, inverse/forward dynamics consistency."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from reference_files import grbda_file
 
 import loopdyn
 from loopdyn.robots import builtin
-
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference-models" / "grbda-urdf"
 
 # name: (nq, nv, number of bodies, number of constraints, total mass)
 EXPECTED = {
@@ -28,10 +25,7 @@ def build(name: str) -> loopdyn.Model:
 
 
 def reference(name: str) -> loopdyn.Model:
-    path = REFERENCE_DIR / f"{name}.urdf"
-    if not path.is_file():
-        pytest.skip(f"reference file {path} not available")
-    return loopdyn.load_urdf(path, inertia="accept")  # the paper's files: see test_urdf_inertia
+    return loopdyn.load_urdf(grbda_file(name), inertia="accept")  # the paper's files: see test_urdf_inertia
 
 
 def rel_err(a, b) -> float:

@@ -20,13 +20,12 @@ Coordinate mapping (loopdyn → Pinocchio):
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 from trees import random_inertia, random_rotation
 
 import loopdyn as ld
 from loopdyn.errors import InputError, ModelError
-
-pin = pytest.importorskip("pinocchio")
 
 KINDS = ("revolute", "universal", "gimbal_zyx", "gimbal", "planar", "compound")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from loopdyn.errors import ConfigurationError, InputError, NonFiniteError, ShapeError
@@ -26,8 +27,6 @@ from loopdyn.model.configuration import (
     random_configuration,
 )
 from loopdyn.spatial import Inertia, quat_to_matrix, so3_exp
-
-pin = pytest.importorskip("pinocchio")
 
 TOL = 1e-12
 SEEDS = list(range(12))

@@ -15,6 +15,7 @@ Tolerance 1e-12 relative to the largest entry (1 when smaller)."""
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 from cluster_models import assert_close, data_with_flag_cleared, random_cluster_model
 from test_spatial_operators_loops import to_pinocchio
@@ -24,8 +25,6 @@ import loopdyn
 from loopdyn.baselines import explicit_G
 from loopdyn.model import layout as L
 from loopdyn.robots import build
-
-pin = pytest.importorskip("pinocchio")
 
 NESTED = ("pbt_chain12", "mit_humanoid", "tello")  # one-port clusters with an in-cluster parent
 MODELS = {

@@ -6,6 +6,7 @@ of inverse dynamics, on long random chains with short branches and every joint k
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 import trees
 from trees import assert_close
@@ -13,8 +14,6 @@ from trees import assert_close
 import loopdyn
 from loopdyn.algorithms import crba as tree_crba
 from loopdyn.model import layout as L
-
-pin = pytest.importorskip("pinocchio")
 
 # (seed, moving bodies, floating, joint mix)
 DEEP_SPECS = [

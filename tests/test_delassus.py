@@ -268,7 +268,7 @@ def pin_reference(pin, pm, q, lm, cons):
 
 
 def test_random_trees_vs_pinocchio():
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     rng = np.random.default_rng(21)
     checked_pin_delassus = 0
     for n, floating in [(3, False), (8, True), (15, False), (24, True)]:
@@ -307,7 +307,7 @@ ROBOT_CONSTRAINTS = {
 @pytest.mark.parametrize("robot", list(ROBOT_CONSTRAINTS))
 def test_robots_vs_pinocchio(robot):
     """dense, EFPA and LTL agree with each other and with Pinocchio's J M⁻¹ Jᵀ and computeDelassusMatrix."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     lm, pm = trees.robot_case(robot)
     d = lm.create_data()
     cons = ROBOT_CONSTRAINTS[robot]

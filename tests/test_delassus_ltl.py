@@ -127,7 +127,7 @@ def test_ltl_errors():
 
 
 def test_ltl_random_trees_vs_pinocchio():
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     rng = np.random.default_rng(23)
     for n, floating in [(3, False), (8, True), (15, False), (24, True)]:
         lm, pm = trees.random_tree(rng, n, floating=floating, with_pinocchio=True)

@@ -5,12 +5,10 @@ generalized gravity and the inverse mass matrix."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
+import pinocchio as pin
 from trees import assert_close
 
 import loopdyn
-
-pin = pytest.importorskip("pinocchio")
 
 
 def symmetrized_upper(M) -> np.ndarray:

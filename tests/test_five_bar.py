@@ -82,7 +82,7 @@ def _oracle(pin, pm, fl, fr, q, v):
 def test_geometry_against_pinocchio():
     """At q = 0 the mechanism is assembled symmetric: the tips meet on the symmetry axis at the height
     the link lengths give (crank at 120°), the cranks' pivots 0.15 m apart."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     m = robots.five_bar()
     pm, fl, fr = _pinocchio(pin, m)
     pd = pm.createData()
@@ -98,7 +98,7 @@ def test_geometry_against_pinocchio():
 
 
 def test_dynamics_against_the_spanning_tree_oracle():
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     m = robots.five_bar()
     d = m.create_data()
     pm, fl, fr = _pinocchio(pin, m)
@@ -122,7 +122,7 @@ def test_dynamics_against_the_spanning_tree_oracle():
 def test_against_pinocchio_constraint_dynamics():
     """C-ABA against Pinocchio's constraintDynamics on the spanning tree with the loop closed by a
     3-D contact between the tips (the y row is redundant in the plane: proximal iterations)."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     m = robots.five_bar()
     d = m.create_data()
     pm, fl, fr = _pinocchio(pin, m)

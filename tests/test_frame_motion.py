@@ -4,11 +4,10 @@ on every random tree and example robot, every frame kind, all three references."
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 import loopdyn
-
-pin = pytest.importorskip("pinocchio")
 
 REFERENCES = {"local": "LOCAL", "world": "WORLD", "local_world_aligned": "LOCAL_WORLD_ALIGNED"}
 

@@ -12,18 +12,18 @@ The inputs ``q`` and ``dv`` are also taken from the poses (joint velocities by A
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 import trees
+from jax.experimental import jet
 
 import loopdyn as ld
 from loopdyn import higher_order as ho
 from loopdyn.model import joints as J
 
-jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
-jet = pytest.importorskip("jax.experimental.jet")
 
 RTOL = 1e-9
 

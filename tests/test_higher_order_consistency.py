@@ -64,7 +64,7 @@ PIN_TREES = [0, 3, 4, 7, 9, 11, 19]
 
 @pytest.mark.parametrize("index", PIN_TREES, ids=[IDS[TREES.index(i)] for i in PIN_TREES])
 def test_order_one_is_pinocchio_rnea_derivatives_chain_rule(index):
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     lm, pm = trees.tree_case(index)
     pdata = pm.createData()
     data = lm.create_data()

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import math
 
+import pinocchio as pin
 import pytest
 from trees import assert_close, frame_pairs
 
 import loopdyn
-
-pin = pytest.importorskip("pinocchio")
 
 REFERENCES = {
     "local": pin.ReferenceFrame.LOCAL,

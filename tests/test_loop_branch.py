@@ -5,6 +5,7 @@ residual (efc_pos) on an MJCF weld mechanism."""
 
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -12,8 +13,6 @@ import loopdyn as ld
 from loopdyn.errors import ConfigurationError
 from loopdyn.model.clusters import IMPLICIT
 from loopdyn.model.state import cluster_functions
-
-mujoco = pytest.importorskip("mujoco")
 
 WELD = Path(__file__).parent / "data" / "mjcf" / "weld_slider.xml"
 

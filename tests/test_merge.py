@@ -7,12 +7,11 @@ Pinocchio builds too), and the unmerged model (merging changes no coordinate and
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 import loopdyn as ld
 from loopdyn.errors import ModelError
-
-pin = pytest.importorskip("pinocchio")
 
 _I = '<inertia ixx="{a}" ixy="0.001" ixz="0" iyy="{b}" iyz="0" izz="{c}"/>'
 

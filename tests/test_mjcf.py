@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -34,8 +35,6 @@ from loopdyn.errors import (
     ShapeError,
     UnsupportedFeatureError,
 )
-
-mujoco = pytest.importorskip("mujoco")
 
 DATA = Path(__file__).parent / "data" / "mjcf"
 N_STATES = 20
@@ -580,7 +579,7 @@ def test_cli_info_on_an_mjcf_file(capsys):
 
 
 def test_readme_mjcf_section_runs():
-    pytest.importorskip("dm_control")
+    import dm_control  # noqa: F401 (the README section needs it: a test dependency)
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     start = text.index("### MuJoCo (MJCF) files")
     section = text[start : re.search(r"\n##+ ", text[start + 4 :]).start() + start + 4]  # to the next heading

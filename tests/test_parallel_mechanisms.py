@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 import loopdyn
@@ -38,8 +39,6 @@ from loopdyn.errors import ConfigurationError, InputError, ModelError, Unsupport
 from loopdyn.model.joints import Revolute, Spherical
 from loopdyn.robots import parallel
 from loopdyn.spatial.inertia import Inertia
-
-pin = pytest.importorskip("pinocchio")
 
 TOL = 1e-9
 N_STATES = 20

@@ -80,7 +80,7 @@ def test_partitioned_model_is_the_same_mechanism(index, rot):
 @pytest.mark.parametrize("index,rot", [(7, "euler"), (10, "spherical"), (15, "spherical")])
 def test_partitioned_model_matches_pinocchio(index, rot):
     """The partitioned model is an ordinary tree with massless bodies: Pinocchio agrees on it."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     lm, _ = trees.tree_case(index, with_pinocchio=False)
     lp, mp = loopdyn.partition(lm, free_flyer_rotation=rot)
     pm = pin.Model()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference_files import grbda_file
 
 import loopdyn
 from loopdyn import robots
@@ -17,17 +18,12 @@ from loopdyn.baselines import ApproximateModel
 from loopdyn.cli import main
 from loopdyn.errors import InputError, UnsupportedFeatureError
 
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference-models" / "grbda-urdf"
-
 # robot function → reference file
 FILES = {"mit_humanoid": "mit_humanoid", "jvrc1": "jvrc1_humanoid"}
 
 
 def reference_path(name: str) -> Path:
-    path = REFERENCE_DIR / f"{name}.urdf"
-    if not path.is_file():
-        pytest.skip(f"reference file {path} not available")
-    return path
+    return grbda_file(name)  # fails (never skips) when the file is missing
 
 
 def edited_reference(tmp_path: Path, name: str, edit) -> loopdyn.Model:
@@ -551,8 +547,7 @@ def test_info_cli_errors(capsys, tmp_path):
 def test_info_cli_file_options(capsys):
     """--inertia and --mimic reach the loaders: hyq's base link is refused by default and loads with
     --inertia accept; panda's finger mimic is refused by default and coupled with --mimic coupling."""
-    if not {"hyq", "panda"} <= set(robots.example_robots()):
-        pytest.skip("example-robot-data is not installed")
+    assert {"hyq", "panda"} <= set(robots.example_robots())  # example-robot-data is a test dependency
     assert main(["info", "hyq"]) == 2
     assert "'base_link'" in capsys.readouterr().err
     assert main(["info", "hyq", "--inertia", "accept"]) == 0

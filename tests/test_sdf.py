@@ -24,14 +24,14 @@ import trees
 import loopdyn
 from loopdyn.errors import InputError, SDFError, UnsupportedFeatureError
 
-ERD = Path(trees.example_robot_data_dir()) if Path(trees.example_robot_data_dir()).is_dir() else None
-CASSIE = None if ERD is None else ERD / "cassie_description" / "robots"
+ERD = Path(trees.example_robot_data_dir())
+CASSIE = ERD / "cassie_description" / "robots"
 RTOL = 1e-9
 
 
 def _need(path):
-    if path is None or not Path(path).exists():
-        pytest.skip("example-robot-data is not installed")
+    """``path`` from example-robot-data, a test dependency: missing is a failure, not a skip."""
+    assert Path(path).exists(), f"{path} not found: is example-robot-data (a test dependency) installed?"
     return path
 
 
@@ -257,7 +257,7 @@ TREE_ROBOTS = {"solo12": True, "panda": False, "ur5": False}
 
 @pytest.mark.parametrize("name", list(TREE_ROBOTS))
 def test_tree_matches_pinocchio_on_the_urdf(name):
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     path, floating = loopdyn.robots.example_robot_urdf(name)
     sdf, offset = urdf_to_sdf(Path(path), seed=len(name))
     model = loopdyn.load_sdf(sdf, floating_base=floating)
@@ -448,7 +448,8 @@ def test_cassie_c_aba_matches_pinocchio_constraint_dynamics(file):
     """Four spherical loops (the Achilles rods and the plantar rods) on a pelvis sliding on a vertical
     prismatic joint to the world: C-ABA's spanning accelerations equal Pinocchio's constraint dynamics on
     the spanning tree, on 20 random states."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
+
     from loopdyn.baselines.constraints import spanning_state
     from loopdyn.baselines.lagrange import lift_forces
 

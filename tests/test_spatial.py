@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pinocchio as pin
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -47,8 +48,6 @@ from loopdyn.spatial import (
     spatial_inertia_matrix,
     to_pinocchio_order,
 )
-
-pin = pytest.importorskip("pinocchio")
 
 TOL = 1e-12
 

@@ -8,6 +8,7 @@ NumPy's dense linear algebra.
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 import trees
 from trees import assert_close
@@ -23,8 +24,6 @@ from loopdyn.errors import (
 )
 from loopdyn.model import FreeFlyer, Revolute, Spherical
 from loopdyn.spatial import Inertia
-
-pin = pytest.importorskip("pinocchio")
 
 TREE_INDICES = [0, 3, 4, 7, 9, 11, 13, 18, 19, 23]
 ROBOTS = ["ur5", "solo12", "talos_reduced"]

@@ -12,6 +12,7 @@ cluster kernels under test:
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 from trees import assert_close
 
@@ -26,8 +27,6 @@ from loopdyn.errors import (
 )
 from loopdyn.model import Revolute
 from loopdyn.spatial import Inertia
-
-pin = pytest.importorskip("pinocchio")
 
 
 def _pin_joint(joint):

@@ -4,30 +4,22 @@ the clusters they make on GRBDA's tello_humanoid.urdf / tello_legs.urdf, and the
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 import sympy as sp
+from reference_files import grbda_file
 
 from loopdyn.errors import ModelError
 from loopdyn.io import load_urdf
+from loopdyn.model import state
 from loopdyn.model.clusters import EXPLICIT, IMPLICIT
 from loopdyn.robots import tello_model as tello
 
-# the reference files: $LOOPDYN_GRBDA_URDF_DIR, else ../shared beside this repository (as CI lays it out)
-REF = Path(
-    os.environ.get("LOOPDYN_GRBDA_URDF_DIR")
-    or Path(__file__).resolve().parents[2] / "shared" / "reference-models" / "grbda-urdf"
-)
-
 
 def ref(name: str) -> Path:
-    path = REF / name
-    if not path.is_file():
-        pytest.skip(f"GRBDA reference file not found: {path}")
-    return path
+    return grbda_file(name)  # fails (never skips) when the file is missing
 
 
 @pytest.fixture(scope="module")
@@ -231,16 +223,8 @@ def test_missing_reference_directory(monkeypatch, tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# states (loopdyn.model.state, when available)
-def _state():
-    state = pytest.importorskip("loopdyn.model.state")
-    if not all(hasattr(state, f) for f in ("random_configuration", "constraint_residual")):
-        pytest.skip("loopdyn.model.state has no random_configuration / constraint_residual yet")
-    return state
-
-
+# states (loopdyn.model.state)
 def test_random_configurations_satisfy_the_constraints(humanoid):
-    state = _state()
     rng = np.random.default_rng(11)
     for _ in range(10):
         q = state.random_configuration(humanoid, rng)
@@ -251,7 +235,6 @@ def test_random_configurations_satisfy_the_constraints(humanoid):
 def test_random_configurations_are_on_the_physical_branch(humanoid):
     """The reference configuration is the well-conditioned solution nearest zero, so random
     configurations stay on the assembled branch (the foot does not wrap around)."""
-    state = _state()
     rng = np.random.default_rng(5)
     for _ in range(5):
         q = state.random_configuration(humanoid, rng)

@@ -4,11 +4,11 @@ spec's §5 table, flags, masses, forward dynamics against the projection baselin
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from reference_files import grbda_file
 
 import loopdyn
 from loopdyn.baselines.projection import projection_forward_dynamics
@@ -16,12 +16,6 @@ from loopdyn.constraints.definitions import Coupling, ImplicitConstraint
 from loopdyn.errors import InputError
 from loopdyn.model.clusters import EXPLICIT, IMPLICIT
 from loopdyn.robots import tello_model as tello
-
-# the reference files: $LOOPDYN_GRBDA_URDF_DIR, else ../shared beside this repository (as CI lays it out)
-REF = Path(
-    os.environ.get("LOOPDYN_GRBDA_URDF_DIR")
-    or Path(__file__).resolve().parents[2] / "shared" / "reference-models" / "grbda-urdf"
-)
 
 # spec §5 table: (bodies, clusters, nv, spanning nv, nq)
 SIZES = {True: (37, 15, 24, 42, 33), False: (21, 7, 16, 26, 25)}
@@ -33,10 +27,7 @@ MASS = {True: 2.3008 + 2 * LEG_MASS + 2 * ARM_MASS, False: 2 * LEG_MASS}
 
 
 def ref(name: str) -> Path:
-    path = REF / name
-    if not path.is_file():
-        pytest.skip(f"GRBDA reference file not found: {path}")
-    return path
+    return grbda_file(name)  # fails (never skips) when the file is missing
 
 
 _MODELS: dict = {}

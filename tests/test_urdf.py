@@ -155,7 +155,7 @@ def assert_matches_pinocchio(model, pin_model, pin) -> None:
     ("relative", "floating", "mimic"), [c[1:] for c in ROBOT_CASES], ids=[c[0] for c in ROBOT_CASES]
 )
 def test_example_robot_matches_pinocchio(relative, floating, mimic):
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     path = robot_path(relative)
     # inertias as written, as Pinocchio reads them (hyq's base_link is not physical)
     model = load_urdf(path, floating_base=floating, mimic=mimic, inertia="accept")
@@ -167,7 +167,7 @@ def test_example_robot_matches_pinocchio(relative, floating, mimic):
 )
 def test_example_robot_other_base_matches_pinocchio(relative):
     """The same robots with the other choice of base (fixed <-> floating)."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     path = robot_path(relative)
     for floating in (False, True):
         model = load_urdf(path, floating_base=floating)
@@ -176,7 +176,7 @@ def test_example_robot_other_base_matches_pinocchio(relative):
 
 @pytest.mark.parametrize("floating", [False, True])
 def test_mixed_tree_matches_pinocchio(floating):
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     model = load_urdf(MIXED, floating_base=floating)
     assert_matches_pinocchio(model, pin_build(pin, MIXED.read_text(), floating, from_xml=True), pin)
 
@@ -246,7 +246,7 @@ def test_rpy_convention():
 
 
 def test_rpy_matches_pinocchio_on_random_angles():
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     rng = np.random.default_rng(7)
     for angles in rng.uniform(-4, 4, size=(50, 3)):
         np.testing.assert_allclose(rpy_to_matrix(*angles), pin.rpy.rpyToMatrix(*angles), rtol=0, atol=TOL)
@@ -274,7 +274,7 @@ def test_sibling_order_is_bytewise_by_joint_name():
         "\u03a9",
         "\U0001f600",
     ]
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     assert list(pin.buildModelFromXML(xml).names) == model.joint_names
 
 

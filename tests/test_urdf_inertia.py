@@ -4,15 +4,12 @@ Pinocchio does."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from reference_files import grbda_file
 
 from loopdyn.errors import InputError, URDFError
 from loopdyn.io import load_urdf
-
-GRBDA = Path("/work/shared/reference-models/grbda-urdf")
 
 
 def _robot(ixx, iyy, izz, ixy=0.0, ixz=0.0, iyz=0.0, rpy="0 0 0") -> str:
@@ -92,9 +89,7 @@ def test_unknown_mode_is_an_input_error():
 
 
 def test_grbda_mini_cheetah_hip_links_are_reported():
-    path = GRBDA / "mini_cheetah.urdf"
-    if not path.is_file():
-        pytest.skip("GRBDA reference files are not available")
+    path = grbda_file("mini_cheetah.urdf")
     with pytest.raises(URDFError, match=r"_hip_link") as info:
         load_urdf(path, inertia="physical")
     name = str(info.value).split("link '")[1].split("'")[0]

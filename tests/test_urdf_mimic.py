@@ -8,12 +8,11 @@ with ``v_span = G v``, ``a = H⁻¹ Gᵀ (τ_span − h_pin)``.
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 import loopdyn
 from loopdyn.errors import UnsupportedFeatureError
-
-pin = pytest.importorskip("pinocchio")
 
 LINK = (
     "<link name='{n}'><inertial><mass value='{m}'/><origin xyz='{c}'/>"

@@ -4,30 +4,23 @@ the errors of malformed constraints."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from reference_files import grbda_file
 
 from loopdyn.constraints.definitions import Coupling, LoopJoint
 from loopdyn.errors import InputError, UnsupportedFeatureError, URDFError
 from loopdyn.io import load_urdf
+from loopdyn.model import state
 from loopdyn.model.clusters import EXPLICIT, IMPLICIT
 
-# the reference files: $LOOPDYN_GRBDA_URDF_DIR, else ../shared beside this repository (as CI lays it out)
-REF = Path(
-    os.environ.get("LOOPDYN_GRBDA_URDF_DIR")
-    or Path(__file__).resolve().parents[2] / "shared" / "reference-models" / "grbda-urdf"
-)
 DATA = Path(__file__).parent / "data" / "urdf"
 
 
 def ref(name: str) -> Path:
-    path = REF / name
-    if not path.is_file():
-        pytest.skip(f"GRBDA reference file not found: {path}")
-    return path
+    return grbda_file(name)  # fails (never skips) when the file is missing
 
 
 def multi(model):
@@ -88,7 +81,7 @@ def test_reference_file_sizes(filename, nv, nq, nv_span, nclusters, ncouplings, 
 @pytest.mark.parametrize("filename", [r[0] for r in REFERENCE])
 def test_reference_file_spanning_tree_matches_pinocchio(filename):
     """URDF+ additions do not change the tree: urdfdom (Pinocchio) ignores them."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     path = ref(filename)
     model = load_urdf(path, inertia="accept")  # GRBDA's files have non-physical inertias
     pm = pin.buildModelFromUrdf(str(path))
@@ -534,15 +527,12 @@ def test_continuous_joint_inside_a_cluster_is_unsupported():
 
 
 # ----------------------------------------------------------------------------------------------
-# states (loopdyn.model.state, when available)
+# states (loopdyn.model.state)
 STATE_FILES = [r[0] for r in REFERENCE]
 
 
 @pytest.mark.parametrize("filename", STATE_FILES)
 def test_random_configurations_satisfy_the_constraints(filename):
-    state = pytest.importorskip("loopdyn.model.state")
-    if not all(hasattr(state, f) for f in ("random_configuration", "constraint_residual")):
-        pytest.skip("loopdyn.model.state has no random_configuration / constraint_residual yet")
     model = load_urdf(ref(filename), inertia="accept")
     rng = np.random.default_rng(7)
     for _ in range(10):

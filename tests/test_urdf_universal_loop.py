@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 import loopdyn
@@ -35,8 +36,6 @@ from loopdyn.errors import URDFError
 from loopdyn.io.urdf import LOOP_TYPE_KINDS, LOOP_TYPES, load_urdf
 from loopdyn.model.joints import Revolute
 from loopdyn.spatial.inertia import Inertia
-
-pin = pytest.importorskip("pinocchio")
 
 N_STATES = 20
 TOL = 1e-12
