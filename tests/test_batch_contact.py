@@ -2,7 +2,7 @@
 set equal N single-state calls row by row (1e-14, whatever the thread count) on solo12 (four 3-D
 feet), talos_reduced (two 6-D soles) and mini_cheetah (loops: geared rotors; four point feet), with
 desired accelerations, damping and external forces; against independent oracles (Pinocchio's
-``constraintDynamics`` on solo12, the KKT system of the projection baselines on mini_cheetah); no
+``constraintDynamics`` on solo12, one KKT solve from Pinocchio alone on mini_cheetah's spanning tree); no
 constraints; bad rows raise the single-state function's exception, naming the row."""
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def test_one_desired_vector_for_every_state():
 # ----------------------------------------------------------------------------------------------
 # independent oracles
 def test_solo12_against_pinocchio():
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     lm, pm = trees.robot_case("solo12")
     Q, V, T = _states(lm, 40, seed=5)
     ddq, lam = ld.batch.constrained_forward_dynamics(lm, Q, V, T, SOLO_FEET)
@@ -138,15 +138,13 @@ def test_solo12_against_pinocchio():
 
 
 def test_mini_cheetah_against_the_kkt_system():
-    """``[[H, −Jᵀ], [J, μ I]] [ÿ; λ] = [τ − C; k − γ]`` with H, C, J from the projection baselines on
-    the spanning tree (H = GᵀH_spanG, C = Gᵀ(C_span + H_span g), J = J_span G)."""
-    from test_cluster_delassus import spanning_oracle
-
-    from loopdyn.baselines import projected_bias, projected_mass_matrix
-    from loopdyn.contact import constraint_acceleration
+    """One KKT solve from Pinocchio alone on the spanning tree (:class:`loop_oracles.SpanningPinocchio`:
+    the gears' rows from their ratios, the feet's rows and biases from Pinocchio's frame Jacobians and
+    classical accelerations, M and the bias with external forces from its CRBA and RNEA)."""
+    from loop_oracles import SpanningPinocchio
 
     model = ld.robots.mini_cheetah()
-    d = model.create_data()
+    oracle = SpanningPinocchio(model)
     n, m, mu = 6, 12, 1e-4
     Q, V, T = _states(model, n, seed=6)
     rng = np.random.default_rng(7)
@@ -154,13 +152,8 @@ def test_mini_cheetah_against_the_kkt_system():
     ddy, lam = ld.batch.constrained_forward_dynamics(model, Q, V, T, CHEETAH_FEET, desired=K, mu=mu, f_ext=F)
     worst = 0.0
     for k in range(n):
-        _, J = spanning_oracle(model, Q[k], CHEETAH_FEET)
-        H = projected_mass_matrix(model, Q[k])
-        C = projected_bias(model, Q[k], V[k], F[k])
-        gamma = constraint_acceleration(model, d, Q[k], V[k], np.zeros(model.nv), CHEETAH_FEET)
-        A = np.block([[H, -J.T], [J, mu * np.eye(m)]])
-        x = np.linalg.solve(A, np.concatenate([T[k] - C, K[k] - gamma]))
-        errs = rel_err(ddy[k], x[: model.nv]), rel_err(lam[k], x[model.nv :])
+        ddy_r, lam_r = oracle.forward_dynamics(Q[k], V[k], T[k], CHEETAH_FEET, K[k], mu, F[k])
+        errs = rel_err(ddy[k], ddy_r), rel_err(lam[k], lam_r)
         assert max(errs) < TOL, (k, errs)
         worst = max(worst, *errs)
     print(f"batch mini_cheetah vs the KKT system: worst relative error {worst:.2e}")

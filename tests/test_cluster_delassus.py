@@ -1,26 +1,26 @@
 """The Delassus matrix of models with loops: cluster PV-OSIMr, C-EFPA, dense and projected against
-oracles built on the spanning tree (J_span G (GᵀH_spanG)⁻¹ Gᵀ J_spanᵀ with G from the state map and
-frame Jacobians of the tree algorithms) and against C-ABA (columns of J H⁻¹ Jᵀ from forward dynamics,
-no mass matrix), on random cluster models and the reference robots."""
+oracles built on the spanning tree (J_span G (GᵀH_spanG)⁻¹ Gᵀ J_spanᵀ with G and the spanning positions
+from the sympy-based baselines, not the cluster code, and frame Jacobians of the tree algorithms) and
+against C-ABA (columns of J H⁻¹ Jᵀ from forward dynamics, no mass matrix), on random cluster models
+and the reference robots; constrained forward dynamics against one KKT solve from Pinocchio alone."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
 from cluster_models import random_cluster_model
+from reference_files import grbda_file
 
 import loopdyn
 from loopdyn import Constraint, constraint_jacobian, damped_delassus_inverse, delassus
 from loopdyn.algorithms.cluster_pv_osimr import cluster_branching
+from loopdyn.baselines.constraints import explicit_G, spanning_positions
 from loopdyn.delassus_methods import CLUSTER_METHODS
 from loopdyn.errors import InputError, ShapeError
 
 TOL = 1e-10
 EXACT = ("c-pv-osimr", "c-efpa", "dense", "projected")
 MODELS = [(1, 3, False), (2, 4, True), (3, 5, False), (4, 6, True), (5, 3, True), (6, 6, False), (7, 8, True)]
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference-models" / "grbda-urdf"
 
 
 def rel_err(a, b) -> float:
@@ -49,11 +49,12 @@ def random_constraints(rng, model, n):
 
 def spanning_oracle(model, q, cons):
     """J (GᵀH_spanG)⁻¹ Jᵀ with J = J_span G: J_span from the spanning tree's LOCAL frame Jacobians,
-    G column by column from the state map, H_span from the tree CRBA; np.linalg.solve."""
+    G and the spanning positions from the baselines (explicit clusters: their constant K; implicit
+    ones: sympy of φ — not the cluster code's state map), H_span from the tree CRBA; np.linalg.solve."""
     tree = loopdyn.spanning_tree(model)
     td = tree.create_data()
-    qs, _ = loopdyn.to_spanning(model, q, np.zeros(model.nv))
-    G = np.array([loopdyn.to_spanning(model, q, e)[1] for e in np.eye(model.nv)]).T
+    qs = spanning_positions(model, q)
+    G, _ = explicit_G(model, q, np.zeros(model.nv))
     rows = []
     for c in cons:
         if c.body == "universe":
@@ -279,14 +280,12 @@ REFERENCE_ROBOTS = ["mini_cheetah", "mit_humanoid", "jvrc1_humanoid", "tello_hum
 @pytest.mark.parametrize("name", REFERENCE_ROBOTS)
 def test_reference_robots(name):
     """Feet and hands of the URDF+ reference robots: cluster PV-OSIMr = C-EFPA = projected."""
-    if not REFERENCE.is_dir():
-        pytest.skip(f"reference models not found at {REFERENCE}")
     if name == "tello_humanoid":
         from loopdyn.robots.tello_model import tello_humanoid
 
-        model = tello_humanoid(REFERENCE / "tello_humanoid.urdf")
+        model = tello_humanoid(grbda_file("tello_humanoid.urdf"))
     else:
-        model = loopdyn.load_urdf(REFERENCE / f"{name}.urdf", inertia="accept")
+        model = loopdyn.load_urdf(grbda_file(name), inertia="accept")
     d = model.create_data()
     rng = np.random.default_rng(11)
     parents = {b.parent for b in model.bodies}
@@ -306,10 +305,12 @@ def test_reference_robots(name):
 
 @pytest.mark.parametrize("seed,blocks,floating", [(2, 4, True), (4, 6, True), (6, 6, False)])
 def test_constrained_forward_dynamics_with_loops_solves_the_kkt_system(seed, blocks, floating):
-    """Feet on the ground of a robot with loops: (ÿ, λ) solve [[H, −Jᵀ], [J, 0]] [ÿ; λ] = [τ − C; k − γ]
-    with H, C from the projection baselines (GᵀH_spanG, Gᵀ(C_span + H_span g)) and J from the spanning
-    tree; the constraint accelerations come out as desired."""
-    from loopdyn.baselines import projected_bias, projected_mass_matrix
+    """Feet on the ground of a robot with loops: (ÿ, λ) equal one KKT solve from Pinocchio alone on the
+    spanning tree (:class:`loop_oracles.SpanningPinocchio`: loop and contact rows from frame Jacobians,
+    biases from classical accelerations, couplings from their ratios, implicit rows by sympy); the
+    constraint accelerations come out as desired."""
+    from loop_oracles import SpanningPinocchio
+
     from loopdyn.contact import constrained_forward_dynamics, constraint_acceleration
 
     model = random_cluster_model(seed, blocks, floating)
@@ -318,6 +319,7 @@ def test_constrained_forward_dynamics_with_loops_solves_the_kkt_system(seed, blo
     names = [b.name for b in model.bodies]
     cons = [Constraint(names[-1], "3d", (np.eye(3), rng.normal(size=3) * 0.1))]
     cons.append(Constraint(names[len(names) // 2], "6d" if floating else "3d"))
+    oracle = SpanningPinocchio(model)
     for _ in range(2):
         q = loopdyn.random_configuration(model, rng)
         v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
@@ -325,17 +327,13 @@ def test_constrained_forward_dynamics_with_loops_solves_the_kkt_system(seed, blo
         m = sum(c.dim for c in cons)
         desired = rng.normal(size=m)
         ddy, lam = constrained_forward_dynamics(model, d, q, v, tau, cons, desired=desired, f_ext=f)
-        _, J = spanning_oracle(model, q, cons)
-        H = projected_mass_matrix(model, q)
-        C = projected_bias(model, q, v, f)
-        gamma = constraint_acceleration(model, d, q, v, np.zeros(model.nv), cons)
-        kkt = np.block([[H, -J.T], [J, np.zeros((m, m))]])
-        sol = np.linalg.solve(kkt, np.concatenate([tau - C, desired - gamma]))
-        assert rel_err(ddy, sol[: model.nv]) < 1e-9
-        assert rel_err(lam, sol[model.nv :]) < 1e-9
+        ddy_r, lam_r = oracle.forward_dynamics(q, v, tau, cons, desired, 0.0, f)
+        assert rel_err(ddy, ddy_r) < 1e-9
+        assert rel_err(lam, lam_r) < 1e-9
+        Jc, a_span = oracle.last["Jc"], oracle.last["a_span"]  # spanning-tree rows and accelerations
         # J ÿ + γ = k: the terms J ÿ can be 10⁴ × k here (ÿ up to 2·10⁴), so the residual is measured
         # relative to the size of the terms that cancel, not to k alone
-        scale = max(1.0, float(np.max(np.abs(J) @ np.abs(ddy))))
+        scale = max(1.0, float(np.max(np.abs(Jc) @ np.abs(a_span))))
         resid = np.abs(constraint_acceleration(model, d, q, v, ddy, cons) - desired).max()
         assert resid / scale < 1e-12
 

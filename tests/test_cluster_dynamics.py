@@ -1,15 +1,16 @@
 """Cluster dynamics (C-RNEA, C-ABA, cluster CRBA) against dense textbook formulas on the spanning
-tree, physical identities, the tree special case, and energy conservation."""
+tree (G, g from the sympy-based baselines), physical identities, the tree special case, and energy
+conservation."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
 from cluster_models import random_cluster_model
+from reference_files import grbda_file
 
 import loopdyn
+from loopdyn.baselines import spanning_state
 
 MODELS = [(1, 3, False), (2, 4, True), (3, 5, False), (4, 6, True), (5, 3, True), (6, 6, False), (7, 8, True)]
 
@@ -27,12 +28,13 @@ def close(a, b, what, rtol=1e-9, atol=1e-10):
 
 
 def dense_oracle(model, q, v):
-    """G, g (from the spanning-state map), H_span, C_span on the spanning tree, by tree algorithms."""
+    """The spanning tree, its data and the spanning state with G, g from the sympy-based baselines
+    (``spanning_state``: explicit clusters from their constant K, implicit ones from sympy of φ by the
+    partition formula), not from the cluster code's state map."""
     tree = loopdyn.spanning_tree(model)
     td = tree.create_data()
-    qs, vs, gs = loopdyn.to_spanning(model, q, v, np.zeros(model.nv))
-    G = np.array([loopdyn.to_spanning(model, q, e)[1] for e in np.eye(model.nv)]).T
-    return tree, td, qs, vs, G, gs
+    qs, vs, G, g = spanning_state(model, q, v)
+    return tree, td, qs, vs, G, g
 
 
 def test_against_the_projected_spanning_tree(model):
@@ -175,19 +177,16 @@ def test_passive_motion_conserves_energy_and_constraints(blocks):
 
 # ---------------------------------------------------------------------------------------------
 # the reference robots (URDF+ files beside the repository, as CI lays them out)
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference-models" / "grbda-urdf"
 REFERENCE_FILES = ["four_bar", "revolute_rotor_chain", "mit_humanoid_leg", "mini_cheetah", "mit_humanoid",
                    "jvrc1_humanoid", "tello"]  # fmt: skip
 
 
 def _reference_model(name):
-    if not REFERENCE.is_dir():
-        pytest.skip(f"reference models not found at {REFERENCE}")
     if name == "tello":
         from loopdyn.robots.tello_model import tello_humanoid
 
-        return tello_humanoid(REFERENCE / "tello_humanoid.urdf")
-    return loopdyn.load_urdf(REFERENCE / f"{name}.urdf", inertia="accept")
+        return tello_humanoid(grbda_file("tello_humanoid.urdf"))
+    return loopdyn.load_urdf(grbda_file(name), inertia="accept")
 
 
 @pytest.mark.parametrize("name", REFERENCE_FILES)

@@ -1,21 +1,23 @@
 """``constrained_forward_dynamics`` on models with loops in one compiled call
 (:func:`loopdyn.algorithms.contact.contact_loops_kernel`: C-ABA, cluster forward kinematics, cluster
-PV-OSIMr, the damped Cholesky and C-ABA with the constraint wrenches) against the KKT system built
-from the projection baselines (H = GᵀH_spanG, C = Gᵀ(C_span + H_span g), J = J_span G on the spanning
-tree), with damping, desired accelerations and external forces; redundant sets; no constraints; bad
-inputs (specific errors, nothing corrupted)."""
+PV-OSIMr, the damped Cholesky and C-ABA with the constraint wrenches) against one KKT solve built
+from Pinocchio alone on the spanning tree (:class:`loop_oracles.SpanningPinocchio`: loop rows from the
+frame Jacobians of the two sides of each loop joint, the couplings' ratios and sympy of the implicit
+constraints' φ; contact rows from frame Jacobians; biases from classical accelerations), with
+damping, desired accelerations and external forces, and a negative control (the loops' bias dropped);
+redundant sets; no constraints; bad inputs (specific errors, nothing corrupted)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from cluster_models import random_cluster_model
-from test_cluster_delassus import rel_err, spanning_oracle
+from loop_oracles import SpanningPinocchio
+from test_cluster_delassus import rel_err
 
 import loopdyn
 from loopdyn import Constraint
-from loopdyn.baselines import projected_bias, projected_mass_matrix
-from loopdyn.contact import constrained_forward_dynamics, constraint_acceleration
+from loopdyn.contact import constrained_forward_dynamics
 from loopdyn.errors import RedundantConstraintsError, ShapeError
 
 TOL = 1e-9
@@ -30,16 +32,9 @@ def _constraints(model, rng, floating):
     return cons
 
 
-def _kkt(model, d, q, v, tau, cons, k, mu, f):
-    """``[[H, −Jᵀ], [J, μ I]] [ÿ; λ] = [τ − C; k − γ]`` from the projection baselines."""
-    m = sum(c.dim for c in cons)
-    _, J = spanning_oracle(model, q, cons)
-    H = projected_mass_matrix(model, q)
-    C = projected_bias(model, q, v, f)
-    gamma = constraint_acceleration(model, d, q, v, np.zeros(model.nv), cons)
-    A = np.block([[H, -J.T], [J, mu * np.eye(m)]])
-    x = np.linalg.solve(A, np.concatenate([tau - C, k - gamma]))
-    return x[: model.nv], x[model.nv :]
+def _kkt(model, q, v, tau, cons, k, mu, f):
+    """(ÿ, λ) from Pinocchio alone on the spanning tree, one KKT solve (see loop_oracles)."""
+    return SpanningPinocchio(model).forward_dynamics(q, v, tau, cons, k, mu, f)
 
 
 @pytest.mark.parametrize("seed,blocks,floating", [(3, 5, True), (5, 5, False)])
@@ -50,15 +45,20 @@ def test_against_the_kkt_system(seed, blocks, floating, mu):
     rng = np.random.default_rng(60 + seed)
     cons = _constraints(model, rng, floating)
     m = sum(c.dim for c in cons)
+    oracle = SpanningPinocchio(model)
+    assert {"LoopJoint", "Coupling", "ImplicitConstraint"} <= {type(c).__name__ for c in model.constraints}
     for with_forces in (False, True):
         q = loopdyn.random_configuration(model, rng)
         v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
         f = rng.normal(size=(model.njoints, 6)) if with_forces else None
         k = rng.normal(size=m)
         ddy, lam = constrained_forward_dynamics(model, d, q, v, tau, cons, desired=k, mu=mu, f_ext=f)
-        ddy_r, lam_r = _kkt(model, d, q, v, tau, cons, k, mu, f)
+        ddy_r, lam_r = oracle.forward_dynamics(q, v, tau, cons, k, mu, f)
         assert rel_err(ddy, ddy_r) < TOL
         assert rel_err(lam, lam_r) < TOL
+        # negative control: the oracle without the loops' bias γ (K a = 0) is measurably different
+        ddy_n, lam_n = oracle.forward_dynamics(q, v, tau, cons, k, mu, f, loop_bias=False)
+        assert rel_err(ddy, ddy_n) > 1e3 * TOL and rel_err(lam, lam_n) > 1e3 * TOL
 
 
 def test_redundant_and_empty():
@@ -71,7 +71,7 @@ def test_redundant_and_empty():
     with pytest.raises(RedundantConstraintsError):
         constrained_forward_dynamics(model, d, q, v, tau, [c, c])
     ddy, lam = constrained_forward_dynamics(model, d, q, v, tau, [c, c], mu=1e-6)
-    ddy_r, lam_r = _kkt(model, d, q, v, tau, [c, c], np.zeros(6), 1e-6, None)
+    ddy_r, lam_r = _kkt(model, q, v, tau, [c, c], np.zeros(6), 1e-6, None)
     assert rel_err(ddy, ddy_r) < 1e-7
     assert np.allclose(lam[:3], lam[3:])  # the damped least-squares forces split evenly
     ddy, lam = constrained_forward_dynamics(model, d, q, v, tau, [])
