@@ -109,14 +109,23 @@ def test_hybrid_three_cases(index):
     tau = ho.rnea(lm, data, q, dv, fe)
     scale = np.abs(tau).max()
     names = lm.joint_names[1:]
-    # all joints prescribed (base twist given): the inverse dynamics
+    import pinocchio as pin
+
+    pm = trees.tree_case(index)[1]
+    pd = pm.createData()
+    fe0 = pin.StdVec_Force()
+    for row in fe[0]:
+        fe0.append(pin.Force(np.array(row, dtype=float)))
+    # all joints prescribed (base twist given): the inverse dynamics; its order 0 is Pinocchio's RNEA
     out, t = ho.hybrid(lm, data, q, dv, np.zeros_like(tau), names, fe)
-    np.testing.assert_array_equal(out, dv[1:])
+    np.testing.assert_array_equal(out, dv[1:])  # the prescribed half comes back as given
+    np.testing.assert_allclose(t[0], pin.rnea(pm, pd, q, dv[0], dv[1], fe0), atol=1e-11 * scale)
     np.testing.assert_allclose(t, tau, atol=1e-12 * scale)
-    # nothing prescribed (base wrench given): the forward dynamics
+    # nothing prescribed (base wrench given): the forward dynamics; its order 0 is Pinocchio's ABA
     out, t = ho.hybrid(lm, data, q, dv[:1].repeat(7, 0), tau, [], fe)
+    np.testing.assert_allclose(out[0], pin.aba(pm, pd, q, dv[0], tau[0], fe0), atol=1e-10 * max(1.0, scale))
     np.testing.assert_allclose(out, ho.aba(lm, data, q, dv[0], tau, fe), atol=1e-12 * scale)
-    np.testing.assert_array_equal(t, tau)
+    np.testing.assert_array_equal(t, tau)  # the prescribed half comes back as given
     # mixed partitions on the ID-consistent trajectory, base in either half
     for pres in (names[::2], names[1::2]):
         known = np.zeros(lm.nv, bool)
