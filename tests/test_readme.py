@@ -26,6 +26,15 @@ def test_tree_and_sdf_sections_run():
             exec(compile(code, f"README {heading}", "exec"), ns)
     assert ns["forces"].shape == (12,) and ns["taus"].shape == (1000, 18)
     assert ns["ddq"].shape == (ns["model"].nv,) and ns["model"].sdf_cut_joints
+    # the values of the batch: gravity torques, against Pinocchio's RNEA on solo12 (same joint order)
+    import pinocchio as pin
+    import trees
+
+    pm = trees.robot_case("solo12")[1]
+    pd, zero = pm.createData(), np.zeros(pm.nv)
+    for k in (0, 499, 999):
+        ref = pin.rnea(pm, pd, ns["Q"][k], zero, zero)
+        assert np.abs(ns["taus"][k] - ref).max() < 1e-10 * np.abs(ref).max()
 
 
 def test_robot_with_loops_tutorial_runs():
@@ -40,6 +49,33 @@ def test_robot_with_loops_tutorial_runs():
     assert ns["H"].shape == (24, 24) and ns["W"].shape == (9, 9) and ns["J"].shape == (9, 24)
     assert np.abs(ns["W"] - ns["J"] @ np.linalg.solve(ns["H"], ns["J"].T)).max() < 1e-10
     assert ns["forces"].shape == (9,)
+    # the values, against Pinocchio alone on the spanning tree (loop_oracles): G from the couplings'
+    # ratios, H = GᵀH_spanG, J = J_span G, and the feet held still by one KKT solve
+    from loop_oracles import SpanningPinocchio
+
+    robot, q, v, tau = ns["robot"], ns["q"], ns["v"], ns["tau"]
+    oracle = SpanningPinocchio(robot)
+    ddq, forces = oracle.forward_dynamics(q, v, tau, ns["feet"])
+    K, ind = oracle.K_const, oracle.ind
+    G = np.zeros((robot.spanning_nv, robot.nv))
+    G[ind, np.arange(robot.nv)] = 1.0
+    dep = np.setdiff1d(np.arange(robot.spanning_nv), ind)
+    G[dep] = -np.linalg.solve(K[:, dep], K[:, ind])
+    H = G.T @ oracle.last["M"] @ G
+    assert np.abs(ns["H"] - H).max() < 1e-12 * np.abs(H).max()
+    assert np.abs(ns["J"] - oracle.last["Jc"] @ G).max() < 1e-12 * max(1.0, np.abs(ns["J"]).max())
+    assert np.abs(ns["ddq"] - ddq).max() < 1e-9 * max(1.0, np.abs(ddq).max())
+    assert np.abs(ns["forces"] - forces).max() < 1e-9 * max(1.0, np.abs(forces).max())
+    # "C-ABA: gives back a" (H a + C = τ with H from Pinocchio: the rnea / aba pair is consistent)
+    assert np.abs(ld_aba(ns) - ns["a"]).max() < 1e-9 * max(1.0, np.abs(ns["a"]).max())
+
+
+def ld_aba(ns):
+    """C-ABA of the tutorial's τ at its state (the tutorial's own ``ddq`` is overwritten by the
+    constrained dynamics of the next block)."""
+    import loopdyn as ld
+
+    return ld.aba(ns["robot"], ns["robot"].create_data(), ns["q"], ns["v"], ns["tau"])
 
 
 def test_compound_joints_section_runs():
