@@ -28,6 +28,7 @@ import pytest
 import loopdyn as ld
 from loopdyn.errors import (
     InputError,
+    JointConversionWarning,
     LoopdynError,
     MissingDependencyError,
     MJCFError,
@@ -518,14 +519,16 @@ def test_flex_is_refused():
         ld.load_mjcf(xml)
 
 
-def test_ball_joint_inside_a_loop_is_refused_naming_it():
+def test_ball_joint_inside_a_loop_loads_as_a_gimbal_naming_it():
+    """(Against MuJoCo: tests/test_ball_loops.py.)"""
     xml = _xml(
         """<body name="a"><joint name="ball_a" type="ball"/><geom size="0.1" mass="1"/></body>
         <body name="c" pos="1 0 0"><joint name="jc" axis="0 1 0"/><geom size="0.1" mass="1"/></body>""",
         '<equality><connect body1="a" body2="c" anchor="0.5 0 0"/></equality>',
     )
-    with pytest.raises(UnsupportedFeatureError, match="ball_a"):
-        ld.load_mjcf(xml)
+    with pytest.warns(JointConversionWarning, match="ball joint 'ball_a' is inside a loop.*Gimbal"):
+        model = ld.load_mjcf(xml)
+    assert model.compound_joint("ball_a").joint.kind == "gimbal" and model.nv == 1
 
 
 def test_free_joint_options_and_bad_arguments():

@@ -35,7 +35,7 @@ from loopdyn.baselines import (
     projected_rnea,
     projection_forward_dynamics,
 )
-from loopdyn.errors import ConfigurationError, InputError, ModelError, UnsupportedFeatureError
+from loopdyn.errors import ConfigurationError, InputError, JointConversionWarning, ModelError
 from loopdyn.model.joints import Revolute, Spherical
 from loopdyn.robots import parallel
 from loopdyn.spatial.inertia import Inertia
@@ -465,31 +465,28 @@ def _rssr_like(ball, crank_independent=True, rocker_independent=False):
     return m
 
 
-def test_spherical_joint_inside_a_loop_is_refused():
+def test_spherical_joint_inside_a_loop_becomes_a_gimbal():
+    """The builder stores a Spherical joint that a loop puts inside a cluster as a z, y, x gimbal (the
+    identity reference), announced by one JointConversionWarning: the very mechanism written by hand
+    with three revolute sub-hinges (same M and accelerations), and C-ABA matches the projection."""
+
     def quaternion_ball(m, crank, placement, inertia):
         m.add_body("rod", crank, Spherical(), placement, inertia)
 
-    m = _rssr_like(quaternion_ball, rocker_independent=True)  # no flags: chosen automatically
-    with pytest.raises(
-        UnsupportedFeatureError,
-        match=r"joint 'rod' \(spherical\) is inside cluster .*'ball'.*"
-        r"three revolutes.*loopdyn\.partition",
-    ):
-        m.clusters()
-    with pytest.raises(UnsupportedFeatureError, match="partition: .*spanning_tree"):
-        loopdyn.partition(m)
-    # the recipe the messages give: partition the spanning tree, close the loop again
-    part, _ = loopdyn.partition(loopdyn.spanning_tree(m))
-    (con,) = m.constraints
-    part.add_loop(
-        con.name, con.predecessor, con.successor, con.kind, con.predecessor_placement, con.successor_placement
-    )
-    assert part.nv == 2 and [b.inertia.mass for b in part.bodies][1:3] == [0.0, 0.0]
-    data = part.create_data()
-    for q, v, _, tau in states(part, 5, 3):
-        assert (
-            rel_err(loopdyn.aba(part, data, q, v, tau), projection_forward_dynamics(part, q, v, tau)) <= TOL
-        )
+    def by_hand(m, crank, placement, inertia):
+        parallel._revolute_chain(m, "rod", crank, placement, ((0, 0, 1), (0, 1, 0), (1, 0, 0)), inertia)
+
+    with pytest.warns(JointConversionWarning, match=r"ball joint 'rod' is inside a loop.*z, y, x") as caught:
+        m = _rssr_like(quaternion_ball, rocker_independent=True)  # no flags: chosen automatically
+    assert len([w for w in caught if issubclass(w.category, JointConversionWarning)]) == 1
+    assert m.compound_joint("rod").joint.kind == "gimbal" and (m.nq, m.nv) == (5, 2)
+    hand = _rssr_like(by_hand, rocker_independent=True)
+    data, hand_data = m.create_data(), hand.create_data()
+    for q, v, _, tau in states(m, 5, 3):
+        assert rel_err(loopdyn.crba(m, data, q), loopdyn.crba(hand, hand_data, q)) <= 1e-14
+        a = loopdyn.aba(m, data, q, v, tau)
+        assert rel_err(a, loopdyn.aba(hand, hand_data, q, v, tau)) <= 1e-13
+        assert rel_err(a, projection_forward_dynamics(m, q, v, tau)) <= TOL
 
 
 def test_gimbal_at_its_singularity_inside_a_loop():

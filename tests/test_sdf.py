@@ -22,7 +22,7 @@ import pytest
 import trees
 
 import loopdyn
-from loopdyn.errors import InputError, SDFError, UnsupportedFeatureError
+from loopdyn.errors import InputError, JointConversionWarning, SDFError, UnsupportedFeatureError
 
 ERD = Path(trees.example_robot_data_dir())
 CASSIE = ERD / "cassie_description" / "robots"
@@ -524,10 +524,21 @@ def test_cut_joints_override(cassie, cassie_v2):
     assert kinds["left-knee-spring-joint"] == "revolute"
     assert m.nv == default.nv
     check_joint_definitions(m, SdfSpec(Path(path).read_text()), seed=4, n=2)
-    path2, _ = cassie_v2
-    # cutting the Achilles spring joint leaves the rod's ball joint inside the loop: refused, named
-    with pytest.raises(UnsupportedFeatureError, match="left-pitch-rod-joint"):
-        loopdyn.load_sdf(path2, cut_joints=["left-achilles-spring-joint"])
+    path2, default2 = cassie_v2
+    # cutting the Achilles spring joint leaves the rod's ball joint inside the loop: a gimbal (one
+    # line says so), the same mechanism (as many degrees of freedom, C-ABA = the projection baseline)
+    with pytest.warns(JointConversionWarning, match="'left-pitch-rod-joint'.*Gimbal"):
+        m2 = loopdyn.load_sdf(path2, cut_joints=["left-achilles-spring-joint"])
+    assert m2.compound_joint("left-pitch-rod-joint").converted_from == "spherical"
+    assert m2.nv == default2.nv
+    from loopdyn.baselines.projection import projection_forward_dynamics
+
+    rng = np.random.default_rng(6)
+    data = m2.create_data()
+    for _ in range(2):
+        q = cassie_configuration(m2, rng)
+        v, tau = rng.normal(size=m2.nv), 5.0 * rng.normal(size=m2.nv)
+        rel_close(loopdyn.aba(m2, data, q, v, tau), projection_forward_dynamics(m2, q, v, tau), "C-ABA")
     with pytest.raises(SDFError, match="must close a loop"):
         loopdyn.load_sdf(path2, cut_joints=["left-roll-op"])
     with pytest.raises(InputError, match="not a joint"):

@@ -95,8 +95,16 @@ class SingularInertiaError(InputError):
 
 
 class GimbalLockError(ConfigurationError):
-    """A chain of Euler-angle sub-hinges (from :func:`loopdyn.partition`) is at or too near its gimbal
-    singularity ``cos θ = 0``, where angular velocities have no Euler-rate representation."""
+    """A chain of Euler-angle sub-hinges (from :func:`loopdyn.partition`, or a ball joint inside a loop
+    loaded as a :class:`~loopdyn.model.compound.Gimbal`) is at or too near its gimbal singularity,
+    where angular velocities have no Euler-rate representation. The message names the joint."""
+
+
+class JointConversionWarning(UserWarning):
+    """Informational: a joint was loaded as another joint with exactly the same motion, but other
+    coordinates — a ball joint inside a loop as a :class:`~loopdyn.model.compound.Gimbal` (see
+    :meth:`loopdyn.Model.embed_ball_joints`). One line per joint, naming it, its axes and where its
+    angles are singular. Silence it with ``warnings.simplefilter("ignore", JointConversionWarning)``."""
 
 
 class SDFError(ModelError):

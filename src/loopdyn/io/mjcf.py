@@ -12,7 +12,8 @@ What the compiled ``mjModel`` becomes
   expressed in the loopdyn frame of the body. A body without joints is welded to its parent
   (:class:`~loopdyn.model.joints.Fixed`: inertia lumped, ``body`` frame kept); so are mocap bodies.
 * **Joints**: ``hinge`` → :class:`~loopdyn.model.joints.Revolute`, ``slide`` →
-  :class:`~loopdyn.model.joints.Prismatic`, ``ball`` → :class:`~loopdyn.model.joints.Spherical`,
+  :class:`~loopdyn.model.joints.Prismatic`, ``ball`` → :class:`~loopdyn.model.joints.Spherical`
+  (inside a loop: a :class:`~loopdyn.model.compound.Gimbal`, see *Ball joints inside loops*),
   ``free`` (top-level bodies only) → :class:`~loopdyn.model.joints.FreeFlyer` (or, with
   ``floating_base=False``, a weld to the world at the joint's ``qpos0``). MuJoCo moves a body by
   its joints in order, each about its own anchor ``jnt_pos`` (in the body frame):
@@ -53,12 +54,32 @@ What the compiled ``mjModel`` becomes
   configuration MuJoCo sees as violating the weld. Move from :func:`loopdyn.neutral` with
   :func:`loopdyn.integrate` instead, or check :func:`to_mujoco`'s state with MuJoCo's ``efc_pos``.
 
+Ball joints inside loops
+------------------------
+loopdyn's clusters hold 1-DoF joints, so a ball joint that a loop puts inside a cluster (Cassie's
+achilles and plantar rods, the rods of parallel ankles) is stored as a
+:class:`~loopdyn.model.compound.Gimbal` (:meth:`Model.embed_ball_joints
+<loopdyn.model.model.Model.embed_ball_joints>`): three revolute sub-hinges about coordinate axes of
+the joint frame, through its anchor, separated by the massless bodies ``"<joint>/1"`` and
+``"<joint>/2"`` — exactly the ball joint's motion and dynamics (Jain's partitioning), in the
+coordinates ``(q1, q2, q3)``, ``R = R(e_a, q1) R(e_b, q2) R(e_c, q3)``, with the angle rates as
+velocities (``ω = E(q) q̇``). The angles are singular (gimbal lock) where the first axis and the turned
+last one align: a middle angle of ±90° for three different axes, of 0° or 180° when the first and
+last are the same. Per joint, the sequence is the one of the twelve whose singular set is farthest
+from the joint's rotations at ``qpos0`` and at the keyframe named ``"home"`` (if there is one):
+at least 70.5° of rotation away for one orientation, 90° at ``qpos0`` (the identity: z, y, x,
+Pinocchio's ``JointModelSphericalZYX``). The joint works for every rotation closer to those than that
+distance. Each converted joint is named in one :class:`~loopdyn.errors.JointConversionWarning` line
+with its axes and that distance; :meth:`Model.summary <loopdyn.model.model.Model.summary>` lists it.
+A ball joint with armature inside a loop is refused (the armature acts on ω, and has no equivalent on
+the angle rates).
+
 Refused with :class:`~loopdyn.errors.UnsupportedFeatureError` naming the element: flexes, spatial
 tendons (with ``tendons="error"``, the default; ``tendons="ignore"`` accepts spatial tendons that no
 equality uses), tendon armature, equalities of a degree > 1 or of kinds ``flex`` and ``distance``,
-a free joint below another body or sharing its body with other joints, and joints other than hinge
-and slide inside a loop or coupling (ball joints in loops are not supported by loopdyn's clusters
-yet). Malformed files raise :class:`~loopdyn.errors.MJCFError` with MuJoCo's message; a missing file
+a free joint below another body or sharing its body with other joints, a free joint inside a loop,
+a ball joint with armature inside a loop, and ``joint`` or ``tendon`` equalities on a ball joint.
+Malformed files raise :class:`~loopdyn.errors.MJCFError` with MuJoCo's message; a missing file
 raises :class:`~loopdyn.errors.MJCFFileNotFoundError`. Nothing half-built is ever returned.
 
 Coordinates
@@ -71,16 +92,23 @@ joint       MuJoCo ``qpos`` / ``qvel``                  loopdyn ``q`` / ``v`` (s
 hinge       angle / rate                                the same numbers (``ref`` folded in)
 slide       displacement / rate                         the same numbers (``ref`` folded in)
 ball        quaternion (w, x, y, z) / ω in the body     quaternion (x, y, z, w) / the same ω
+ball in a   quaternion (w, x, y, z) / ω in the body     the gimbal's angles (q1, q2, q3) / their
+loop                                                    rates ``q̇ = E(q)⁻¹ ω``
 free        position, quaternion (w, x, y, z) /         position, quaternion (x, y, z, w) /
             linear velocity of the body origin in the   linear velocity in the body frame
             world frame, ω in the body frame            ``Rᵀ v_world``, the same ω
 ==========  ==========================================  ==========================================
 
 :func:`from_mujoco` and :func:`to_mujoco` convert (free joints welded by ``floating_base=False`` are
-dropped, and restored at their ``qpos0`` with zero velocity). Positions round-trip bit for bit;
-velocities too except the linear velocity of free joints, which is rotated (round trip to rounding
-error, ~1e-16 relative). For a model with constraints ``q``/``v`` are loopdyn's cluster state
-(:func:`loopdyn.to_spanning`); ``spanning=True`` converts spanning-tree states instead.
+dropped, and restored at their ``qpos0`` with zero velocity); so do they MuJoCo's keyframes,
+``from_mujoco(model, mj.key_qpos[k], mj.key_qvel[k])``. Positions round-trip bit for bit, except
+the quaternions of ball joints inside loops, recomputed from their angles (to rounding error, with
+``w ≥ 0``); velocities too except the linear velocity of free joints, which is rotated, and the ω of
+ball joints inside loops (round trip to rounding error, ~1e-16 relative). A ball joint inside a loop
+whose rotation is at its gimbal's singularity (``|cos q2|`` or ``|sin q2|`` below 1e-6) has no angle
+rates: :func:`from_mujoco` raises :class:`~loopdyn.errors.GimbalLockError` naming it. For a model with
+constraints ``q``/``v`` are loopdyn's cluster state (:func:`loopdyn.to_spanning`); ``spanning=True``
+converts spanning-tree states instead.
 """
 
 from __future__ import annotations
@@ -93,6 +121,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import (
+    ConfigurationError,
+    GimbalLockError,
     InputError,
     MissingDependencyError,
     MJCFError,
@@ -100,6 +130,14 @@ from ..errors import (
     ModelError,
     ShapeError,
     UnsupportedFeatureError,
+)
+from ..model.compound import (
+    GIMBAL_TOLERANCE,
+    gimbal_angles,
+    gimbal_quaternion,
+    gimbal_rate_matrix,
+    gimbal_sequence,
+    sequence_name,
 )
 from ..model.joints import Fixed, FreeFlyer, Prismatic, Revolute, Spherical
 from ..model.model import Model
@@ -170,7 +208,10 @@ class MujocoCoordinates:
     (``model.mujoco_coordinates``): spanning ``q = qpos[q_index]``, ``v = qvel[v_index]`` then, for
     each kept free joint ``(qpos address, loopdyn v address)`` in ``free``, the linear velocity
     rotated into the body frame. Free joints welded by ``floating_base=False`` are absent from
-    ``q``/``v``; :func:`to_mujoco` gives them ``qpos_fill`` (their initial pose) and zero velocity."""
+    ``q``/``v``; :func:`to_mujoco` gives them ``qpos_fill`` (their initial pose) and zero velocity.
+    ``gimbals``: the ball joints stored as gimbals (inside loops), each ``(joint name, qpos address,
+    qvel address, loopdyn q address, loopdyn v address, axis sequence)``: their quaternion and ω
+    become the gimbal's angles and angle rates."""
 
     nq: int  # MuJoCo's nq / nv
     nv: int
@@ -180,6 +221,7 @@ class MujocoCoordinates:
     qpos_fill: np.ndarray  # qpos of the welded free joints (qpos0), zeros elsewhere
     nbodies: int  # loopdyn bodies when loaded (a later edit of the model invalidates the mapping)
     cache: dict = field(default_factory=dict, compare=False, repr=False)  # cluster-state selection
+    gimbals: tuple[tuple[str, int, int, int, int, tuple[int, int, int]], ...] = ()
 
 
 def _read(source, mujoco):
@@ -269,7 +311,8 @@ def load_mjcf(
     -------
     Model
         With ``model.mujoco_coordinates`` (:class:`MujocoCoordinates`) used by :func:`from_mujoco` and
-        :func:`to_mujoco`; its clusters are already built.
+        :func:`to_mujoco`; its clusters are already built; its ball joints inside loops are gimbals
+        (one :class:`~loopdyn.errors.JointConversionWarning` line each, see the module docstring).
 
     Raises
     ------
@@ -411,27 +454,51 @@ def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
         sbody, soff = where[int(m.site_bodyid[s])]
         model.add_frame(sname, sbody, _compose(soff, _site_pose(m, s)))
     if equality == "exact":
-        _add_equalities(mujoco, m, model, where, body_names, joint_names)
+        with model.deferred_ball_joints():  # the indices of ``where`` stay valid while loops are added
+            _add_equalities(mujoco, m, model, where, body_names, joint_names)
+        model.embed_ball_joints(_ball_orientations(mujoco, m, joint_names))
     if model.has_constraints:
         model.clusters()  # built now: a refused cluster is reported by load_mjcf, not later
-    model.mujoco_coordinates = _coordinate_map(m, model, welded)
+    model.mujoco_coordinates = _coordinate_map(m, model, welded, joint_names)
     return model
 
 
-def _coordinate_map(m, model: Model, welded: list[int]) -> MujocoCoordinates:
+def _ball_orientations(mujoco, m, joint_names) -> dict[str, np.ndarray]:
+    """Each ball joint's rotations at ``qpos0`` and at the keyframe named ``"home"`` (if any): a ball
+    joint inside a loop becomes a gimbal whose singularity is as far as possible from them."""
+    home = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, "home")
+    states = [np.array(m.qpos0, float)] + ([np.array(m.key_qpos[home], float)] if home >= 0 else [])
+    out = {}
+    for j in range(m.njnt):
+        if int(m.jnt_type[j]) == _BALL:
+            qa = int(m.jnt_qposadr[j])
+            quats = np.array([x[qa : qa + 4] for x in states])
+            ok = np.linalg.norm(quats, axis=1) > 1e-12  # MuJoCo normalises a keyframe's quaternions
+            out[joint_names[j]] = _quat_matrix(quats[ok])
+    return out
+
+
+def _coordinate_map(m, model: Model, welded: list[int], joint_names: list[str]) -> MujocoCoordinates:
     """qpos/qvel indices of loopdyn's spanning coordinates (MuJoCo's joint order is loopdyn's)."""
     q_index: list[int] = []
     v_index: list[int] = []
     free = []
+    gimbals = []
     fill = np.zeros(m.nq)
     for j in range(m.njnt):
         jtype, qa, va = int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
+        rec = model.compound_joint(joint_names[j]) if jtype == _BALL else None
         if j in welded:
             fill[qa : qa + 7] = m.qpos0[qa : qa + 7]
         elif jtype == _FREE:
             free.append((len(q_index), len(v_index)))
             q_index += [qa, qa + 1, qa + 2, qa + 4, qa + 5, qa + 6, qa + 3]
             v_index += list(range(va, va + 6))
+        elif rec is not None and rec.converted_from:  # a ball joint inside a loop, stored as a gimbal
+            seq = gimbal_sequence(rec.joint.axes)
+            gimbals.append((joint_names[j], qa, va, len(q_index), len(v_index), seq))
+            q_index += [qa + 1, qa + 2, qa + 3]  # placeholders: the angles are computed
+            v_index += [va, va + 1, va + 2]
         elif jtype == _BALL:
             q_index += [qa + 1, qa + 2, qa + 3, qa]
             v_index += [va, va + 1, va + 2]
@@ -448,6 +515,7 @@ def _coordinate_map(m, model: Model, welded: list[int]) -> MujocoCoordinates:
         tuple(free),
         fill,
         model.nbodies,
+        gimbals=tuple(gimbals),
     )
 
 
@@ -587,6 +655,41 @@ def _rotate_free(mc: MujocoCoordinates, q: np.ndarray, v: np.ndarray, inverse: b
         v[..., iv : iv + 3] = np.einsum("...ji,...j->...i" if inverse else "...ij,...j->...i", R, lin)
 
 
+def _ball_to_gimbal(mc: MujocoCoordinates, qpos, qvel, q: np.ndarray, v: np.ndarray) -> None:
+    """In place: the angles and angle rates of the gimbals (ball joints inside loops) in ``q``/``v``
+    (spanning, one state or a batch) from MuJoCo's quaternions and angular velocities."""
+    for name, qa, va, iq, iv, seq in mc.gimbals:
+        quat = qpos[..., qa : qa + 4]
+        norm = np.linalg.norm(quat, axis=-1)
+        if np.any(norm < 1e-12):
+            raise ConfigurationError(
+                f"qpos: the quaternion of ball joint {name!r} (qpos[{qa}:{qa + 4}]) is zero"
+            )
+        angles, lock = gimbal_angles(seq, _quat_matrix(quat))
+        if np.any(lock < GIMBAL_TOLERANCE):
+            k = int(np.argmin(np.atleast_1d(lock)))
+            state = f" (state {k})" if lock.ndim else ""
+            middle = "cos" if seq[0] != seq[2] else "sin"
+            raise GimbalLockError(
+                f"qpos{state}: ball joint {name!r} is inside a loop and stored as a gimbal about its frame's "
+                f"{sequence_name(seq)} axes, and its rotation qpos[{qa}:{qa + 4}] is at the gimbal's "
+                f"singularity (|{middle} {name}[1]| = {float(np.atleast_1d(lock)[k]):.3g} < "
+                f"{GIMBAL_TOLERANCE:g}), where the angular velocity has no angle rates"
+            )
+        q[..., iq : iq + 3] = angles
+        E = gimbal_rate_matrix(seq, angles)
+        v[..., iv : iv + 3] = np.linalg.solve(E, qvel[..., va : va + 3, None])[..., 0]
+
+
+def _gimbal_to_ball(mc: MujocoCoordinates, q, v, qpos: np.ndarray, qvel: np.ndarray) -> None:
+    """In place: MuJoCo's quaternions (w first, w ≥ 0) and angular velocities ``ω = E q̇`` of the
+    gimbals in ``qpos``/``qvel``, from loopdyn's spanning ``q``/``v``."""
+    for _, qa, va, iq, iv, seq in mc.gimbals:
+        angles = q[..., iq : iq + 3]
+        qpos[..., qa : qa + 4] = gimbal_quaternion(seq, angles)[..., [3, 0, 1, 2]]
+        qvel[..., va : va + 3] = (gimbal_rate_matrix(seq, angles) @ v[..., iv : iv + 3, None])[..., 0]
+
+
 def _cluster_selection(model, mc: MujocoCoordinates) -> tuple[np.ndarray, np.ndarray]:
     """Indices ``(iq, iv)`` with cluster state ``q = q_span[iq]``, ``v = v_span[iv]``: a single-body
     cluster keeps its joint's coordinates, an explicit cluster its independent positions, an implicit
@@ -616,7 +719,11 @@ def from_mujoco(model, qpos, qvel, *, spanning: bool = False) -> tuple[np.ndarra
     """loopdyn ``(q, v)`` of MuJoCo's ``(qpos, qvel)`` for a model loaded by :func:`load_mjcf`.
 
     Quaternions are reordered (w, x, y, z) → (x, y, z, w); a free joint's linear velocity is rotated
-    from the world frame into the body frame (with the normalised quaternion). For a model with
+    from the world frame into the body frame (with the normalised quaternion); a ball joint inside a
+    loop (a gimbal) gets the angles of its quaternion and the angle rates of its ω — at the gimbal's
+    singularity :class:`~loopdyn.errors.GimbalLockError` names the joint (and the state of a batch).
+    A keyframe converts the same way: ``from_mujoco(model, mj.key_qpos[k], mj.key_qvel[k])``. For a
+    model with
     constraints the result is the cluster state (independent velocities; explicit clusters keep
     their independent positions), unless ``spanning=True``; ``qpos``/``qvel`` should then satisfy the
     constraints (MuJoCo's are soft, loopdyn's exact: see :func:`loopdyn.project_configuration`).
@@ -630,6 +737,7 @@ def from_mujoco(model, qpos, qvel, *, spanning: bool = False) -> tuple[np.ndarra
     q = qpos[..., mc.q_index]
     v = qvel[..., mc.v_index]
     _rotate_free(mc, q, v, inverse=True)
+    _ball_to_gimbal(mc, qpos, qvel, q, v)
     if spanning or not model.has_constraints:
         return q, v
     iq, iv = _cluster_selection(model, mc)
@@ -637,7 +745,8 @@ def from_mujoco(model, qpos, qvel, *, spanning: bool = False) -> tuple[np.ndarra
 
 
 def to_mujoco(model, q, v, *, spanning: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """MuJoCo ``(qpos, qvel)`` of loopdyn's ``(q, v)``: the inverse of :func:`from_mujoco`. For a
+    """MuJoCo ``(qpos, qvel)`` of loopdyn's ``(q, v)``: the inverse of :func:`from_mujoco` (a gimbal's
+    angles give its ball joint's quaternion, with ``w ≥ 0``, and its rates ``ω = E(q) q̇``). For a
     model with constraints ``(q, v)`` is the cluster state (completed by :func:`loopdyn.to_spanning`)
     unless ``spanning=True``. Batches of states (2-D arrays) are converted row by row."""
     mc = _coordinates(model)
@@ -663,4 +772,5 @@ def to_mujoco(model, q, v, *, spanning: bool = False) -> tuple[np.ndarray, np.nd
     qpos[..., mc.q_index] = q
     qvel = np.zeros((*q.shape[:-1], mc.nv))
     qvel[..., mc.v_index] = v
+    _gimbal_to_ball(mc, q, v, qpos, qvel)
     return qpos, qvel

@@ -53,8 +53,13 @@ depth first from the root, the children of a link in increasing order of joint n
 :func:`~loopdyn.io.urdf.load_urdf` and Pinocchio use). A tree joint traversed from its SDF child to
 its SDF parent is *reversed*: it becomes the same joint type with the axis negated, so that its
 coordinate is still the SDF joint angle (a reversed ball joint's quaternion is the inverse rotation).
-A ball joint that stays inside a loop (not cut) is refused by the cluster builder with an
-:class:`~loopdyn.errors.UnsupportedFeatureError` naming it; cut it with ``cut_joints``.
+A ball joint that stays inside a loop (not cut: a loop with two ball joints, or ``cut_joints``
+naming another joint) is stored as a :class:`~loopdyn.model.compound.Gimbal` (three revolute
+sub-hinges about the joint frame's axes, two massless bodies ``<joint>/1``, ``<joint>/2``; exact) by
+:meth:`Model.embed_ball_joints <loopdyn.model.model.Model.embed_ball_joints>`, announced by one
+:class:`~loopdyn.errors.JointConversionWarning` line naming it: z, y, x, whose singularity (a middle
+angle of ±90°) is as far as can be from the zero pose, where the joint's rotation is the identity. Its
+coordinates are the three angles and their rates (see :mod:`loopdyn.model.compound`).
 
 **Gearboxes.** SDF's gearbox joint enforces ``θ₂ = −gearbox_ratio · θ₁``, θ₁ the angle of the parent
 link relative to ``gearbox_reference_body`` about ``<axis>`` and θ₂ the angle of the child link
@@ -437,7 +442,7 @@ def load_sdf(
     -------
     Model
         The spanning tree, a loop per cut joint and a coupling per gearbox; clusters already built.
-        ``model.sdf_cut_joints`` lists the cut joints.
+        ``model.sdf_cut_joints`` lists the cut joints. Ball joints left inside loops are gimbals.
 
     Raises
     ------
@@ -446,7 +451,7 @@ def load_sdf(
         a named cut joint that closes no loop, a gearbox whose links are not found.
     UnsupportedFeatureError
         ``revolute2``/``universal``/``screw`` joints, nested models, ``<include>``, ``<frame>``, poses
-        relative to other frames, a ball joint inside a loop, a gearbox of another layout.
+        relative to other frames, a gearbox of another layout.
     FileNotFoundError
         ``source`` is a path that does not exist.
     """
@@ -734,19 +739,19 @@ class _Builder:
                 )
             )
 
-        for j in cut:
-            self.add_loop(j)
-        for j in joints.values():
-            if j.type == "gearbox":
-                self.add_gearbox(j)
+        with m.deferred_ball_joints():  # the body indices of self.carrier stay valid meanwhile
+            for j in cut:
+                self.add_loop(j)
+            for j in joints.values():
+                if j.type == "gearbox":
+                    self.add_gearbox(j)
         if m.constraints:
             try:
+                m.embed_ball_joints()  # a ball joint left inside a loop: a gimbal, clear at the zero pose
                 m.clusters()
             except UnsupportedFeatureError as exc:
                 line = next((j.line for j in joints.values() if f"'{j.name}'" in str(exc)), None)
-                raise self.unsupported(
-                    f"{exc} (a ball joint inside a loop can be cut instead: pass it in cut_joints)", line
-                ) from None
+                raise self.unsupported(str(exc), line) from None
             except ModelError as exc:
                 line = next((j.line for j in joints.values() if f"'{j.name}'" in str(exc)), None)
                 raise self.fail(str(exc), line) from None

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError, UnsupportedFeatureError
-from .joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
+from .joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from .layout import EXPLICIT, IMPLICIT, SINGLE_BODY  # the cluster kinds
 
 RANK_TOL = 1e-9
@@ -148,7 +148,9 @@ def _constraint_bodies(model, con) -> tuple[set[int], int]:
 
 
 # ---------------------------------------------------------------------------------------------
-def build_cluster_tree(model) -> ClusterTree:
+def _group_bodies(model) -> tuple[list[list[int]], list[set[int]]]:
+    """The bodies of each cluster (sorted; clusters ordered by their first body) and the bodies each
+    constraint ties together, in the order of ``model.constraints``."""
     nb = model.nbodies
     parent = [0] + [b.parent for b in model.bodies]
     # union-find over bodies
@@ -206,10 +208,32 @@ def build_cluster_tree(model) -> ClusterTree:
         if not changed:
             break
 
-    groups = {}
+    out: dict[int, list[int]] = {}
     for b in range(1, nb + 1):
-        groups.setdefault(find(b), []).append(b)
-    ordered = sorted((sorted(v) for v in groups.values()), key=lambda bs: bs[0])
+        out.setdefault(find(b), []).append(b)
+    return sorted((sorted(v) for v in out.values()), key=lambda bs: bs[0]), con_bodies
+
+
+def bodies_in_clusters(model) -> tuple[set[int], set[int]]:
+    """``(inside, named)``: the bodies of the clusters that hold more than one body or a constraint
+    (the ones whose joints must be 1-DoF), and among all bodies those a coupling, linear or implicit
+    constraint ties directly (by a path or by naming their joint), as opposed to loops only."""
+    from ..constraints.definitions import LoopJoint
+
+    groups, con_bodies = _group_bodies(model)
+    tied = set().union(*con_bodies) if con_bodies else set()
+    inside = {b for g in groups for b in g if len(g) > 1 or b in tied}
+    named: set[int] = set()
+    for con, members in zip(model.constraints, con_bodies, strict=True):
+        if not isinstance(con, LoopJoint):
+            named |= members
+    return inside, named
+
+
+def build_cluster_tree(model) -> ClusterTree:
+    nb = model.nbodies
+    parent = [0] + [b.parent for b in model.bodies]
+    ordered, con_bodies = _group_bodies(model)
     body_cluster = np.full(nb + 1, -1, dtype=np.int64)
     for k, bs in enumerate(ordered):
         body_cluster[bs] = k
@@ -420,9 +444,10 @@ def _multi_dof_message(j, names, constraints) -> str:
     per body, the independent coordinates are a subset of those, and C-ABA's per-cluster motion
     subspace has one column per body. A multi-DoF joint inside a loop is therefore written as a chain
     of 1-DoF sub-hinges separated by massless bodies, which Jain's partitioning (Lemma 2.1, spec
-    §1.3–1.4) shows to be exact (M(k′) = 0): a ball joint as three revolutes (a gimbal, singular where
-    its first and last axes align), a universal joint as two. This also keeps every coordinate of a
-    cluster unconstrained, so no quaternion unit-norm condition has to be carried inside a cluster."""
+    §1.3–1.4) shows to be exact (M(k′) = 0): a ball joint as three revolutes (a gimbal, which
+    :meth:`Model.embed_ball_joints <loopdyn.model.model.Model.embed_ball_joints>` does by itself), a
+    universal joint as two. This also keeps every coordinate of a cluster unconstrained, so no
+    quaternion unit-norm condition has to be carried inside a cluster."""
     cons = [k.name for k in constraints]
     extra = ", free_flyer_rotation='euler'" if j.joint.code == FREEFLYER else ""
     where = f"joint {j.joint_name!r} ({j.joint.kind}) is inside cluster {names} (constraints {cons})"
@@ -431,12 +456,26 @@ def _multi_dof_message(j, names, constraints) -> str:
             f"{where}: only revolute and prismatic joints can be part of a loop or a coupling (it needs "
             "an angle coordinate); use Revolute for this joint (no limits) instead of RevoluteUnbounded"
         )
+    if j.joint.code == SPHERICAL:
+        if j.armature is not None and np.any(j.armature):
+            return (
+                f"{where}: only revolute and prismatic joints can be part of a loop or a coupling, and "
+                f"this ball joint's armature {j.armature.tolist()} (on the angular velocity) has no "
+                "equivalent on the angle rates of the gimbal it would become: remove the armature"
+            )
+        return (
+            f"{where}: only revolute and prismatic joints can be part of a loop or a coupling (clusters "
+            "hold 1-DoF joints). A ball joint inside loops becomes a Gimbal (model.embed_ball_joints(), "
+            "called when a loop is added outside a model.deferred_ball_joints() block); not one that a "
+            "coupling, a linear or an implicit constraint ties directly, as these act on 1-DoF "
+            "coordinates: tie the neighbouring revolute or prismatic joints instead"
+        )
     return (
         f"{where}: only revolute and prismatic joints can be part of a loop or a coupling (clusters hold "
         "1-DoF joints). Write it as a chain of 1-DoF sub-hinges separated by "
-        "massless bodies (exact, Jain's partitioning Lemma 2.1): a ball joint as three revolutes (a "
-        "gimbal; choose the axis order so the first and last axes stay apart in the operating range), "
-        "a free joint as three prismatic joints and such a gimbal — or build the model without its "
+        "massless bodies (exact, Jain's partitioning Lemma 2.1): a free joint as three prismatic joints "
+        "and a gimbal (choose the axis order so the first and last axes stay apart in the operating "
+        "range) — or build the model without its "
         f"constraints, apply loopdyn.partition(model, [{j.joint_name!r}]{extra}) to it, and add the "
         "constraints to the partitioned model"
     )

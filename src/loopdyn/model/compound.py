@@ -293,8 +293,161 @@ class Compound(CompoundJoint):
 class CompoundRecord:
     """A compound joint of a model: its ``name`` (the joint name of the last sub-hinge, which moves the
     physical body), the :class:`CompoundJoint` and the model's body indices of its sub-hinges,
-    inboard first (all but the last massless)."""
+    inboard first (all but the last massless). ``converted_from``: ``"spherical"`` for a ball joint
+    inside a loop stored as a gimbal (:meth:`loopdyn.Model.embed_ball_joints`), else empty."""
 
     name: str
     joint: CompoundJoint
     bodies: tuple[int, ...]
+    converted_from: str = ""
+
+
+# ----------------------------------------------------------------------------------------------
+# Gimbals about coordinate axes: the angles of a rotation, and back (a ball joint inside a loop is
+# stored as such a gimbal, see Model.embed_ball_joints)
+
+#: The axis sequences a ball joint inside a loop may become, as indices of its frame's x, y, z axes,
+#: in the order of preference among equally good ones: Pinocchio's z, y, x first, then the other
+#: Tait–Bryan sequences (first and last axes distinct: singular where the middle angle is ±90°), then
+#: the proper Euler ones (first and last axes equal: singular where the middle angle is 0 or 180°).
+GIMBAL_SEQUENCES = (
+    (2, 1, 0), (0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1),
+    (0, 1, 0), (0, 2, 0), (1, 0, 1), (1, 2, 1), (2, 0, 2), (2, 1, 2),
+)  # fmt: skip
+
+#: ``|cos θ|`` (Tait–Bryan) or ``|sin θ|`` (proper Euler) of the middle angle θ below which a rotation
+#: counts as at the gimbal's singularity (the angle rates of an angular velocity blow up as 1/that)
+GIMBAL_TOLERANCE = 1e-6
+
+_EYE = np.eye(3)
+
+
+def gimbal_sequence(axes) -> tuple[int, int, int] | None:
+    """The sequence of a gimbal's axes as indices of its frame's x, y, z axes (e.g. ``(2, 1, 0)`` for
+    z, y, x), or ``None`` when an axis is not a positive coordinate axis."""
+    out = []
+    for a in axes:
+        a = np.asarray(a, dtype=float)
+        k = int(np.argmax(np.abs(a)))
+        if a.shape != (3,) or not np.array_equal(a, _EYE[k]):
+            return None
+        out.append(k)
+    return tuple(out) if len(out) == 3 and out[0] != out[1] and out[1] != out[2] else None
+
+
+def sequence_name(seq) -> str:
+    """``"z, y, x"`` for ``(2, 1, 0)``."""
+    return ", ".join("xyz"[k] for k in seq)
+
+
+def _parity(i: int, j: int) -> float:
+    """+1 if (i, j, 3 − i − j) is a cyclic permutation of (0, 1, 2), else −1."""
+    return 1.0 if (j - i) % 3 == 1 else -1.0
+
+
+def gimbal_margin(seq, R) -> np.ndarray:
+    """Geodesic distance (radians) from the rotation(s) ``R`` (``(..., 3, 3)``) to the singular set of
+    the gimbal ``seq``: the rotations with ``R e_c = ±e_a`` (a, c its first and last axes), at the
+    angle ``arccos |R[a, c]|``. It is ``π/2 − |θ|`` (Tait–Bryan) or ``min(θ, π − θ)`` (proper Euler)
+    for the middle angle θ."""
+    R = np.asarray(R, dtype=float)
+    return np.arccos(np.clip(np.abs(R[..., seq[0], seq[2]]), 0.0, 1.0))
+
+
+def choose_gimbal_sequence(rotations) -> tuple[tuple[int, int, int], float]:
+    """The sequence of :data:`GIMBAL_SEQUENCES` whose singular set is farthest from every rotation of
+    ``rotations`` (``(3, 3)`` or ``(n, 3, 3)``): the largest smallest :func:`gimbal_margin`, ties to
+    the earlier sequence. Returns it and its margin (radians). For a single rotation the margin is at
+    least ``arccos(1/3)`` = 70.5° (the smallest entry of a rotation matrix is at most 1/3 in
+    magnitude), and π/2 at the identity (z, y, x)."""
+    R = np.asarray(rotations, dtype=float).reshape(-1, 3, 3)
+    best, best_margin = GIMBAL_SEQUENCES[0], -1.0
+    for seq in GIMBAL_SEQUENCES:
+        margin = float(np.min(gimbal_margin(seq, R)))
+        if margin > best_margin + 1e-12:
+            best, best_margin = seq, margin
+    return best, best_margin
+
+
+def gimbal_angles(seq, R) -> tuple[np.ndarray, np.ndarray]:
+    """Angles ``(q1, q2, q3)`` with ``R = R(e_a, q1) R(e_b, q2) R(e_c, q3)`` for ``seq = (a, b, c)``,
+    of one rotation ``(3, 3)`` or a batch ``(..., 3, 3)``; and the distance to the singularity,
+    ``|cos q2|`` (Tait–Bryan, ``q2 ∈ [−π/2, π/2]``) or ``|sin q2|`` (proper Euler, ``q2 ∈ [0, π]``),
+    with ``q1, q3 ∈ (−π, π]``. Where that distance is 0 only ``q1 ± q3`` is defined (the returned
+    split is arbitrary): check it against :data:`GIMBAL_TOLERANCE`."""
+    R = np.asarray(R, dtype=float)
+    i, j, last = seq
+    if i != last:  # Tait–Bryan
+        k = last
+        e = _parity(i, j)
+        lock = np.hypot(R[..., i, i], R[..., i, j])
+        q2 = np.arctan2(e * R[..., i, k], lock)
+        q1 = np.arctan2(-e * R[..., j, k], R[..., k, k])
+        q3 = np.arctan2(-e * R[..., i, j], R[..., i, i])
+    else:  # proper Euler: R(e_i) R(e_j) R(e_i)
+        k = 3 - i - j
+        e = _parity(i, j)
+        lock = np.hypot(R[..., j, i], R[..., k, i])
+        q2 = np.arctan2(lock, R[..., i, i])
+        q1 = np.arctan2(R[..., j, i], -e * R[..., k, i])
+        q3 = np.arctan2(R[..., i, j], e * R[..., i, k])
+    return np.stack([q1, q2, q3], axis=-1), lock
+
+
+def _axis_rotation(k: int, t) -> np.ndarray:
+    """Rotations about coordinate axis ``k`` by the angles ``t`` (any shape) → ``(..., 3, 3)``."""
+    t = np.asarray(t, dtype=float)
+    c, s = np.cos(t), np.sin(t)
+    R = np.zeros((*t.shape, 3, 3))
+    i, j = (k + 1) % 3, (k + 2) % 3
+    R[..., k, k] = 1.0
+    R[..., i, i] = c
+    R[..., j, j] = c
+    R[..., j, i] = s
+    R[..., i, j] = -s
+    return R
+
+
+def gimbal_rotation(seq, angles) -> np.ndarray:
+    """``R(e_a, q1) R(e_b, q2) R(e_c, q3)`` of angles ``(..., 3)`` → ``(..., 3, 3)``."""
+    q = np.asarray(angles, dtype=float)
+    R1, R2, R3 = (_axis_rotation(seq[n], q[..., n]) for n in range(3))
+    return R1 @ R2 @ R3
+
+
+def gimbal_quaternion(seq, angles) -> np.ndarray:
+    """Unit quaternion ``(x, y, z, w)`` of :func:`gimbal_rotation`, the product of the three axis
+    quaternions, with ``w ≥ 0``; angles ``(..., 3)`` → ``(..., 4)``."""
+    q = np.asarray(angles, dtype=float)
+    out = np.zeros((*q.shape[:-1], 4))
+    out[..., 3] = 1.0
+    for n, k in enumerate(seq):
+        h = 0.5 * q[..., n]
+        b = np.zeros_like(out)
+        b[..., k], b[..., 3] = np.sin(h), np.cos(h)
+        x1, y1, z1, w1 = np.moveaxis(out, -1, 0)
+        x2, y2, z2, w2 = np.moveaxis(b, -1, 0)
+        out = np.stack(
+            [
+                w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+                w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+            ],
+            axis=-1,
+        )
+    return np.where(out[..., 3:4] < 0.0, -out, out)
+
+
+def gimbal_rate_matrix(seq, angles) -> np.ndarray:
+    """``E`` with ``ω = E q̇``, ω the angular velocity of the gimbal's child frame relative to its
+    parent, in the child frame: columns ``R3ᵀ R2ᵀ e_a``, ``R3ᵀ e_b``, ``e_c``; angles ``(..., 3)`` →
+    ``(..., 3, 3)``. Singular exactly where :func:`gimbal_angles` reports the lock."""
+    q = np.asarray(angles, dtype=float)
+    R2t = np.swapaxes(_axis_rotation(seq[1], q[..., 1]), -1, -2)
+    R3t = np.swapaxes(_axis_rotation(seq[2], q[..., 2]), -1, -2)
+    E = np.zeros((*q.shape[:-1], 3, 3))
+    E[..., :, 0] = (R3t @ R2t)[..., :, seq[0]]
+    E[..., :, 1] = R3t[..., :, seq[1]]
+    E[..., seq[2], 2] = 1.0
+    return E

@@ -9,15 +9,32 @@ Indices follow Pinocchio: body/joint 0 is the ``"universe"``; body ``i`` is move
 
 from __future__ import annotations
 
+import math
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import ModelError, UnknownNameError, unknown_name
+from ..errors import (
+    JointConversionWarning,
+    ModelError,
+    UnknownNameError,
+    UnsupportedFeatureError,
+    unknown_name,
+)
 from ..spatial.inertia import Inertia
+from ..spatial.lie import quat_to_matrix
 from . import layout as L
-from .compound import CompoundJoint, CompoundRecord
-from .joints import FIXED, FreeFlyer, Joint
+from .compound import (
+    CompoundJoint,
+    CompoundRecord,
+    Gimbal,
+    choose_gimbal_sequence,
+    gimbal_angles,
+    sequence_name,
+)
+from .joints import FIXED, SPHERICAL, FreeFlyer, Joint
 from .placement import as_placement, homogeneous
 
 # Frame kinds (as Pinocchio's FrameType)
@@ -89,6 +106,7 @@ class Model:
         self.declared_clusters: list[tuple[str, ...]] = []  # clusters declared with add_cluster
         self._constraint_tolerance = 1e-8
         self._reference = None  # spanning-tree configuration the loops are assembled around (None: zero)
+        self._ball_joints_deferred = 0  # > 0 inside deferred_ball_joints(): no automatic Gimbal
         self._nq = 0  # spanning-tree sizes
         self._nv = 0
         self._clusters = None
@@ -483,6 +501,7 @@ class Model:
             self.constraints.pop()  # refused: the model is left as it was
             raise
         self._touch()
+        self._auto_embed_ball_joints()
 
     def add_explicit_constraint(self, name: str, joints, independent, G) -> None:
         """Constrain joints explicitly: ``q[joints] = G · q[independent]`` with a constant ``G``
@@ -537,6 +556,7 @@ class Model:
             raise ModelError(f"{name}: K must be finite with {len(joints)} columns, got shape {Km.shape}")
         self.constraints.append(LinearConstraint(name, joints, Km))
         self._touch()
+        self._auto_embed_ball_joints()
 
     def add_loop(
         self,
@@ -582,6 +602,7 @@ class Model:
             LoopJoint(name, kind, predecessor, successor, (Ra, pa), (Rb, pb), tuple(a / np.linalg.norm(a)), b)
         )
         self._touch()
+        self._auto_embed_ball_joints()
 
     def add_implicit_constraint(self, name: str, joints, phi) -> None:
         """Constrain joints by a formula ``phi(q) = 0``: ``phi`` receives a list of sympy symbols (the
@@ -599,6 +620,7 @@ class Model:
             raise ModelError(f"{name}: phi must be a function of a list of sympy symbols")
         self.constraints.append(ImplicitConstraint(name, joints, phi))
         self._touch()
+        self._auto_embed_ball_joints()
 
     def add_cluster(self, bodies) -> None:
         """Declare that ``bodies`` (names) form one cluster. Clusters are otherwise found
@@ -610,6 +632,194 @@ class Model:
             self._moving_body(b, "add_cluster")
         self.declared_clusters.append(names)
         self._touch()
+        self._auto_embed_ball_joints()
+
+    # ------------------------------------------------------------------------------------------
+    # ball joints inside loops
+    def embed_ball_joints(self, orientations=None) -> tuple[str, ...]:
+        """Store every ball joint (:class:`~loopdyn.model.joints.Spherical`) that lies inside a cluster
+        as a :class:`~loopdyn.model.compound.Gimbal`, in place; return the names of the joints converted.
+
+        Clusters hold 1-DoF joints only (their constraint programs differentiate one coordinate per
+        body), so a ball joint inside a loop — Cassie's achilles rods, the rods of parallel ankles — is
+        stored as three revolute sub-hinges about coordinate axes of its joint frame, through its
+        centre, with two massless bodies between them (``"<joint>/1"``, ``"<joint>/2"``): exactly the
+        ball joint's motion and dynamics (Jain's partitioning, Lemma 2.1), in the angle coordinates
+        ``q = (q1, q2, q3)``, ``R = R(e_a, q1) R(e_b, q2) R(e_c, q3)`` with rates ``q̇`` instead of the
+        quaternion and the angular velocity ω (``ω = E(q) q̇``). The physical body keeps its name, joint
+        name, frames and inertia; its index, and those of the bodies after it, grow by two.
+
+        **Range.** Three angles have a singularity (gimbal lock): where the first axis and the turned
+        last axis align, ``R e_c = ±e_a`` — a middle angle of ±90° for a Tait–Bryan sequence (three
+        different axes), of 0° or 180° for a proper Euler one (first = last). There the mass matrix is
+        singular and angular velocities have no angle rates. The sequence is chosen per joint among the
+        twelve (z, y, x first on ties, Pinocchio's ``JointModelSphericalZYX``) so that this set is as
+        far as possible from the joint's reference orientations: its geodesic distance
+        ``arccos |R[a, c]|`` is at least 70.5° for one orientation (π/2 at the identity). The joint
+        works for every rotation closer to its reference orientation than that distance.
+
+        Parameters
+        ----------
+        orientations:
+            ``{joint name: rotations}`` (a 3×3 rotation or an ``(n, 3, 3)`` stack each, the joint's
+            rotations in the configurations to stay away from the singularity in, e.g. a robot file's
+            initial pose and home keyframe); entries of joints not converted are ignored. Default: the
+            joint's rotation in :attr:`reference_configuration`, or the identity.
+
+        Called by :meth:`add_loop` (and the other constraint methods) whenever a constraint puts a ball
+        joint inside a cluster, outside a :meth:`deferred_ball_joints` block; the loaders call it
+        themselves, with the file's reference orientations. Each converted joint is announced by one
+        :class:`~loopdyn.errors.JointConversionWarning` line naming it, its axes and its range. A ball
+        joint that a coupling, a linear or an implicit constraint ties directly is left as it is (those
+        act on 1-DoF coordinates: the cluster tree refuses it, naming it). The reference configuration,
+        if set, is converted too (its quaternion becomes the three angles).
+
+        Raises
+        ------
+        UnsupportedFeatureError
+            A ball joint to convert has armature (which acts on ω and has no equivalent on the angle
+            rates); nothing is changed.
+        ModelError
+            An orientation is not a rotation, or the constraints do not form clusters.
+        """
+        return self._embed_ball_joints(orientations, stacklevel=3)
+
+    def _embed_ball_joints(self, orientations, stacklevel: int) -> tuple[str, ...]:
+        from .clusters import bodies_in_clusters
+
+        if not any(b.joint.code == SPHERICAL for b in self.bodies):
+            return ()
+        inside, named = bodies_in_clusters(self)
+        targets = [i for i in sorted(inside) if self.bodies[i - 1].joint.code == SPHERICAL and i not in named]
+        if not targets:
+            return ()
+        if orientations is not None and not isinstance(orientations, dict):
+            raise ModelError(f"embed_ball_joints: orientations must be a dict joint name → rotations, got "
+                             f"{type(orientations).__name__}")
+        plans = []
+        for i in targets:
+            b = self.bodies[i - 1]
+            if b.armature is not None and np.any(b.armature):
+                raise UnsupportedFeatureError(
+                    f"joint {b.joint_name!r}: a ball joint inside a loop is stored as a Gimbal, and its "
+                    f"armature {b.armature.tolist()} (on the angular velocity) has no equivalent on the "
+                    "gimbal's angle rates"
+                )
+            rotations = self._ball_orientations(b, (orientations or {}).get(b.joint_name))
+            seq, margin = choose_gimbal_sequence(rotations)
+            plans.append((i, b.joint_name, seq, margin, len(rotations)))
+        for i, _, seq, _, _ in reversed(plans):  # last first: the earlier indices stay valid
+            self._gimbal_in_place(i, seq)
+        self.compound_joints.sort(key=lambda r: r.bodies[0])
+        self._touch()
+        for _, name, seq, margin, n in plans:
+            lock = "±90°" if seq[0] != seq[2] else "0° or 180°"
+            which = "its reference orientation" if n == 1 else f"each of its {n} reference orientations"
+            warnings.warn(
+                f"loopdyn: ball joint {name!r} is inside a loop and is stored as a Gimbal: rotations about "
+                f"its frame's {sequence_name(seq)} axes in turn (coordinates {name}[0], {name}[1], "
+                f"{name}[2]); exact, but singular (gimbal lock) where {name}[1] = {lock}, "
+                f"{math.degrees(margin):.1f}° of rotation away from {which}",
+                JointConversionWarning,
+                stacklevel=stacklevel,
+            )
+        return tuple(p[1] for p in plans)
+
+    @contextmanager
+    def deferred_ball_joints(self):
+        """Within the ``with`` block, constraints that put a ball joint inside a cluster leave it a
+        :class:`~loopdyn.model.joints.Spherical` joint (body indices stay put); call
+        :meth:`embed_ball_joints` after it (the loaders do, with the file's reference orientations)."""
+        self._ball_joints_deferred += 1
+        try:
+            yield self
+        finally:
+            self._ball_joints_deferred -= 1
+
+    def _auto_embed_ball_joints(self) -> None:
+        """:meth:`embed_ball_joints` after a constraint was added, unless deferred. Its errors are left
+        to :meth:`clusters`, which reports the constraint or joint (as before the constraint was
+        converted, the model is unchanged)."""
+        if self._ball_joints_deferred or not any(b.joint.code == SPHERICAL for b in self.bodies):
+            return
+        try:
+            self._embed_ball_joints(None, stacklevel=4)  # the warning points at the add_loop call
+        except (ModelError, UnsupportedFeatureError):
+            pass
+
+    def _ball_orientations(self, b: Body, given) -> np.ndarray:
+        """The rotations ``(n, 3, 3)`` of ball joint ``b`` to keep its gimbal's singularity away from."""
+        if given is None:
+            if self._reference is None:
+                return np.eye(3)[None]
+            quat = self._reference[b.idx_q : b.idx_q + 4]
+            n = float(np.linalg.norm(quat))
+            return (quat_to_matrix(quat / n) if n > 1e-12 else np.eye(3))[None]
+        try:
+            R = np.array(given, dtype=float)
+        except (TypeError, ValueError):
+            R = np.full(1, np.nan)
+        if R.shape == (3, 3):
+            R = R[None]
+        if (
+            R.ndim != 3
+            or R.shape[1:] != (3, 3)
+            or not R.shape[0]
+            or not np.all(np.isfinite(R))
+            or np.max(np.abs(R @ np.swapaxes(R, 1, 2) - np.eye(3))) > 1e-6
+            or np.min(np.linalg.det(R)) < 0.0
+        ):
+            raise ModelError(
+                f"embed_ball_joints: the orientations of joint {b.joint_name!r} must be rotation matrices "
+                f"(3×3 or n×3×3), got {given!r}"
+            )
+        return R
+
+    def _gimbal_in_place(self, i: int, seq) -> None:
+        """Replace the Spherical joint of body ``i`` by a Gimbal about the axes ``seq`` (two massless
+        bodies inserted before it; later bodies, frames, records and the reference shifted)."""
+        b = self.bodies[i - 1]
+        eye = np.eye(3)
+        gimbal = Gimbal(tuple(tuple(float(x) for x in eye[k]) for k in seq))
+        subs = [joint for joint, _ in gimbal.expand(b.joint_name)]
+        taken = {f.name for f in self.frames}
+        names = []
+        for k in (1, 2):
+            nm = f"{b.joint_name}/{k}"
+            while nm in taken:
+                nm += "_"
+            taken.add(nm)
+            names.append(nm)
+
+        def shifted(x: int) -> int:
+            return x + 2 if x >= i else x
+
+        zero = Inertia.zero()
+        chain = [
+            Body(names[0], names[0], b.parent, subs[0], b.rotation.copy(), b.translation.copy(), zero,
+                 0, 0, b.independent),
+            Body(names[1], names[1], i, subs[1], eye.copy(), np.zeros(3), zero, 0, 0, b.independent),
+            replace(b, parent=i + 1, joint=subs[2], rotation=eye.copy(), translation=np.zeros(3)),
+        ]
+        later = [replace(x, parent=shifted(x.parent)) for x in self.bodies[i:]]
+        self.bodies = [*self.bodies[: i - 1], *chain, *later]
+        nq = nv = 0
+        for body in self.bodies:
+            body.idx_q, body.idx_v = nq, nv
+            nq, nv = nq + body.joint.nq, nv + body.joint.nv
+        self.frames = [replace(f, body=shifted(f.body)) for f in self.frames]
+        for k, nm in enumerate(names):
+            self.frames.append(Frame(nm, i + k, eye.copy(), np.zeros(3), JOINT_FRAME))
+            self.frames.append(Frame(nm, i + k, eye.copy(), np.zeros(3), BODY_FRAME))
+        self.compound_joints = [
+            replace(r, bodies=tuple(shifted(x) for x in r.bodies)) for r in self.compound_joints
+        ]
+        self.compound_joints.append(CompoundRecord(b.joint_name, gimbal, (i, i + 1, i + 2), "spherical"))
+        if self._reference is not None:
+            iq = b.idx_q
+            angles, _ = gimbal_angles(seq, self._ball_orientations(b, None)[0])
+            self._reference = np.concatenate([self._reference[:iq], angles, self._reference[iq + 4 :]])
+        self._nq, self._nv = nq, nv
 
     @property
     def reference_configuration(self) -> np.ndarray | None:
@@ -737,9 +947,13 @@ class Model:
         for rec in self.compound_joints:
             i0 = self.bodies[rec.bodies[0] - 1]
             nv = sum(self.bodies[i - 1].joint.nv for i in rec.bodies)
+            note = ""
+            if rec.converted_from:
+                axes = ", ".join("xyz"[int(np.argmax(np.abs(a)))] for a in rec.joint.axes)
+                note = f" — a {rec.converted_from} joint inside a loop, axes {axes}"
             lines.append(
                 f"  compound joint {rec.name!r} ({rec.joint.kind}): sub-hinge bodies "
-                f"{[self.body_names[i] for i in rec.bodies]}, v[{i0.idx_v}:{i0.idx_v + nv}]"
+                f"{[self.body_names[i] for i in rec.bodies]}, v[{i0.idx_v}:{i0.idx_v + nv}]{note}"
             )
         if self.has_constraints:
             ct = self.clusters()
