@@ -197,3 +197,52 @@ def test_a_step_called_from_python_raises_instead_of_crashing():
         ops.dot6((1.0,) * 6, (2.0,) * 6)
     with pytest.raises(TypeError, match="one_port_tree is a compiled step"):
         one_port_tree(np.zeros((2, 4), dtype=np.int64))
+
+
+STEPS_CHILD = r"""
+import json, sys
+import numpy as np
+import loopdyn as ld
+from loopdyn import jit
+m = ld.robots.double_pendulum()
+d = m.create_data()
+q, v, a = np.array([0.3, -0.7]), np.array([1.1, 0.4]), np.array([-0.2, 0.9])
+qdd = ld.aba(m, d, q, v, a)  # a kernel not in the cache; steps of the RNEA's are
+steps = [f for mod in list(sys.modules.values()) if getattr(mod, "__name__", "").startswith("loopdyn")
+         for f in vars(mod).values() if isinstance(f, jit.StepDispatcher) and f.overloads]
+libraries = [cres.library for f in set(steps) for cres in f.overloads.values()]
+from loopdyn.algorithms import aba as A
+print(json.dumps({
+    "qdd": qdd.tolist(),
+    "kernel_misses": sum(A.aba_kernel.stats.cache_misses.values()),
+    "steps": len(set(steps)),
+    "step_hits": sum(sum(f.stats.cache_hits.values()) for f in set(steps)),
+    "step_misses": sum(sum(f.stats.cache_misses.values()) for f in set(steps)),
+    "all_step_libraries": all(isinstance(lib, jit.StepLibrary) for lib in libraries),
+    "machine_code": sum(lib.get_pointer_to_function(f.name) != 0 for lib in libraries
+                        for f in lib._final_module.functions if not f.is_declaration),
+}))
+"""
+
+
+def test_steps_are_cached_as_ir_and_reused_by_a_kernel_compiled_later(package_copy, warm_cache):
+    """A kernel compiled in a later process loads the steps an earlier one compiled (cached as LLVM
+    IR, loopdyn.jit.StepLibrary), no step is turned into machine code of its own, and the kernel is
+    right (against the same call in this process)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", STEPS_CHILD],
+        env=_env(package_copy, warm_cache),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(package_copy),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    m = loopdyn.robots.double_pendulum()
+    q, v, a = np.array([0.3, -0.7]), np.array([1.1, 0.4]), np.array([-0.2, 0.9])
+    assert np.array_equal(res["qdd"], loopdyn.aba(m, m.create_data(), q, v, a))
+    assert res["kernel_misses"] == 1, res  # compiled in the child
+    assert res["steps"] > 5 and res["all_step_libraries"], res
+    assert res["step_hits"] > 0  # the RNEA kernel's steps, compiled by warm_cache's processes
+    assert res["machine_code"] == 0

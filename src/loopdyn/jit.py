@@ -9,12 +9,14 @@ Steps
     ``@inlined`` compiles a step once per process as a function of its own (cached on disk like every
     kernel) and marks it ``alwaysinline`` for LLVM (Numba's ``forceinline``): each kernel links the
     compiled step and LLVM inlines it there, so the machine code is that of the step written out in
-    the kernel. Numba's own inlining (``inline="always"``) gives the same code, but it copies the
-    step's intermediate representation into every caller and types and lowers it again at every call
-    site, recursively through the steps it calls: measured with an empty cache on Mini Cheetah's
-    spanning tree, the first CRBA call took 88 s that way and 7 s this way, with the same time per
-    call. Steps have no Python entry point (``no_cpython_wrapper``: half of a small function's
-    compile time); they are called from compiled code only.
+    the kernel. A step is compiled to LLVM IR only (:class:`StepLibrary`): the kernel that inlines
+    it optimises it and makes its machine code, once. Numba's own inlining (``inline="always"``)
+    gives the same code, but it copies the step's intermediate representation into every caller and
+    types and lowers it again at every call site, recursively through the steps it calls: measured
+    with an empty cache on Mini Cheetah's spanning tree, the first CRBA call took 88 s that way and
+    7 s this way, with the same time per call. Steps have no Python entry point
+    (``no_cpython_wrapper``: half of a small function's compile time); they are called from compiled
+    code only.
 
     ``@sequence`` is for the thin functions that only call others in order (validate, then run the
     core): Numba copies them into their caller, which is cheap since what they call stays a call. As
@@ -43,10 +45,22 @@ from pathlib import Path
 
 import numba
 from numba.core import typeinfer
-from numba.core.caching import FunctionCache
+from numba.core.caching import CompileResultCacheImpl, FunctionCache
+from numba.core.codegen import JITCodeLibrary, JITCPUCodegen
+from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
-__all__ = ["CacheWarning", "PackageCache", "StepDispatcher", "inlined", "njit", "sequence", "source_digest"]
+__all__ = [
+    "CacheWarning",
+    "PackageCache",
+    "StepCache",
+    "StepDispatcher",
+    "StepLibrary",
+    "inlined",
+    "njit",
+    "sequence",
+    "source_digest",
+]
 
 
 class CacheWarning(UserWarning):
@@ -150,7 +164,78 @@ class StepDispatcher(CPUDispatcher):
         )
 
 
-_step = njit(cache=True, forceinline=True, no_cpython_wrapper=True, fastmath={"contract"})
+class StepLibrary(JITCodeLibrary):
+    """The code library of a step: LLVM IR for the kernels to link, never optimised as a module of its
+    own nor turned into machine code.
+
+    A step is never called through a pointer: every caller links its IR and LLVM inlines it. Numba
+    would nevertheless optimise each step's module (the step and every step below it, linked in) and
+    emit its machine code, once per step and again in every step above it; the kernel then
+    optimises the whole once more. Measured on the first C-ABA call (Mini Cheetah, empty cache),
+    that repeated work was 8 of the 18 s spent in LLVM, for machine code nobody ran. Here the step
+    keeps only Numba's per-function passes (which shrink the IR the callers link); the kernel's
+    optimisation of the whole is the only one. Cached as that IR (bitcode), not as machine code."""
+
+    def _optimize_final_module(self):
+        pass  # the kernels that link this step optimise it, inlined
+
+    def _finalize_final_module(self):
+        self._finalize_dynamic_globals()
+        self._verify_declare_only_symbols()
+        self._finalized = True  # no machine code: the module is not added to the execution engine
+
+    def get_pointer_to_function(self, name):
+        self._ensure_finalized()
+        return 0  # nothing is callable: steps have no entry point of their own
+
+    def serialize_using_object_code(self):
+        self._ensure_finalized()
+        return (self.name, "bitcode", self._final_module.as_bitcode())
+
+
+class _StepCacheImpl(CompileResultCacheImpl):
+    def rebuild(self, target_context, payload):
+        codegen = target_context.codegen()
+        codegen._library_class = StepLibrary  # the cached bitcode becomes a StepLibrary again
+        try:
+            return super().rebuild(target_context, payload)
+        finally:
+            del codegen._library_class  # (under Numba's compiler lock, as every cache load)
+
+
+class StepCache(PackageCache):
+    """:class:`PackageCache` for steps: entries are the step's IR (:class:`StepLibrary`)."""
+
+    _impl_class = _StepCacheImpl
+
+
+class StepCompiler(Compiler):
+    """Numba's compiler with a :class:`StepLibrary` for the compiled step."""
+
+    def compile_extra(self, func):
+        library = self.state.targetctx.codegen().create_library(func.__qualname__)
+        library.__class__ = StepLibrary
+        self.state.library = library
+        return super().compile_extra(func)
+
+
+def _set_env_if_loaded(self, env_name, env, _set_env=JITCPUCodegen.set_env):
+    # Numba stores each compiled function's environment pointer in the function's global once its
+    # module is in the execution engine; a step's module never is (StepLibrary), and the global then
+    # has no address: there is nothing to set (the kernels that inline the step hold their own)
+    if self._engine.get_global_value_address(env_name) != 0:
+        _set_env(self, env_name, env)
+
+
+JITCPUCodegen.set_env = _set_env_if_loaded
+
+
+def _step(func):
+    dispatcher = numba.njit(
+        forceinline=True, no_cpython_wrapper=True, fastmath={"contract"}, pipeline_class=StepCompiler
+    )(func)
+    dispatcher._cache = StepCache(dispatcher.py_func)
+    return dispatcher
 
 
 def inlined(func):
