@@ -12,10 +12,13 @@ Building blocks attached at random places of a random tree:
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import sympy as sp
 
 import loopdyn
+from loopdyn.errors import InertiaWarning
 
 BLOCKS = ("geared", "belt", "fourbar", "differential")
 
@@ -53,7 +56,15 @@ def random_cluster_model(
     plain=("revolute", "prismatic", "spherical"),
 ) -> loopdyn.Model:
     """A random model; ``plain`` lists the joint kinds allowed for the ordinary bodies between blocks
-    (the random draws are the same whatever it is, so seeds give the same geometry)."""
+    (the random draws are the same whatever it is, so seeds give the same geometry). Its random
+    rotational inertias need not satisfy the triangle inequality: they are added as given, without
+    the builder's InertiaWarning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=InertiaWarning)
+        return _random_cluster_model(seed, n_blocks, floating, blocks, plain)
+
+
+def _random_cluster_model(seed, n_blocks, floating, blocks, plain) -> loopdyn.Model:
     rng = np.random.default_rng(seed)
     m = loopdyn.Model(f"clusters{seed}")
     parents = [0]

@@ -5,6 +5,7 @@ robots, the robot registry (loopdyn.robots.list / build / approximate / unconstr
 from __future__ import annotations
 
 import math
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import loopdyn
 from loopdyn import robots
 from loopdyn.baselines import ApproximateModel
 from loopdyn.cli import main
-from loopdyn.errors import InputError, UnsupportedFeatureError
+from loopdyn.errors import InertiaWarning, InputError, UnsupportedFeatureError
 
 # robot function → reference file
 FILES = {"mit_humanoid": "mit_humanoid", "jvrc1": "jvrc1_humanoid"}
@@ -545,12 +546,22 @@ def test_info_cli_errors(capsys, tmp_path):
 
 
 def test_info_cli_file_options(capsys):
-    """--inertia and --mimic reach the loaders: hyq's base link is refused by default and loads with
-    --inertia accept; panda's finger mimic is refused by default and coupled with --mimic coupling."""
+    """--inertia and --mimic reach the loaders: hyq's base link loads with an InertiaWarning by
+    default, is refused with --inertia physical and loads silently with --inertia accept; panda's
+    finger mimic is refused by default and coupled with --mimic coupling."""
     assert {"hyq", "panda"} <= set(robots.example_robots())  # example-robot-data is a test dependency
-    assert main(["info", "hyq"]) == 2
+    with pytest.warns(InertiaWarning) as record:
+        assert main(["info", "hyq"]) == 0
+    assert "hyq_no_sensors.urdf:81: link 'base_link'" in str(record[0].message)
+    assert [str(w.message).split("link '")[1].split("'")[0] for w in record] == [
+        "base_link", "lf_foot", "rf_foot", "lh_foot", "rh_foot"
+    ]
+    assert "nv 18" in capsys.readouterr().out
+    assert main(["info", "hyq", "--inertia", "physical"]) == 2
     assert "'base_link'" in capsys.readouterr().err
-    assert main(["info", "hyq", "--inertia", "accept"]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["info", "hyq", "--inertia", "accept"]) == 0
     assert "nv 18" in capsys.readouterr().out
     assert main(["info", "panda"]) == 2
     assert "mimic='coupling'" in capsys.readouterr().err

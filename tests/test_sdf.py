@@ -14,6 +14,7 @@ Oracles, none of which comes from the loader:
 
 from __future__ import annotations
 
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -22,7 +23,13 @@ import pytest
 import trees
 
 import loopdyn
-from loopdyn.errors import InputError, JointConversionWarning, SDFError, UnsupportedFeatureError
+from loopdyn.errors import (
+    InertiaWarning,
+    InputError,
+    JointConversionWarning,
+    SDFError,
+    UnsupportedFeatureError,
+)
 
 ERD = Path(trees.example_robot_data_dir())
 CASSIE = ERD / "cassie_description" / "robots"
@@ -642,11 +649,16 @@ def test_physical_inertia_option():
         1,
     )
     doc = _doc(bad + _rev("ja", "base", "a") + _rev("jb", "base", "b"))
-    loopdyn.load_sdf(doc, inertia="accept")
-    with pytest.raises(SDFError, match="link 'base'.*triangle inequality"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loopdyn.load_sdf(doc, inertia="accept")
+    with pytest.raises(SDFError, match="link 'base'.*triangle inequality.*inertia='accept'") as info:
         loopdyn.load_sdf(doc, inertia="physical")
-    with pytest.raises(SDFError, match="link 'base'.*triangle inequality.*inertia='accept'"):
-        loopdyn.load_sdf(doc)  # the default
+    assert info.value.line == 4
+    # the default: loaded as written, with a warning naming the line, the link and how far off
+    with pytest.warns(InertiaWarning, match=r"^line 4: link 'base': .* by 1 \(20 % of the trace\)"):
+        m = loopdyn.load_sdf(doc)
+    np.testing.assert_array_equal(m.bodies[0].inertia.inertia, np.diag([1.0, 1.0, 3.0]))
 
 
 @pytest.mark.parametrize("canonical", ["base", "b"])

@@ -1,14 +1,17 @@
-"""``load_urdf(..., inertia="physical")`` (the default) refuses rotational inertias that no rigid body
-has (principal moments violating the triangle inequality); ``inertia="accept"`` loads them as
-Pinocchio does."""
+"""Rotational inertias that no rigid body has (principal moments violating the triangle inequality):
+``load_urdf`` loads them with an :class:`~loopdyn.errors.InertiaWarning` by default
+(``inertia="warn"``), ``inertia="physical"`` refuses them and ``inertia="accept"`` loads them
+silently, as Pinocchio does. Absurd numbers (an inertia of 1e308) are refused naming the link."""
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
 from reference_files import grbda_file
 
-from loopdyn.errors import InputError, URDFError
+from loopdyn.errors import InertiaWarning, InputError, URDFError
 from loopdyn.io import load_urdf
 
 
@@ -45,14 +48,67 @@ def test_violating_link_is_refused_with_its_name_and_line():
     assert "inertia='accept'" in str(info.value)
 
 
-def test_refusal_is_the_default():
-    with pytest.raises(URDFError, match="'rod'.*triangle inequality.*inertia='accept'"):
-        load_urdf(_robot(0.01, 0.01, 0.05))
-
-
-def test_accept_loads_the_tensor_as_written():
-    model = load_urdf(_robot(0.01, 0.01, 0.05), inertia="accept")
+def test_the_default_loads_with_a_warning_naming_file_link_line_and_how_far_off(tmp_path):
+    xml = _robot(0.01, 0.01, 0.05)  # I3 - I1 - I2 = 0.03, 3/7 of the trace 0.07
+    with pytest.warns(InertiaWarning) as record:
+        model = load_urdf(xml)
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert message.startswith("line 3: link 'rod': rotational inertia violates the triangle inequality")
+    assert "by 0.03 (42.9 % of the trace)" in message
     np.testing.assert_array_equal(model.bodies[0].inertia.inertia, np.diag([0.01, 0.01, 0.05]))
+    assert record[0].filename == __file__  # the warning points at the caller's line
+    # from a file: the path and the line
+    path = tmp_path / "rod.urdf"
+    path.write_text(xml)
+    with pytest.warns(InertiaWarning, match=rf"^{path}:3: link 'rod': .* \(42\.9 % of the trace\)"):
+        load_urdf(path)
+    assert issubclass(InertiaWarning, UserWarning)
+
+
+def test_accept_loads_the_tensor_as_written_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = load_urdf(_robot(0.01, 0.01, 0.05), inertia="accept")
+    np.testing.assert_array_equal(model.bodies[0].inertia.inertia, np.diag([0.01, 0.01, 0.05]))
+
+
+def test_physical_inertias_load_without_a_warning():
+    """Negative control of the warning: a physical inertia, a zero one and a rounding-level one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_urdf(_robot(0.01, 0.02, 0.025))
+        load_urdf(_robot(0.0, 0.0, 0.0))
+        # icub's head: principal moments -2.4e-35, 0, 2.4e-35 (a point mass in all but rounding)
+        load_urdf(_robot(0.0, 0.0, 0.0, ixz=2.40741e-35), inertia="physical")
+
+
+def test_the_test_is_relative_to_the_trace():
+    """The same shape of inertia at every scale: refused at 1e-3 and at 1e3; a 1e-7 relative excess
+    (printing rounding) passes at every scale, a 1e-5 one fails."""
+    for scale in (1e-3, 1.0, 1e3):
+        with pytest.raises(URDFError, match="'rod'"):
+            load_urdf(_robot(0.01 * scale, 0.01 * scale, 0.05 * scale), inertia="physical")
+        load_urdf(_robot(1.0 * scale, 1.0 * scale, 2.0 * scale * (1 + 1e-7)), inertia="physical")
+        with pytest.raises(URDFError, match="'rod'"):
+            load_urdf(_robot(1.0 * scale, 1.0 * scale, 2.0 * scale * (1 + 1e-5)), inertia="physical")
+
+
+@pytest.mark.parametrize("entry", ["ixx", "ixy", "izz"])
+def test_overflowing_inertia_is_the_loaders_error_naming_the_link(entry):
+    """An inertia entry of 1e308 (NumPy's eigenvalue solver used to fail on it: LinAlgError) and
+    other absurd values (beyond 1e30) are refused naming the link and the line, in every mode."""
+    c = dict(ixx=0.1, iyy=0.1, izz=0.1)
+    c[entry] = 1e308
+    for mode in ("warn", "physical", "accept"):
+        with pytest.raises(URDFError, match=r"link 'rod': inertia: 1e\+308 is larger than 1e\+30") as info:
+            load_urdf(_robot(**c), inertia=mode)
+        assert info.value.line == 7
+    with pytest.raises(URDFError, match="link 'rod': mass: 1e\\+31"):
+        load_urdf(_robot(0.1, 0.1, 0.1).replace('value="2.0"', 'value="1e31"'))
+    with pytest.raises(URDFError, match="link 'rod': origin xyz: 1e\\+200"):
+        load_urdf(_robot(0.1, 0.1, 0.1).replace('xyz="0.1 0 0"', 'xyz="1e200 0 0"'))
+    load_urdf(_robot(1e29, 1e29, 1e29))  # huge but not absurd
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -86,6 +142,8 @@ def test_limit_cases_pass():
 def test_unknown_mode_is_an_input_error():
     with pytest.raises(InputError, match="inertia must be one of"):
         load_urdf(_robot(0.1, 0.1, 0.1), inertia="pinocchio")
+    with pytest.raises(InputError, match="inertia must be one of"):
+        load_urdf(_robot(0.1, 0.1, 0.1), inertia="refuse")
 
 
 def test_grbda_mini_cheetah_hip_links_are_reported():
@@ -95,6 +153,6 @@ def test_grbda_mini_cheetah_hip_links_are_reported():
     name = str(info.value).split("link '")[1].split("'")[0]
     lines = path.read_text().splitlines()
     assert f'name="{name}"' in lines[info.value.line - 1]
-    with pytest.raises(URDFError, match=r"_hip_link"):
-        load_urdf(path)  # refused by default too
+    with pytest.warns(InertiaWarning, match=r"mini_cheetah\.urdf:\d+: link '.*_hip_link'"):
+        load_urdf(path)  # loaded with a warning by default
     load_urdf(path, inertia="accept")

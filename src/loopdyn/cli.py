@@ -52,9 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     i.add_argument(
         "--inertia",
-        choices=("physical", "accept"),
-        default="physical",
-        help="URDF/SDF files: refuse inertias that violate the triangle inequality (default) or accept them",
+        choices=("warn", "physical", "accept"),
+        default="warn",
+        help="URDF/SDF/MJCF files: inertias that violate the triangle inequality are loaded with a warning "
+        "(default), refused, or accepted silently",
     )
     i.add_argument(
         "--mimic",
@@ -134,7 +135,7 @@ def _info(args) -> int:
             return 2
         try:
             if io.mjcf.is_mjcf(path):  # an MJCF (MuJoCo) file: .mjcf, or .xml with a <mujoco> root
-                model = io.load_mjcf(path, floating_base=True if floating else None)
+                model = io.load_mjcf(path, floating_base=True if floating else None, inertia=args.inertia)
             elif str(path).lower().endswith(".sdf"):
                 model = io.load_sdf(path, floating_base=True if floating else None, inertia=args.inertia)
             else:

@@ -34,6 +34,16 @@ class UnsupportedFeatureError(LoopdynError, NotImplementedError):
     """The input uses a feature loopdyn does not support (yet), e.g. a URDF ``<mimic>`` joint."""
 
 
+class InertiaWarning(UserWarning):
+    """A body's rotational inertia about its centre of mass violates the triangle inequality
+    (principal moments ``I1 + I2 < I3``: no rigid body has it) and was loaded as written: the default
+    ``inertia="warn"`` of the loaders and ``inertia_check="warn"`` of ``Model.add_body``
+    (``"physical"`` raises instead, ``"accept"`` is silent). The message names the file, link and
+    line where known, and how far off the inertia is relative to its trace. Silence it for a file
+    you trust with ``inertia="accept"`` or ``warnings.filterwarnings("ignore",
+    category=InertiaWarning)``."""
+
+
 class InputError(LoopdynError, ValueError):
     """An argument of an algorithm is invalid: wrong shape, not finite, ..."""
 

@@ -141,7 +141,7 @@ from ..model.compound import (
 )
 from ..model.joints import Fixed, FreeFlyer, Prismatic, Revolute, Spherical
 from ..model.model import Model
-from ..spatial.inertia import Inertia
+from ..spatial.inertia import INERTIA_MODES, MAGNITUDE_LIMIT, Inertia, check_physical_inertia
 
 __all__ = ["MujocoCoordinates", "from_mujoco", "is_mjcf", "load_mjcf", "to_mujoco"]
 
@@ -237,7 +237,11 @@ def _read(source, mujoco):
             raise MJCFError(f"MJCF string: {exc}") from None
     if not isinstance(source, str | os.PathLike):
         raise InputError(f"load_mjcf: expected a path, an XML string or a mujoco.MjModel, got {source!r}")
+    if isinstance(source, str) and not source.strip():
+        raise MJCFError("load_mjcf: the source is an empty string: neither a path nor MJCF XML")
     path = Path(source)
+    if path.is_dir():
+        raise MJCFError(f"{path}: is a directory, not an MJCF file")
     if not path.is_file():
         raise MJCFFileNotFoundError(f"MJCF file not found: {str(path)!r}")
     try:
@@ -286,6 +290,7 @@ def load_mjcf(
     equality: str = "exact",
     tendons: str = "error",
     name: str | None = None,
+    inertia: str = "warn",
 ) -> Model:
     """Load a robot from an MJCF file (see the module docstring for the mapping).
 
@@ -306,6 +311,13 @@ def load_mjcf(
         constraint uses are ignored (they act on the robot through actuators and limits only).
     name:
         Model name (default: the ``<mujoco model>`` name).
+    inertia:
+        What to do with a body whose rotational inertia violates the triangle inequality, as in
+        :func:`~loopdyn.io.urdf.load_urdf`: ``"warn"`` (default), ``"physical"`` or ``"accept"``.
+        For an MJCF document MuJoCo's own compiler decides first: it refuses such an inertia
+        (:class:`~loopdyn.errors.MJCFError` with its message, naming the body and its line) unless
+        ``<compiler balanceinertia="true">`` corrects it, so the option matters for a
+        ``mujoco.MjModel`` whose arrays were edited after compilation.
 
     Returns
     -------
@@ -317,8 +329,13 @@ def load_mjcf(
     Raises
     ------
     MJCFFileNotFoundError, MJCFError, UnsupportedFeatureError, MissingDependencyError
-        See the module docstring.
+        See the module docstring. ``MJCFError`` also for an empty string or a directory, and for a
+        compiled model with a non-finite number, a zero joint axis or a mass, length or inertia
+        beyond 1e30 (MuJoCo compiles NaN with a warning only), naming the body, joint, site,
+        equality or tendon.
     """
+    if inertia not in INERTIA_MODES:
+        raise InputError(f"load_mjcf: inertia must be one of {INERTIA_MODES}, got {inertia!r}")
     if equality not in EQUALITY_MODES:
         raise InputError(f"load_mjcf: equality must be one of {EQUALITY_MODES}, got {equality!r}")
     if tendons not in TENDON_MODES:
@@ -328,7 +345,7 @@ def load_mjcf(
     mujoco = _mujoco()
     m, label = _read(source, mujoco)
     try:
-        return _build(mujoco, m, label, floating_base, equality, tendons, name)
+        return _build(mujoco, m, label, floating_base, equality, tendons, name, inertia)
     except UnsupportedFeatureError as exc:
         raise UnsupportedFeatureError(f"{label}: {exc}") from None
     except ModelError as exc:
@@ -355,15 +372,64 @@ def _check_supported(mujoco, m, tendons: str) -> None:
             raise UnsupportedFeatureError(f"tendon {tname!r}: tendon armature is not supported")
 
 
-def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
+def _check_numbers(mujoco, m, body_names: list[str], joint_names: list[str], equality: str) -> None:
+    """Refuse what MuJoCo compiles but no rigid-body model has, naming the element: non-finite numbers
+    (MuJoCo compiles NaN with a warning only), zero joint axes, masses, lengths and inertias beyond
+    :data:`~loopdyn.spatial.inertia.MAGNITUDE_LIMIT`."""
+
+    def check(values, what: str, quantity: str) -> None:
+        x = np.asarray(values, float)
+        if not np.all(np.isfinite(x)):
+            raise ModelError(f"{what}: {quantity} {x.tolist()} is not finite")
+        if x.size and float(np.max(np.abs(x))) > MAGNITUDE_LIMIT:
+            raise ModelError(
+                f"{what}: {quantity} {x.tolist()} is larger than {MAGNITUDE_LIMIT:g} in magnitude: not a "
+                "physical value"
+            )
+
+    check(m.opt.gravity, "<option gravity>", "gravity")
+    for b in range(1, m.nbody):
+        what = f"body {body_names[b]!r}"
+        for quantity, arr in (("pos", m.body_pos), ("quat", m.body_quat), ("ipos", m.body_ipos),
+                              ("iquat", m.body_iquat), ("inertia", m.body_inertia)):
+            check(arr[b], what, quantity)
+        check(m.body_mass[b], what, "mass")
+    for j in range(m.njnt):
+        what = f"joint {joint_names[j]!r} of body {body_names[int(m.jnt_bodyid[j])]!r}"
+        check(m.jnt_pos[j], what, "pos")
+        check(m.jnt_axis[j], what, "axis")
+        if int(m.jnt_type[j]) in (_HINGE, _SLIDE) and not float(np.linalg.norm(m.jnt_axis[j])) > 0.5:
+            raise ModelError(f"{what}: axis {np.asarray(m.jnt_axis[j]).tolist()} is not a direction")
+        qa = int(m.jnt_qposadr[j])
+        check(m.qpos0[qa : qa + {_FREE: 7, _BALL: 4}.get(int(m.jnt_type[j]), 1)], what, "qpos0 (ref)")
+    for d in range(m.nv):
+        what = f"joint {joint_names[int(m.dof_jntid[d])]!r}"
+        check(m.dof_armature[d], what, "armature")
+    for s in range(m.nsite):
+        what = f"site {_name(mujoco, m, 'SITE', s, f'#{s}')!r}"
+        check(m.site_pos[s], what, "pos")
+        check(m.site_quat[s], what, "quat")
+    if equality == "exact":
+        for e in range(m.neq):
+            if bool(m.eq_active0[e]):
+                check(m.eq_data[e], f"equality {_name(mujoco, m, 'EQUALITY', e, f'equality{e}')!r}", "data")
+        for t in range(m.ntendon):
+            what = f"tendon {_name(mujoco, m, 'TENDON', t, f'#{t}')!r}"
+            adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
+            check(m.wrap_prm[adr : adr + num], what, "coef")
+            check(m.tendon_length0[t], what, "length")
+
+
+def _build(mujoco, m, label, floating_base, equality, tendons, name, inertia_mode="warn") -> Model:
     _check_supported(mujoco, m, tendons)
+    body_names = _names(mujoco, m, "BODY", m.nbody, "body")
+    joint_names = _names(mujoco, m, "JOINT", m.njnt, "joint")
+    _check_numbers(mujoco, m, body_names, joint_names, equality)
     model_name = name or bytes(m.names).split(b"\0", 1)[0].decode() or "mjcf"
     no_gravity = int(m.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY)
     gravity = np.zeros(3) if no_gravity else m.opt.gravity
     model = Model(model_name, gravity=np.array(gravity, float))
 
-    body_names = _names(mujoco, m, "BODY", m.nbody, "body")
-    joint_names = _names(mujoco, m, "JOINT", m.njnt, "joint")
     taken = set(body_names)
     # where each MuJoCo body's frame is: (loopdyn body index, pose of the MuJoCo frame in it)
     where: list[tuple[int, tuple]] = [(0, _IDENTITY)]
@@ -378,12 +444,15 @@ def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
             float(m.body_mass[b]),
             np.array(m.body_ipos[b], float),
             R_i @ np.diag(np.array(m.body_inertia[b], float)) @ R_i.T,
-            name=body_names[b],
+            name=f"body {body_names[b]!r}",
         )
+        check_physical_inertia(inertia, f"body {body_names[b]!r}", inertia_mode, where=f"{label}: ",
+                               hint="pass inertia='accept' to load it as given", stacklevel=3)
         jadr, jnum = int(m.body_jntadr[b]), int(m.body_jntnum[b])
         if jnum == 0:
             idx = model.add_body(
-                body_names[b], pbody, Fixed(), offset, inertia, joint_name=f"{body_names[b]}__weld"
+                body_names[b], pbody, Fixed(), offset, inertia, joint_name=f"{body_names[b]}__weld",
+                inertia_check="accept",  # checked above
             )
             where.append((idx, offset))
             continue
@@ -413,7 +482,8 @@ def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
                 qa = int(m.jnt_qposadr[j])
                 if floating_base is False:  # welded at its initial pose
                     pose = (_quat_matrix(m.qpos0[qa + 3 : qa + 7]), np.array(m.qpos0[qa : qa + 3], float))
-                    idx = model.add_body(body_names[b], 0, Fixed(), pose, inertia, joint_name=jname)
+                    idx = model.add_body(body_names[b], 0, Fixed(), pose, inertia, joint_name=jname,
+                                         inertia_check="accept")
                     welded.append(j)
                     current, cursor = idx, pose
                     break
@@ -440,6 +510,7 @@ def _build(mujoco, m, label, floating_base, equality, tendons, name) -> Model:
                 inertia.transformed(np.eye(3), -anchor) if last else None,
                 joint_name=jname,
                 armature=arm,
+                inertia_check="accept",
             )
             cursor = _translation(-anchor)
         where.append((current, cursor))

@@ -85,10 +85,19 @@ import numpy as np
 
 from ..errors import InputError, ModelError, SDFError, UnsupportedFeatureError
 from ..model.compound import Universal
-from ..model.joints import Fixed, FreeFlyer, Joint, Prismatic, Revolute, RevoluteUnbounded, Spherical
+from ..model.joints import (
+    Fixed,
+    FreeFlyer,
+    Joint,
+    Prismatic,
+    Revolute,
+    RevoluteUnbounded,
+    Spherical,
+    unit_axis,
+)
 from ..model.model import BODY_FRAME, FIXED_JOINT_FRAME, Model
-from ..spatial.inertia import Inertia
-from .urdf import INERTIA_MODES, check_physical_inertia, rpy_to_matrix
+from ..spatial.inertia import INERTIA_MODES, Inertia, check_magnitude, check_physical_inertia
+from .urdf import rpy_to_matrix
 
 __all__ = ["load_sdf"]
 
@@ -194,8 +203,18 @@ def _read_source(source) -> tuple[_Element, str | None]:
     if isinstance(source, str) and source.lstrip("\ufeff \t\r\n").startswith("<"):
         return _parse(source.encode("utf-8"), None, "UTF-8"), None
     if isinstance(source, str | os.PathLike):
+        if isinstance(source, str) and not source.strip():
+            raise SDFError("load_sdf: the source is an empty string: neither a path nor SDF XML")
         path = Path(source)
-        return _parse(path.read_bytes(), str(path), None), str(path)
+        if path.is_dir():
+            raise SDFError("is a directory, not an SDF file", None, str(path))
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise SDFError(f"cannot be read: {exc.strerror or exc}", None, str(path)) from None
+        return _parse(data, str(path), None), str(path)
     raise InputError(f"load_sdf: source must be a path or a string of XML, got {type(source).__name__}")
 
 
@@ -260,6 +279,14 @@ class _Reader:
             out.append(value)
         return np.array(out)
 
+    def magnitude(self, values, element: _Element, what: str) -> None:
+        """Refuse a mass, length, inertia or ratio beyond 1e30 in magnitude (see
+        :func:`~loopdyn.spatial.inertia.check_magnitude`), naming ``element``'s line."""
+        try:
+            check_magnitude(values, what)
+        except ModelError as exc:
+            raise self.error(str(exc), element) from None
+
     def scalar(self, parent: _Element, tag: str, default: float | None, what: str) -> float:
         element = parent.find(tag)
         if element is None:
@@ -286,6 +313,7 @@ class _Reader:
                 element,
             )
         x = self.numbers(element, 6, f"{what}: <pose>")
+        self.magnitude(x[:3], element, f"{what}: <pose> position")
         if element.attrib.get("degrees", "false") in ("true", "1"):
             x[3:] = np.radians(x[3:])
         return rpy_to_matrix(*x[3:]), x[:3]
@@ -306,10 +334,12 @@ class _Reader:
             return _Link(name, pose, Inertia(1.0, np.zeros(3), np.eye(3)), element.line)
         R, com = self.pose(inertial, what, (name,))
         mass = self.scalar(inertial, "mass", 1.0, what)
+        self.magnitude(mass, inertial.find("mass") or inertial, f"{what}: <mass>")
         tensor_el = inertial.find("inertia")
         c = {"ixx": 1.0, "iyy": 1.0, "izz": 1.0, "ixy": 0.0, "ixz": 0.0, "iyz": 0.0}
         if tensor_el is not None:
             c = {key: self.scalar(tensor_el, key, default, f"{what}: inertia") for key, default in c.items()}
+            self.magnitude(list(c.values()), tensor_el, f"{what}: <inertia>")
         tensor = np.array(
             [[c["ixx"], c["ixy"], c["ixz"]], [c["ixy"], c["iyy"], c["iyz"]], [c["ixz"], c["iyz"], c["izz"]]]
         )
@@ -327,10 +357,10 @@ class _Reader:
             return ("joint", np.array([0.0, 0.0, 1.0]))
         xyz_el = axis_el.find("xyz")
         a = np.array([0.0, 0.0, 1.0]) if xyz_el is None else self.numbers(xyz_el, 3, f"{what}: <{tag}><xyz>")
-        norm = float(np.linalg.norm(a))
-        if norm < 1e-12:
-            raise self.error(f"{what}: the axis has zero length", xyz_el or axis_el)
-        a = a / norm
+        try:
+            a = unit_axis(a, what, tag)  # no overflow for huge entries
+        except ModelError:
+            raise self.error(f"{what}: the axis has zero length", xyz_el or axis_el) from None
         upm = axis_el.find("use_parent_model_frame")
         expressed = "" if xyz_el is None else xyz_el.attrib.get("expressed_in", "")
         in_model = expressed == "__model__" or (upm is not None and upm.text.strip() in ("1", "true"))
@@ -402,6 +432,7 @@ class _Reader:
             joint.ratio = self.scalar(element, "gearbox_ratio", 1.0, what)
             if joint.ratio == 0.0:
                 raise self.error(f"{what}: gearbox_ratio must be non-zero", element.find("gearbox_ratio"))
+            self.magnitude(joint.ratio, element.find("gearbox_ratio"), f"{what}: <gearbox_ratio>")
         return joint, raw_axes
 
 
@@ -413,7 +444,7 @@ def load_sdf(
     cut_joints=None,
     root_joint_name: str = "root_joint",
     gravity=(0.0, 0.0, -9.81),
-    inertia: str = "physical",
+    inertia: str = "warn",
 ) -> Model:
     """Build a :class:`~loopdyn.model.model.Model` from an SDF document (see the module docstring for
     the conventions, the choice of cut joints and how gearboxes are read).
@@ -433,10 +464,11 @@ def load_sdf(
     gravity:
         Gravity vector of the model, in the world frame.
     inertia:
-        ``"physical"`` (default) or ``"accept"``: as in :func:`~loopdyn.io.urdf.load_urdf`,
-        ``"physical"`` refuses a link whose rotational inertia violates the triangle inequality
-        (:class:`~loopdyn.errors.SDFError` naming the link and its line); ``"accept"`` loads it as
-        written.
+        What to do with a link whose rotational inertia violates the triangle inequality, as in
+        :func:`~loopdyn.io.urdf.load_urdf`: ``"warn"`` (default) loads it as written with an
+        :class:`~loopdyn.errors.InertiaWarning` naming the file, link, line and how far off it is;
+        ``"physical"`` refuses it (:class:`~loopdyn.errors.SDFError` naming the link and its line);
+        ``"accept"`` loads it as written without a warning.
 
     Returns
     -------
@@ -447,7 +479,9 @@ def load_sdf(
     Raises
     ------
     SDFError
-        Malformed document: bad XML, missing or malformed elements, unknown links, links not connected,
+        ``source`` is an empty string or a directory; or a malformed document: bad XML, missing or
+        malformed elements, a mass, length, inertia or gear ratio beyond 1e30, unknown links, links
+        not connected,
         a named cut joint that closes no loop, a gearbox whose links are not found.
     UnsupportedFeatureError
         ``revolute2``/``universal``/``screw`` joints, nested models, ``<include>``, ``<frame>``, poses
@@ -490,14 +524,12 @@ def load_sdf(
         links[link.name] = link
     if not links:
         raise reader.error(f"model {model_name!r} has no <link>", model_el)
-    if inertia == "physical":
-        for link in links.values():
-            try:
-                check_physical_inertia(link.inertia, f"link {link.name!r}")
-            except ModelError as exc:
-                raise SDFError(
-                    f"{exc}; pass inertia='accept' to load it as written", link.line, src
-                ) from None
+    for link in links.values():
+        try:
+            where = f"{src}:{link.line}: " if src else f"line {link.line}: "
+            check_physical_inertia(link.inertia, f"link {link.name!r}", inertia, where=where)
+        except ModelError as exc:
+            raise SDFError(str(exc), link.line, src) from None
 
     joints: dict[str, _Joint] = {}
     for el in model_el.findall("joint"):
@@ -656,12 +688,14 @@ class _Builder:
         try:
             if joint.type == "fixed":
                 X_pb_L = _compose(X_pb_P, X_P_L0)
-                idx = m.add_body(link.name, pbody, ld_joint, X_pb_L, link.inertia, joint_name=joint.name)
+                idx = m.add_body(link.name, pbody, ld_joint, X_pb_L, link.inertia, joint_name=joint.name,
+                                 inertia_check="accept")  # checked per link, naming its line
                 self._place_frame(joint.name, FIXED_JOINT_FRAME, X_pb_J)
                 self.carrier[link.name] = (idx, X_pb_L)
                 return
             body_inertia = link.inertia.transformed(*X_J_L)
-            idx = m.add_body(link.name, pbody, ld_joint, X_pb_J, body_inertia, joint_name=joint.name)
+            idx = m.add_body(link.name, pbody, ld_joint, X_pb_J, body_inertia, joint_name=joint.name,
+                             inertia_check="accept")
         except ModelError as exc:
             raise self.fail(f"{what}: {exc}", joint.line) from None
         if not _is_identity(X_J_L):
@@ -703,13 +737,15 @@ class _Builder:
             try:
                 if floating:
                     idx = m.add_body(
-                        root.name, 0, FreeFlyer(), None, root.inertia, joint_name=root_joint_name
+                        root.name, 0, FreeFlyer(), None, root.inertia, joint_name=root_joint_name,
+                        inertia_check="accept",
                     )
                     self.carrier[root.name] = (idx, _IDENTITY)
                     self.body_pose[idx] = root.pose
                 else:
                     X = _compose(model_pose, root.pose)
-                    m.add_body(root.name, 0, Fixed(), X, root.inertia, joint_name=f"{root.name}_weld")
+                    m.add_body(root.name, 0, Fixed(), X, root.inertia, joint_name=f"{root.name}_weld",
+                               inertia_check="accept")
                     self.carrier[root.name] = (0, X)
             except ModelError as exc:
                 raise self.fail(f"link {root.name!r}: {exc}", root.line) from None

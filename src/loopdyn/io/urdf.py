@@ -68,9 +68,12 @@ clusters, and ``<inertial><origin rpy>`` is honoured.
 The reader is strict where urdfdom is strict (missing attributes, malformed numbers, ``<limit>``
 without ``effort``/``velocity``, revolute/prismatic joints without ``<limit>``) and a little stricter
 where Pinocchio silently builds a meaningless model (zero-length axis, empty names, inverted limits,
-negative masses, inertia tensors that are not positive semi-definite; with ``inertia="physical"``,
-rotational inertias whose principal moments violate the triangle inequality). Every problem is reported as
-a :class:`~loopdyn.errors.URDFError` naming the element and its line in the source.
+negative masses, inertia tensors that are not positive semi-definite, masses, lengths and inertias
+beyond 1e30 in magnitude; with ``inertia="physical"``, rotational inertias whose principal moments
+violate the triangle inequality). Every problem is reported as a :class:`~loopdyn.errors.URDFError`
+naming the element and its line in the source. By default (``inertia="warn"``) a rotational inertia
+that violates the triangle inequality is loaded as written, with an
+:class:`~loopdyn.errors.InertiaWarning` naming the file, link, line and how far off it is.
 """
 
 from __future__ import annotations
@@ -86,14 +89,13 @@ import numpy as np
 
 from ..errors import InputError, ModelError, UnsupportedFeatureError, URDFError
 from ..model.compound import Planar
-from ..model.joints import Fixed, FreeFlyer, Joint, Prismatic, Revolute, RevoluteUnbounded
+from ..model.joints import Fixed, FreeFlyer, Joint, Prismatic, Revolute, RevoluteUnbounded, unit_axis
 from ..model.model import BODY_FRAME, Model
-from ..spatial.inertia import Inertia
+from ..spatial.inertia import INERTIA_MODES, Inertia, check_magnitude, check_physical_inertia
 
 __all__ = ["load_urdf"]
 
 MIMIC_MODES = ("error", "independent", "coupling")
-INERTIA_MODES = ("physical", "accept")
 LOOP_MODES = ("exact", "point")
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 # URDF+ <loop type> → loopdyn loop kind (loops="exact"); "planar" is known but not supported (as a loop)
@@ -271,6 +273,14 @@ class _Reader:
             raise self.error(f"{what}: expected 3 numbers, got {len(parts)} in {text!r}", element)
         return np.array([self.number(part, element, what) for part in parts])
 
+    def magnitude(self, values, element: _Element, what: str) -> None:
+        """Refuse a mass, length or inertia beyond 1e30 in magnitude (see
+        :func:`~loopdyn.spatial.inertia.check_magnitude`), naming ``element``'s line."""
+        try:
+            check_magnitude(values, what)
+        except ModelError as exc:
+            raise self.error(str(exc), element) from None
+
     def origin(self, parent: _Element, what: str) -> tuple[np.ndarray, np.ndarray]:
         """The placement given by the first ``<origin>`` child of ``parent`` (identity if absent)."""
         element = parent.find("origin")
@@ -279,6 +289,7 @@ class _Reader:
         xyz = element.attrib.get("xyz")
         rpy = element.attrib.get("rpy")
         p = np.zeros(3) if xyz is None else self.vector(xyz, element, f"{what}: origin xyz")
+        self.magnitude(p, element, f"{what}: origin xyz")
         angles = np.zeros(3) if rpy is None else self.vector(rpy, element, f"{what}: origin rpy")
         return rpy_to_matrix(*angles), p
 
@@ -302,6 +313,7 @@ class _Reader:
         if mass_el is None:
             raise self.error(f"{what}: <inertial> has no <mass>", inertial)
         mass = self.number(self.attribute(mass_el, "value", what), mass_el, f"{what}: mass")
+        self.magnitude(mass, mass_el, f"{what}: mass")
         tensor_el = inertial.find("inertia")
         if tensor_el is None:
             raise self.error(f"{what}: <inertial> has no <inertia>", inertial)
@@ -309,6 +321,7 @@ class _Reader:
             key: self.number(self.attribute(tensor_el, key, what), tensor_el, f"{what}: inertia {key}")
             for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
         }
+        self.magnitude(list(c.values()), tensor_el, f"{what}: inertia")
         tensor = np.array(
             [
                 [c["ixx"], c["ixy"], c["ixz"]],
@@ -351,6 +364,7 @@ class _Reader:
                 if key in mimic_el.attrib:
                     factors[key] = self.number(mimic_el.attrib[key], mimic_el, f"{what}: mimic {key}")
             if mimic_mode == "coupling" and jtype != "fixed":
+                self.magnitude(factors["multiplier"], mimic_el, f"{what}: mimic multiplier")
                 self.check_mimic_coupling(mimic_el, what, jtype, factors)
             # a fixed joint has no coordinate to couple: Pinocchio ignores its <mimic> (talos_reduced
             # has such joints), and so do we
@@ -440,6 +454,7 @@ class _Reader:
         ratio = self.number(self.attribute(ratio_el, "value", what), ratio_el, f"{what}: ratio")
         if ratio == 0.0:
             raise self.error(f"{what}: the ratio must be non-zero", ratio_el)
+        self.magnitude(ratio, ratio_el, f"{what}: ratio")
         return _Coupling(name, pred, succ, ratio, element.line)
 
     def loop(self, element: _Element, mode: str) -> _Loop:
@@ -497,10 +512,10 @@ class _Reader:
                 )
             return (1.0, 0.0, 0.0)
         a = self.vector(self.attribute(axis_el, "xyz", what), axis_el, f"{what}: {tag}")
-        norm = float(np.linalg.norm(a))
-        if norm < 1e-12:
-            raise self.error(f"{what}: the {tag} has zero length", axis_el)
-        return tuple(float(x) for x in a / norm)
+        try:
+            return tuple(float(x) for x in unit_axis(a, what, tag))  # no overflow for huge entries
+        except ModelError:
+            raise self.error(f"{what}: the {tag} has zero length", axis_el) from None
 
     def limits(self, element: _Element, jtype: str, what: str) -> dict[str, float] | None:
         """``lower``/``upper`` (default 0) and the required ``effort``/``velocity`` of ``<limit>``."""
@@ -523,22 +538,6 @@ class _Reader:
                 f"{what}: lower limit {out['lower']:g} is greater than upper limit {out['upper']:g}", limit_el
             )
         return out
-
-
-def check_physical_inertia(inertia: Inertia, what: str, rtol: float = 1e-6) -> None:
-    """Raise :class:`~loopdyn.errors.ModelError` if the rotational inertia about the centre of mass
-    cannot belong to a rigid body: its principal moments ``I1 <= I2 <= I3`` must satisfy the triangle
-    inequality ``I1 + I2 >= I3`` (``I3 - I1 - I2 = 2 Σ m_k z_k² >= 0`` along the third principal
-    axis). The check is rotation-invariant; ``rtol`` (relative to ``I3``) absorbs the rounding of
-    the printed tensor entries."""
-    moments = np.linalg.eigvalsh(inertia.inertia)
-    excess = moments[2] - moments[0] - moments[1]
-    if excess > rtol * max(moments[2], 0.0):
-        raise ModelError(
-            f"{what}: rotational inertia violates the triangle inequality: principal moments "
-            f"{moments[0]:.6g}, {moments[1]:.6g}, {moments[2]:.6g} about the centre of mass, "
-            f"{moments[0]:.6g} + {moments[1]:.6g} < {moments[2]:.6g}; no rigid body has such an inertia"
-        )
 
 
 def _where(source: str | None, line: int | None) -> str:
@@ -570,8 +569,17 @@ def _read_source(source) -> tuple[_Element, str | None]:
     if isinstance(source, str) and source.lstrip("\ufeff \t\r\n").startswith("<"):
         return _parse_xml(source.encode("utf-8"), None, "UTF-8"), None
     if isinstance(source, str | os.PathLike):
+        if isinstance(source, str) and not source.strip():
+            raise URDFError("load_urdf: the source is an empty string: neither a path nor URDF XML")
         path = Path(source)
-        data = path.read_bytes()
+        if path.is_dir():
+            raise URDFError("is a directory, not a URDF file", source=str(path))
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise URDFError(f"cannot be read: {exc.strerror or exc}", source=str(path)) from None
         return _parse_xml(data, str(path), None), str(path)
     raise InputError(f"load_urdf: source must be a path or a string of XML, got {type(source).__name__}")
 
@@ -652,7 +660,7 @@ def load_urdf(
     loops: str = "exact",
     root_joint_name: str = "root_joint",
     gravity=(0.0, 0.0, -9.81),
-    inertia: str = "physical",
+    inertia: str = "warn",
 ) -> Model:
     """Build a :class:`~loopdyn.model.model.Model` from a URDF document.
 
@@ -687,14 +695,16 @@ def load_urdf(
     gravity:
         Gravity vector of the model, in the world frame.
     inertia:
-        ``"physical"`` (default): a link whose principal moments of inertia about its centre of mass
-        violate the triangle inequality (``I1 + I2 >= I3`` for every ordering, which every rigid body
-        satisfies) is refused with a :class:`~loopdyn.errors.URDFError` naming the link and its line,
-        as MuJoCo's compiler refuses it. ``"accept"``: such inertias are loaded as written, as
-        Pinocchio does; they only need to be positive semi-definite. Many shipped files have such
-        links (example-robot-data's anymal, go1, b1, hyq, allegro, pr2, icub; GRBDA's mini_cheetah,
-        jvrc1 and double_pendulum): load those with ``inertia="accept"`` if the non-physical
-        inertia is intended. See :func:`check_physical_inertia`.
+        What to do with a link whose principal moments of inertia about its centre of mass violate
+        the triangle inequality (``I1 + I2 >= I3``, which every rigid body satisfies; tested relative
+        to the inertia's trace, see :func:`~loopdyn.spatial.inertia.inertia_violation`, so zero and
+        rounding-level inertias pass). ``"warn"`` (default): it is loaded as written, with an
+        :class:`~loopdyn.errors.InertiaWarning` naming the file, the link, its line and how far off
+        the inertia is. ``"physical"``: it is refused with a :class:`~loopdyn.errors.URDFError`
+        naming the link and its line, as MuJoCo's compiler refuses it. ``"accept"``: it is loaded as
+        written without a warning, as Pinocchio does. Every inertia must be positive semi-definite
+        in every mode. Many shipped files have such links (example-robot-data's anymal, go1, b1,
+        hyq, allegro, romeo, pr2; GRBDA's mini_cheetah, jvrc1 and double_pendulum).
 
     Returns
     -------
@@ -705,7 +715,8 @@ def load_urdf(
     Raises
     ------
     URDFError
-        The document is malformed: not well-formed XML, missing or malformed attributes, unknown
+        ``source`` is an empty string or a directory, or the document is malformed: not well-formed
+        XML, missing or malformed attributes, a mass, length or inertia beyond 1e30, unknown
         joint type or link, links that do not form a single tree; or a URDF+ constraint is: missing
         or non-finite ratio, unknown loop type, unknown link, duplicate name, coupling on a link
         without a joint of its own, ``independent`` flags that do not fit a cluster's constraints,
@@ -762,23 +773,22 @@ def load_urdf(
             constraints[con.name] = con
     if not links:
         raise reader.error(f"robot {robot_name!r} has no <link>", robot)
-    if inertia == "physical":
-        for link in links.values():
-            try:
-                check_physical_inertia(link.inertia, f"link {link.name!r}")
-            except ModelError as exc:
-                raise URDFError(
-                    f"{exc}; pass inertia='accept' to load it as written (as Pinocchio does)",
-                    line=link.line,
-                    source=src,
-                ) from None
+    for link in links.values():
+        try:
+            check_physical_inertia(
+                link.inertia, f"link {link.name!r}", inertia, where=_where(src, link.line),
+                hint="pass inertia='accept' to load it as written (as Pinocchio does)",
+            )
+        except ModelError as exc:
+            raise URDFError(str(exc), line=link.line, source=src) from None
 
     root, order = _tree_order(links, joints, reader, robot)
     model = Model(robot_name, gravity=gravity)
     root_link = links[root]
     try:
         if floating_base:
-            model.add_body(root, 0, FreeFlyer(), None, root_link.inertia, joint_name=root_joint_name)
+            model.add_body(root, 0, FreeFlyer(), None, root_link.inertia, joint_name=root_joint_name,
+                           inertia_check="accept")  # checked above, naming the line
         else:
             model.add_frame(root, 0, None, kind=BODY_FRAME)
             model.universe_inertia = model.universe_inertia + root_link.inertia
@@ -794,6 +804,7 @@ def load_urdf(
                 links[joint.child].inertia,
                 joint_name=joint.name,
                 independent=joint.independent,
+                inertia_check="accept",
             )
         except ModelError as exc:
             raise URDFError(f"joint {joint.name!r}: {exc}", line=joint.line, source=src) from None

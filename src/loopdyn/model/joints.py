@@ -48,6 +48,9 @@ def unit_axis(axis, where: str, what: str = "axis") -> np.ndarray:
         a = np.zeros(0)
     if a.shape != (3,) or not np.all(np.isfinite(a)):
         raise ModelError(f"{where}: {what} must be 3 finite numbers, got {axis!r}")
+    scale = float(np.max(np.abs(a)))
+    if scale > 1e150:  # rescaled first, so that the norm does not overflow (entries up to 1e308)
+        a = a / scale
     n = float(np.linalg.norm(a))
     if n < 1e-12:
         raise ModelError(f"{where}: {what} {axis!r} has zero length")

@@ -23,7 +23,7 @@ from ..errors import (
     UnsupportedFeatureError,
     unknown_name,
 )
-from ..spatial.inertia import Inertia
+from ..spatial.inertia import INERTIA_MODES, Inertia, check_physical_inertia
 from ..spatial.lie import quat_to_matrix
 from . import layout as L
 from .compound import (
@@ -301,6 +301,7 @@ class Model:
         joint_name: str | None = None,
         independent: bool = True,
         armature=0.0,
+        inertia_check: str = "warn",
     ) -> int:
         """Add a body moved by ``joint`` relative to ``parent``.
 
@@ -330,6 +331,13 @@ class Model:
             (``M + diag(armature)``, Pinocchio's ``model.armature``): a scalar for every velocity
             coordinate of the joint or one value per coordinate, finite and ≥ 0. A fixed joint
             accepts only 0.
+        inertia_check:
+            What to do if ``inertia``'s rotational inertia about its centre of mass violates the
+            triangle inequality (no rigid body has it; see
+            :func:`~loopdyn.spatial.inertia.inertia_violation`): ``"warn"`` (default) adds the body
+            with an :class:`~loopdyn.errors.InertiaWarning` naming it, ``"physical"`` raises
+            :class:`~loopdyn.errors.ModelError`, ``"accept"`` adds it silently (the loaders pass
+            ``"accept"``: they check each link themselves, naming its file and line).
 
         Returns
         -------
@@ -345,15 +353,17 @@ class Model:
             raise ModelError(f"duplicate body name {name!r}")
         if any(f.name == jname and f.kind in (JOINT_FRAME, FIXED_JOINT_FRAME) for f in self.frames):
             raise ModelError(f"duplicate joint name {jname!r}")
+        if inertia is not None and not isinstance(inertia, Inertia):
+            raise ModelError(f"{name}: inertia must be a loopdyn Inertia, got {inertia!r}")
         if isinstance(joint, CompoundJoint):
+            self._check_inertia(inertia, name, inertia_check)
             return self._add_compound(name, parent, joint, placement, inertia, jname, independent, armature)
         parent_body, Rf, pf = self._resolve_parent(parent)
         R, p = as_placement(placement, f"placement of joint {jname!r}")
         # the joint frame expressed in the parent *body* frame
         Rj, pj = Rf @ R, Rf @ p + pf
         inertia = Inertia.zero() if inertia is None else inertia
-        if not isinstance(inertia, Inertia):
-            raise ModelError(f"{name}: inertia must be a loopdyn Inertia, got {inertia!r}")
+        self._check_inertia(inertia, name, inertia_check)
         if isinstance(joint, FreeFlyer) and parent_body != 0:
             # allowed (Pinocchio allows it too), nothing special needed
             pass
@@ -382,6 +392,17 @@ class Model:
         self.frames.append(Frame(name, idx, np.eye(3), np.zeros(3), BODY_FRAME))
         self._touch()
         return idx
+
+    @staticmethod
+    def _check_inertia(inertia: Inertia | None, name: str, mode: str) -> None:
+        """``add_body``'s ``inertia_check``; a warning points at the caller of ``add_body``."""
+        if mode not in INERTIA_MODES:
+            raise ModelError(f"body {name!r}: inertia_check must be one of {INERTIA_MODES}, got {mode!r}")
+        if inertia is not None:
+            check_physical_inertia(
+                inertia, f"body {name!r}", mode, hint="pass inertia_check='accept' to add it as given",
+                stacklevel=3,
+            )
 
     def _add_compound(self, name, parent, joint, placement, inertia, jname, independent, armature,
                       names=None) -> int:
@@ -412,7 +433,8 @@ class Model:
             pl = (R0 @ R, R0 @ p + p0) if k == 0 else (R, p)
             last = k == m - 1
             parent = self.add_body(bname, parent, sub, pl, inertia if last else Inertia.zero(), joint_name=jn,
-                                   independent=independent, armature=arm[iv : iv + sub.nv])
+                                   independent=independent, armature=arm[iv : iv + sub.nv],
+                                   inertia_check="accept")  # checked by the caller
             iv += sub.nv
             bodies.append(parent)
         self.compound_joints.append(CompoundRecord(jname, joint, tuple(bodies)))

@@ -499,7 +499,8 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
         placement = (b.rotation, b.translation)
         if b.joint_name not in selected:
             body_map[i] = out.add_body(b.name, parent, b.joint, placement, b.inertia, joint_name=b.joint_name,
-                                       independent=b.independent, armature=b.armature_vector())
+                                       independent=b.independent, armature=b.armature_vector(),
+                                       inertia_check="accept")  # checked when the model was built
             continue
         ff = b.joint.code == FREEFLYER
         euler = (not ff) or free_flyer_rotation == "euler"
@@ -522,7 +523,7 @@ def partition(model: Model, joints=None, *, free_flyer_rotation: str = "spherica
                 if any(f.name == nm for f in model.frames) and not (last and nm == b.name):
                     raise ModelError(f"partition: the name {nm!r} chosen for a sub-hinge is already used")
             idx = out.add_body(bname, parent, joint, placement if k == 0 else None,
-                               b.inertia if last else zero(), joint_name=jname)
+                               b.inertia if last else zero(), joint_name=jname, inertia_check="accept")
             chain.append(idx)
             parent = idx
         body_map[i] = chain[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
+from ..spatial.inertia import MAGNITUDE_LIMIT
 
 
 def as_placement(placement, what: str = "placement", error=ModelError) -> tuple[np.ndarray, np.ndarray]:
@@ -33,6 +34,11 @@ def as_placement(placement, what: str = "placement", error=ModelError) -> tuple[
         raise error(f"{what}: rotation must be 3x3 and translation 3, got {R.shape} and {p.shape}")
     if not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
         raise error(f"{what}: contains NaN or inf")
+    if np.max(np.abs(p)) > MAGNITUDE_LIMIT:
+        raise error(
+            f"{what}: translation {p.tolist()} has an entry larger than {MAGNITUDE_LIMIT:g} in magnitude: "
+            "not a physical length (products of it would overflow)"
+        )
     if np.max(np.abs(R.T @ R - np.eye(3))) > 1e-9 or np.linalg.det(R) < 0:
         raise error(f"{what}: rotation is not a proper rotation matrix (R^T R != I or det < 0):\n{R}")
     return R, p

@@ -48,7 +48,10 @@ def cluster_functions(c):
         import sympy as sp
 
         phi = sp.lambdify([c.symbols], c.phi_exprs, modules="numpy")
-        K = sp.lambdify([c.symbols], sp.Matrix(c.phi_exprs).jacobian(c.symbols), modules="numpy")
+        if c.phi_exprs:
+            K = sp.lambdify([c.symbols], sp.Matrix(c.phi_exprs).jacobian(c.symbols), modules="numpy")
+        else:  # every row redundant (a loop that ties nothing): K has no rows
+            K = lambda q: np.zeros((0, len(c.symbols)))
         checks = sp.lambdify([c.symbols], c.check_exprs, modules="numpy") if c.check_exprs else None
         fns = (
             lambda q: np.atleast_1d(np.asarray(phi(q), float)),

@@ -213,6 +213,7 @@ def add_joints(model: Model, rows, limits, top=None, urdf_order: bool = True) ->
             make_inertia(mass, com, tensor),
             joint_name=name,
             independent=independent,
+            inertia_check="accept",  # as the reference file gives them (some break the triangle inequality)
         )
 
 

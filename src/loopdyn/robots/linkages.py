@@ -75,6 +75,7 @@ def planar_leg_linkage() -> Model:
             make_inertia(mass, com, (0.0, 0.0, 0.0, 0.0, 0.0, izz)),
             joint_name=name,
             independent=independent,
+            inertia_check="accept",  # planar links: Izz only, as in the reference file
         )
     name, pred, pred_xyz, succ, succ_xyz = _LOOP
     model.add_loop(

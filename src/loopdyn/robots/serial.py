@@ -100,8 +100,10 @@ def gt_chain(n: int, seed: int | None = None) -> Model:
             rotor_place, rotor_axis = P.placement(i == 0), P.axis()
         rotor_I = P.rotor_inertia()
         ratio = 6 if P.uniform else P.ratio()
-        model.add_body(link, parent, Revolute(link_axis), link_place, link_I)
-        model.add_body(rotor, parent, Revolute(rotor_axis), rotor_place, rotor_I, independent=False)
+        # the paper's planar links and rotors (Izz only): no rigid body has them, added as given
+        model.add_body(link, parent, Revolute(link_axis), link_place, link_I, inertia_check="accept")
+        model.add_body(rotor, parent, Revolute(rotor_axis), rotor_place, rotor_I, independent=False,
+                       inertia_check="accept")
         model.add_coupling(f"gear-{i}", link, rotor, ratio)  # q_rotor = ratio · q_link
         model.add_frame(f"cp-{i}", link, P.contact())
         parent = link
@@ -139,10 +141,13 @@ def pbt_chain(n: int, seed: int | None = None) -> Model:
             rb_place, rb_axis, rb_I = P.placement(False), P.axis(), P.rotor_inertia()
             b_place, b_axis, b_I = P.placement(False), P.axis(), P.link_inertia()
             N1, N2, b1, b21, b22 = (P.ratio() for _ in range(5))
-        model.add_body(la, parent, Revolute(a_axis), a_place, a_I)
-        model.add_body(ra, parent, Revolute(ra_axis), ra_place, ra_I, independent=False)
-        model.add_body(rb, parent, Revolute(rb_axis), rb_place, rb_I, independent=False)
-        model.add_body(lb, la, Revolute(b_axis), b_place, b_I)
+        # the paper's planar links and rotors (Izz only): no rigid body has them, added as given
+        model.add_body(la, parent, Revolute(a_axis), a_place, a_I, inertia_check="accept")
+        model.add_body(ra, parent, Revolute(ra_axis), ra_place, ra_I, independent=False,
+                       inertia_check="accept")
+        model.add_body(rb, parent, Revolute(rb_axis), rb_place, rb_I, independent=False,
+                       inertia_check="accept")
+        model.add_body(lb, la, Revolute(b_axis), b_place, b_I, inertia_check="accept")
         model.add_coupling(f"belt-A-{i}", la, ra, N1 * b1)  # q_rotorA = N1 b1 q_A
         if b22 == 1:  # q_rotorB = N2 b21 (q_A + q_B)
             model.add_coupling(f"belt-B-{i}", lb, rb, N2 * b21)
