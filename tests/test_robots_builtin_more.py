@@ -559,9 +559,12 @@ def test_info_cli_file_options(capsys):
     assert "nv 18" in capsys.readouterr().out
     assert main(["info", "hyq", "--inertia", "physical"]) == 2
     assert "'base_link'" in capsys.readouterr().err
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with warnings.catch_warnings(record=True) as caught:
+        # recorded, not raised: an error raised inside Numba's compiler (a cache warning, when
+        # another process writes the same entry) would stay memoised as a typing failure
+        warnings.simplefilter("always")
         assert main(["info", "hyq", "--inertia", "accept"]) == 0
+    assert not [w for w in caught if issubclass(w.category, InertiaWarning)]
     assert "nv 18" in capsys.readouterr().out
     assert main(["info", "panda"]) == 2
     assert "mimic='coupling'" in capsys.readouterr().err
