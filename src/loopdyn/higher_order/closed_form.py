@@ -151,23 +151,31 @@ def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
                 Mb[a, b] += m_ab
                 Cb[a, b] += c_ab
                 Md[a, b] += d_ab
-    for i in range(1, nb + 1):  # base coordinates about the world origin: ν_o = X ν, X the shift to o
-        if hb[i, HB_JTYPE] == FREEFLYER and hb[i, HB_PARENT] == 0:  # (o = d_i: the root's position)
+    base_coordinates_about_world_origin(hb, dw, Mb, Cb, gb, Md, P, nu)
+    return 0
+
+
+@njit(cache=True)
+def base_coordinates_about_world_origin(hb, dw, Mb, Cb, gb, Md, P, nu):
+    """The closed form's outputs with a free-flyer root's coordinates about its own origin o (``ν =
+    X ν_o``, X the twist shift from the world origin to o) changed to the paper's, about the world
+    origin: ``Xᵀ M̄ X``, ``Xᵀ C X``, ``Xᵀ M̄̇ X`` (X is constant), ``Xᵀ g``, ``P X`` and ``X⁻¹ ν``."""
+    for i in range(1, hb[0, 0] + 1):
+        if hb[i, HB_JTYPE] == FREEFLYER and hb[i, HB_PARENT] == 0:  # o = d_i: the root's position
             iv = hb[i, HB_IV]
-            to_world_origin(Mb, iv, dw[i], True)
-            to_world_origin(Cb, iv, dw[i], True)
-            to_world_origin(Md, iv, dw[i], True)
-            to_world_origin(P, iv, dw[i], False)  # v = P ν = P X ν_o
             o = dw[i]
-            w0, w1, w2 = nu[iv], nu[iv + 1], nu[iv + 2]  # ν = X⁻¹ ν_o: v − ω × o
+            to_world_origin(Mb, iv, o, True)
+            to_world_origin(Cb, iv, o, True)
+            to_world_origin(Md, iv, o, True)
+            to_world_origin(P, iv, o, False)
+            w0, w1, w2 = nu[iv], nu[iv + 1], nu[iv + 2]  # X⁻¹ ν: v − ω × o
             nu[iv + 3] -= w1 * o[2] - w2 * o[1]
             nu[iv + 4] -= w2 * o[0] - w0 * o[2]
             nu[iv + 5] -= w0 * o[1] - w1 * o[0]
-            g0, g1, g2 = gb[iv + 3], gb[iv + 4], gb[iv + 5]  # Xᵀ g: moment about the world origin
+            g0, g1, g2 = gb[iv + 3], gb[iv + 4], gb[iv + 5]  # Xᵀ g: moments about the world origin
             gb[iv] += o[1] * g2 - o[2] * g1
             gb[iv + 1] += o[2] * g0 - o[0] * g2
             gb[iv + 2] += o[0] * g1 - o[1] * g0
-    return 0
 
 
 @njit(cache=True)
