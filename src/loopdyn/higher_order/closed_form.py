@@ -24,7 +24,7 @@ from . import validation as hv
 from .api import prepare_tree
 from .arrays import HB_IV, HB_JTYPE, HB_NV, HB_PARENT
 from .dynamics import check_finite, check_q, order_zero
-from .kinematics import binomials, body_derivative, inertia_mul_add, screw_derivative, tables
+from .kinematics import binomials, body_derivative, inertia_mul_add, screw_derivative, tables, twist_shift
 
 
 class ClosedForm(NamedTuple):
@@ -66,14 +66,15 @@ def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
     if st != 0:
         return st
     nb, nv = hb[0, 0], hb[0, 2]
-    V, S, Rw, pw, cw, Jw, Ib, _, _, vd = tables(1, 0, nb, nv)
+    V, S, Rw, pw, dw, cw, Jw, Ib, _, _, vd = tables(1, 0, nb, nv)
     vd[0] = v
     C2 = binomials(2)
-    order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C2)
+    order_zero(hb, hf, q, vd, V, S, Rw, pw, dw, cw, Jw, Ib, C2)
     for i in range(1, nb + 1):
         screw_derivative(hb, i, 1, C2, V, S)  # Ṡ = ad_V S (D1)
         body_derivative(hf, i, 1, C2, V, Rw, pw, cw, Jw, Ib, False)  # Ṁ (D3)
-    # the paper's coordinates: a free-flyer root's columns become the unit spatial twists, Ṡ = 0
+    # the paper's coordinates: a free-flyer root's columns become the unit spatial twists, Ṡ = 0 (here
+    # about the root's origin; moved to the world origin at the end)
     for a in range(nv):
         nu[a] = v[a]
         for b in range(nv):
@@ -99,34 +100,43 @@ def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
     Md[:, :] = 0.0
     gb[:] = 0.0
     cols = np.empty(nv, dtype=np.int64)
+    s0 = np.empty((nv, 6))  # S_b and Ṡ_b about body i's origin
+    s1 = np.empty((nv, 6))
     y = np.empty((nv, 6))  # M_i S_b
     ydot = np.empty((nv, 6))  # M_i Ṡ_b
     mdot = np.empty((nv, 6))  # Ṁ_i S_b
     tmp = np.empty(6)
     mg = np.empty(6)
     for i in range(1, nb + 1):
-        n = 0  # the columns of the joints supporting body i (G_p)
+        n = 0  # the columns of the joints supporting body i (G_p), about o_i
         k = i
+        e = np.zeros(3)  # o_i − o_k
         while k > 0:
             for c in range(hb[k, HB_IV], hb[k, HB_IV] + hb[k, HB_NV]):
                 cols[n] = c
+                x = twist_shift(S[0, c], e)
+                xd = twist_shift(S[1, c], e)
+                for a in range(6):
+                    s0[n, a] = x[a]
+                    s1[n, a] = xd[a]
                 n += 1
+            for a in range(3):
+                e[a] += dw[k, a]
             k = hb[k, HB_PARENT]
         mg[:] = 0.0
         inertia_mul_add(hf, i, 0, Ib, cw, G, 1.0, mg)
         for t in range(n):
-            b = cols[t]
             y[t, :] = 0.0
             ydot[t, :] = 0.0
             mdot[t, :] = 0.0
-            inertia_mul_add(hf, i, 0, Ib, cw, S[0, b], 1.0, y[t])
-            inertia_mul_add(hf, i, 0, Ib, cw, S[1, b], 1.0, ydot[t])
-            inertia_mul_add(hf, i, 1, Ib, cw, S[0, b], 1.0, mdot[t])
+            inertia_mul_add(hf, i, 0, Ib, cw, s0[t], 1.0, y[t])
+            inertia_mul_add(hf, i, 0, Ib, cw, s1[t], 1.0, ydot[t])
+            inertia_mul_add(hf, i, 1, Ib, cw, s0[t], 1.0, mdot[t])
         for s_ in range(n):
             a = cols[s_]
             ga = 0.0
             for e in range(6):
-                ga += S[0, a, e] * mg[e]
+                ga += s0[s_, e] * mg[e]
             gb[a] -= ga
             for t in range(n):
                 b = cols[t]
@@ -135,13 +145,56 @@ def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
                 c_ab = 0.0
                 d_ab = 0.0
                 for e in range(6):
-                    m_ab += S[0, a, e] * y[t, e]
-                    c_ab += S[0, a, e] * (ydot[t, e] - tmp[e])
-                    d_ab += S[1, a, e] * y[t, e] + S[0, a, e] * (mdot[t, e] + ydot[t, e])
+                    m_ab += s0[s_, e] * y[t, e]
+                    c_ab += s0[s_, e] * (ydot[t, e] - tmp[e])
+                    d_ab += s1[s_, e] * y[t, e] + s0[s_, e] * (mdot[t, e] + ydot[t, e])
                 Mb[a, b] += m_ab
                 Cb[a, b] += c_ab
                 Md[a, b] += d_ab
+    base_coordinates_about_world_origin(hb, dw, Mb, Cb, gb, Md, P, nu)
     return 0
+
+
+@njit(cache=True)
+def base_coordinates_about_world_origin(hb, dw, Mb, Cb, gb, Md, P, nu):
+    """The closed form's outputs with a free-flyer root's coordinates about its own origin o (``ν =
+    X ν_o``, X the twist shift from the world origin to o) changed to the paper's, about the world
+    origin: ``Xᵀ M̄ X``, ``Xᵀ C X``, ``Xᵀ M̄̇ X`` (X is constant), ``Xᵀ g``, ``P X`` and ``X⁻¹ ν``."""
+    for i in range(1, hb[0, 0] + 1):
+        if hb[i, HB_JTYPE] == FREEFLYER and hb[i, HB_PARENT] == 0:  # o = d_i: the root's position
+            iv = hb[i, HB_IV]
+            o = dw[i]
+            to_world_origin(Mb, iv, o, True)
+            to_world_origin(Cb, iv, o, True)
+            to_world_origin(Md, iv, o, True)
+            to_world_origin(P, iv, o, False)
+            w0, w1, w2 = nu[iv], nu[iv + 1], nu[iv + 2]  # X⁻¹ ν: v − ω × o
+            nu[iv + 3] -= w1 * o[2] - w2 * o[1]
+            nu[iv + 4] -= w2 * o[0] - w0 * o[2]
+            nu[iv + 5] -= w0 * o[1] - w1 * o[0]
+            g0, g1, g2 = gb[iv + 3], gb[iv + 4], gb[iv + 5]  # Xᵀ g: moments about the world origin
+            gb[iv] += o[1] * g2 - o[2] * g1
+            gb[iv + 1] += o[2] * g0 - o[0] * g2
+            gb[iv + 2] += o[0] * g1 - o[1] * g0
+
+
+@njit(cache=True)
+def to_world_origin(A, iv, o, left):
+    """``A ← A X``, and then ``A ← Xᵀ A`` if ``left``, on the columns / rows ``iv … iv + 5`` (a base's
+    spatial coordinates ``(ω; v)``), ``X`` the twist shift from the world origin to the point o (``v
+    + ω × o``): right by X, each row's angular entries ``−=`` its linear ones × o; left by Xᵀ, each
+    column's angular rows ``+=`` o × its linear rows."""
+    for r in range(A.shape[0]):
+        m3, m4, m5 = A[r, iv + 3], A[r, iv + 4], A[r, iv + 5]
+        A[r, iv] -= m4 * o[2] - m5 * o[1]
+        A[r, iv + 1] -= m5 * o[0] - m3 * o[2]
+        A[r, iv + 2] -= m3 * o[1] - m4 * o[0]
+    if left:
+        for c in range(A.shape[1]):
+            y0, y1, y2 = A[iv + 3, c], A[iv + 4, c], A[iv + 5, c]
+            A[iv, c] += o[1] * y2 - o[2] * y1
+            A[iv + 1, c] += o[2] * y0 - o[0] * y2
+            A[iv + 2, c] += o[0] * y1 - o[1] * y0
 
 
 def closed_form(model, data, q, v) -> ClosedForm:

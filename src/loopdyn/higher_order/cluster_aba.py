@@ -2,20 +2,24 @@
 recursion (C-ABA, Chignoli et al. 2024 Alg. 1) carried to every order with Lemma 2 of Ali, Gabellieri
 & Franchi (2026).
 
-Everything is in the paper's spatial (world) frame, so a body's twist is its parent's plus its joint's:
-for body b of cluster k, with Λ(b) its nearest ancestor outside k (a body of the parent cluster, its
+Everything is in the paper's spatial form, each body's quantities about its own origin (world axes,
+:mod:`.kinematics`), so a body's twist is its parent's (moved to its origin) plus its joint's: for
+body b of cluster k, with Λ(b) its nearest ancestor outside k (a body of the parent cluster, its
 *port*),
 
-    V_b^(r+1) = V_Λ(b)^(r+1) + 𝖲_b y_k^(r+1) + 𝖼_b,    𝖲_b = Σ_{b' ∈ chain(b)} S_b' G_b',
-    𝖼_b = Σ_{b' ∈ chain(b)} V_bias,b'^(r+1)   (D6),
+    V_b^(r+1) = X_b V_Λ(b)^(r+1) + 𝖲_b y_k^(r+1) + 𝖼_b,    𝖲_b = Σ_{b' ∈ chain(b)} X_bb' S_b' G_b',
+    𝖼_b = Σ_{b' ∈ chain(b)} X_bb' V_bias,b'^(r+1)   (D6),
 
-chain(b) = b and its ancestors inside k. The port wrenches of k obey ``𝖥 = 𝖨^A 𝖵 + 𝗉`` with a
-6 n_b × 6 n_b articulated inertia 𝖨^A that is the same at every order (the leading coefficient of
-eq. 23 does not depend on r: Lemma 2). So, once per call and per cluster: ``𝖴 = 𝖨^A 𝖲``,
-``𝖣 = 𝖲ᵀ𝖴 + Gᵀ diag(armature) G = L Lᵀ`` and the parent's blocks ``(Λa, Λb) += (𝖨^A − 𝖴𝖣⁻¹𝖴ᵀ)_ab``;
-then per order one backward sweep over the clusters (bias 𝗉, ``𝗎 = τ_y^(r) − Gᵀτ̃ − 𝖲ᵀ(𝖨^A 𝖼 + 𝗉)``,
-eq. 25) and one forward sweep (``y^(r+1) = 𝖣⁻¹(𝗎 − 𝖴ᵀ V_Λ^(r+1))``), then the spanning joint wrenches
-``W^(r)`` that the later orders' τ̃ need (D4). Cost O(N r²) like the tree's H-GABI.
+chain(b) = b and its ancestors inside k, ``X_b`` / ``X_bb'`` the shift of a twist about the port's /
+b′'s origin to b's (:func:`~.kinematics.twist_shift`; the offsets ``e_b = o_b − o_Λ(b)`` are tabulated
+per position). The port wrenches of k obey ``𝖥 = 𝖨^A 𝖵 + 𝗉`` with a 6 n_b × 6 n_b articulated
+inertia 𝖨^A (block (a, b) about the origins of a and b) that is the same at every order (the leading
+coefficient of eq. 23 does not depend on r: Lemma 2). So, once per call and per cluster: ``𝖴 = 𝖨^A 𝖲``,
+``𝖣 = 𝖲ᵀ𝖴 + Gᵀ diag(armature) G = L Lᵀ`` and the parent's blocks ``(Λa, Λb) += X_aᵀ (𝖨^A −
+𝖴𝖣⁻¹𝖴ᵀ)_ab X_b``; then per order one backward sweep over the clusters (bias 𝗉, ``𝗎 = τ_y^(r) − Gᵀτ̃
+− 𝖲ᵀ(𝖨^A 𝖼 + 𝗉)``, eq. 25) and one forward sweep (``y^(r+1) = 𝖣⁻¹(𝗎 − 𝖴ᵀ X V_Λ^(r+1))``), then
+the spanning joint wrenches ``W^(r)`` that the later orders' τ̃ need (D4). Cost O(N r²) like the
+tree's H-GABI.
 
 Tables built by :func:`build_cluster_tables` (cached with the model's maps): ``ct`` one row per cluster
 (row 0: number of clusters, floats of per-call storage, largest m, number of positions), ``bt`` one
@@ -43,7 +47,15 @@ from .dynamics import (
     order_zero,
     spatial_inertia,
 )
-from .kinematics import binomials, inertia_mul_add, tables
+from .kinematics import (
+    binomials,
+    block_shift_add,
+    inertia_mul_add,
+    tables,
+    twist_shift,
+    twist_shift_add,
+    wrench_shift_add,
+)
 
 # ct columns
 CT_NB, CT_M, CT_IV, CT_FIRST, CT_PARENT, CT_IA, CT_U, CT_S, CT_L, CT_FLAG = range(10)
@@ -137,17 +149,25 @@ def init_inertias(hf, ct, bt, Ib, cw, fb):
 
 
 @inlined
-def motion_subspace(hb, mi, mf, ct, bt, k, S, Sk):
-    """𝖲_b = 𝖲_{in-cluster parent} + Σ_c S_c G_c (world frame) for the bodies of cluster k; G's rows are
-    the CSR rows of the v map."""
+def motion_subspace(hb, mi, mf, ct, bt, k, S, dw, Sk):
+    """𝖲_b = X 𝖲_{in-cluster parent} + Σ_c S_c G_c (about b's origin) for the bodies of cluster k; G's
+    rows are the CSR rows of the v map."""
     _, _, _, _, _, _, vp, vi, nqe = map_offsets(mi)
     first, m, iv = ct[k, CT_FIRST], ct[k, CT_M], ct[k, CT_IV]
     for a in range(ct[k, CT_NB]):
         ip = bt[first + a, BT_INPAR]
         b = bt[first + a, BT_BODY]
-        for x in range(6):
-            for l in range(m):
-                Sk[6 * a + x, l] = Sk[6 * ip + x, l] if ip >= 0 else 0.0
+        d = dw[b]
+        for l in range(m):
+            if ip >= 0:  # the parent's column moved to o_b: (ω; v + ω × d)
+                w0, w1, w2 = Sk[6 * ip, l], Sk[6 * ip + 1, l], Sk[6 * ip + 2, l]
+                Sk[6 * a, l], Sk[6 * a + 1, l], Sk[6 * a + 2, l] = w0, w1, w2
+                Sk[6 * a + 3, l] = Sk[6 * ip + 3, l] + w1 * d[2] - w2 * d[1]
+                Sk[6 * a + 4, l] = Sk[6 * ip + 4, l] + w2 * d[0] - w0 * d[2]
+                Sk[6 * a + 5, l] = Sk[6 * ip + 5, l] + w0 * d[1] - w1 * d[0]
+            else:
+                for x in range(6):
+                    Sk[6 * a + x, l] = 0.0
         for c in range(hb[b, HB_IV], hb[b, HB_IV] + hb[b, HB_NV]):
             for e in range(mi[vp + c], mi[vp + c + 1]):
                 l = mi[vi + e] - iv
@@ -178,13 +198,14 @@ def joint_space_inertia(hb, hf, mi, mf, ct, bt, k, U, Sk, D):
 
 
 @njit(cache=True)
-def cluster_factor(hb, hf, mi, mf, ct, bt, k, S, fb, scratch):
+def cluster_factor(hb, hf, mi, mf, ct, bt, k, S, dw, E, fb, scratch):
     """Lemma 2 for cluster k (once per call): 𝖲, 𝖴 = 𝖨^A 𝖲, 𝖣 = L Lᵀ, and the articulated inertia
-    𝖨^A − 𝖴𝖣⁻¹𝖴ᵀ = 𝖨^A − YᵀY (Y = L⁻¹𝖴ᵀ) added into the parent's blocks at the ports. False if 𝖣 is
-    not positive definite."""
+    𝖨^A − 𝖴𝖣⁻¹𝖴ᵀ = 𝖨^A − YᵀY (Y = L⁻¹𝖴ᵀ) added into the parent's blocks at the ports (moved to the
+    ports' origins by the offsets ``E``). False if 𝖣 is not positive definite. ``scratch``: m² + 6 nb m
+    + 36 floats."""
     nb, m, IA, U, Sk, Lk, Fl = cluster_views(ct, fb, k)
     n = 6 * nb
-    motion_subspace(hb, mi, mf, ct, bt, k, S, Sk)
+    motion_subspace(hb, mi, mf, ct, bt, k, S, dw, Sk)
     for a in range(nb):  # 𝖴 = 𝖨^A 𝖲 over the flagged blocks
         for x in range(6 * a, 6 * a + 6):
             for l in range(m):
@@ -202,6 +223,7 @@ def cluster_factor(hb, hf, mi, mf, ct, bt, k, S, fb, scratch):
     if kp == 0:
         return True
     Y = scratch[m * m : m * m + m * n].reshape((m, n))
+    Tb = scratch[m * m + m * n : m * m + m * n + 36].reshape((6, 6))
     for j in range(n):  # Y = L⁻¹ 𝖴ᵀ, column by column
         for l in range(m):
             s = U[j, l]
@@ -224,7 +246,8 @@ def cluster_factor(hb, hf, mi, mf, ct, bt, k, S, fb, scratch):
                     s = IA[6 * a + x, 6 * b + y] if Fl[a, b] != 0.0 else 0.0
                     for l in range(m):
                         s -= Y[l, 6 * a + x] * Y[l, 6 * b + y]
-                    IAp[6 * pa + x, 6 * pb + y] += s
+                    Tb[x, y] = s
+            block_shift_add(Tb, E[first + a], E[first + b], IAp, 6 * pa, 6 * pb)
     return True
 
 
@@ -245,18 +268,22 @@ def solve_flat(fb, oL, m, b, y, x):
 
 
 @inlined
-def cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, fb, P, Cc, uy, scratch):
+def cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, dw, E, fb, P, Cc, uy, scratch):
     """Order r, cluster k (C-ABA backward step, eq. 25): 𝖼, ``t = 𝖨^A 𝖼 + 𝗉``, ``𝗎 = τ_y^(r) − Gᵀτ̃ −
-    𝖲ᵀt`` (kept in ``uy``), and the bias ``t + 𝖴𝖣⁻¹𝗎`` added into the parent's ports. The cluster's
-    tables are read flat from ``fb`` (row-major, :func:`cluster_views` layout)."""
+    𝖲ᵀt`` (kept in ``uy``), and the bias ``t + 𝖴𝖣⁻¹𝗎`` added into the parent's ports (moved to their
+    origins). The cluster's tables are read flat from ``fb`` (row-major, :func:`cluster_views`
+    layout)."""
     _, _, _, _, _, _, vp, vi, nqe = map_offsets(mi)
     nb, m, first, iv = ct[k, CT_NB], ct[k, CT_M], ct[k, CT_FIRST], ct[k, CT_IV]
     n = 6 * nb
     oIA, oU, oS, oF = ct[k, CT_IA], ct[k, CT_U], ct[k, CT_S], ct[k, CT_FLAG]
-    for a in range(nb):  # 𝖼_b = 𝖼_{in-cluster parent} + V_bias,b
+    for a in range(nb):  # 𝖼_b = X 𝖼_{in-cluster parent} + V_bias,b
         ip = bt[first + a, BT_INPAR]
+        b = bt[first + a, BT_BODY]
         for x in range(6):
-            Cc[first + a, x] = Vb[bt[first + a, BT_BODY], x] + (Cc[first + ip, x] if ip >= 0 else 0.0)
+            Cc[first + a, x] = Vb[b, x]
+        if ip >= 0:
+            twist_shift_add(Cc[first + ip], dw[b], Cc[first + a])
     T = scratch  # t, 6 nb floats
     for a in range(nb):
         for x in range(6):
@@ -291,23 +318,27 @@ def cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, fb, P, Cc, uy,
                 s = T[6 * a + x]
                 for l in range(m):
                     s += fb[oU + (6 * a + x) * m + l] * yh[l]
-                P[fp + pa, x] += s
+                T[6 * a + x] = s
+            o = 6 * a
+            wrench_shift_add(T[o], T[o + 1], T[o + 2], T[o + 3], T[o + 4], T[o + 5], E[first + a], P[fp + pa])
 
 
 @inlined
-def cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, fb):
-    """Order r, cluster k (C-ABA forward step): ``y^(r+1) = 𝖣⁻¹(𝗎 − 𝖴ᵀ V_Λ^(r+1))``, the spanning
-    ``v^(r+1) = G y^(r+1)`` and the twists ``V_b^(r+1) = V_parent + S v + V_bias`` (D2)."""
+def cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, dw, E, fb):
+    """Order r, cluster k (C-ABA forward step): ``y^(r+1) = 𝖣⁻¹(𝗎 − 𝖴ᵀ X V_Λ^(r+1))``, the spanning
+    ``v^(r+1) = G y^(r+1)`` and the twists ``V_b^(r+1) = X V_parent + S v + V_bias`` (D2)."""
     _, _, _, _, _, _, vp, vi, nqe = map_offsets(mi)
     nb, m, first, iv, oU = ct[k, CT_NB], ct[k, CT_M], ct[k, CT_FIRST], ct[k, CT_IV], ct[k, CT_U]
     rhs = out[r, iv : iv + m]
     for l in range(m):
-        s = uy[iv + l]
-        for a in range(nb):
-            pbody = bt[first + a, BT_PORTBODY]
+        rhs[l] = uy[iv + l]
+    for a in range(nb):
+        Vp = twist_shift(V[r + 1, bt[first + a, BT_PORTBODY]], E[first + a])  # about o_b
+        for l in range(m):
+            s = 0.0
             for x in range(6):
-                s -= fb[oU + (6 * a + x) * m + l] * V[r + 1, pbody, x]
-        rhs[l] = s
+                s += fb[oU + (6 * a + x) * m + l] * Vp[x]
+            rhs[l] -= s
     solve_flat(fb, ct[k, CT_L], m, rhs, uy[iv : iv + m], rhs)  # uy is not needed any more at this order
     for a in range(nb):
         b = bt[first + a, BT_BODY]
@@ -317,18 +348,18 @@ def cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, fb):
             for e in range(mi[vp + c], mi[vp + c + 1]):
                 s += mf[nqe + e] * rhs[mi[vi + e] - iv]
             vd[r + 1, c] = s
-        par = hb[b, HB_PARENT]
+        Vp = twist_shift(V[r + 1, hb[b, HB_PARENT]], dw[b])
         for x in range(6):
-            s = V[r + 1, par, x] + Vb[b, x]
+            s = Vp[x] + Vb[b, x]
             for c in range(ivb, ivb + hb[b, HB_NV]):
                 s += S[0, c, x] * vd[r + 1, c]
             V[r + 1, b, x] = s
 
 
 @inlined
-def joint_wrenches(hb, hf, r, V, B, Ib, cw, W):
+def joint_wrenches(hb, hf, r, V, B, Ib, cw, dw, W):
     """``W_i^(r) = M_i V_i^(r+1) + B_i`` summed over the subtree of every spanning body (D4: the
-    wrench of joint i, needed by the later orders' τ̃)."""
+    wrench of joint i about o_i, needed by the later orders' τ̃)."""
     nb = hb[0, 0]
     for i in range(1, nb + 1):
         for a in range(6):
@@ -337,8 +368,21 @@ def joint_wrenches(hb, hf, r, V, B, Ib, cw, W):
     for i in range(nb, 1, -1):
         par = hb[i, HB_PARENT]
         if par > 0:
-            for a in range(6):
-                W[r, par, a] += W[r, i, a]
+            w = W[r, i]
+            wrench_shift_add(w[0], w[1], w[2], w[3], w[4], w[5], dw[i], W[r, par])
+
+
+@inlined
+def port_offsets(ct, bt, dw, E):
+    """``E[position] = o_b − o_Λ(b)``: the offset of each cluster body's origin from its port's, the
+    sum of the offsets ``d`` along its chain inside the cluster."""
+    for k in range(1, ct[0, 0] + 1):
+        first = ct[k, CT_FIRST]
+        for a in range(ct[k, CT_NB]):
+            ip = bt[first + a, BT_INPAR]
+            b = bt[first + a, BT_BODY]
+            for x in range(3):
+                E[first + a, x] = dw[b, x] + (E[first + ip, x] if ip >= 0 else 0.0)
 
 
 @njit(cache=True)
@@ -352,13 +396,14 @@ def cluster_aba_core(hb, hf, mi, mf, ct, bt, qs, vs, dtau, fext, out):
     bufc = np.empty(
         ct[0, 1]
         + (nb + 1) * 12
-        + (npos + 1) * 12
+        + (npos + 1) * 15
         + mi[1]
         + mmax * (mmax + 6 * (npos + 1))
         + 6 * (npos + 1)
         + 2 * mmax
+        + 36
     )
-    C, buf, (V, S, Rw, pw, cw, Jw, Ib, F, W, vd) = borrowed((Cb, bufc, borrowed(Tc)))
+    C, buf, (V, S, Rw, pw, dw, cw, Jw, Ib, F, W, vd) = borrowed((Cb, bufc, borrowed(Tc)))
     vd[0] = vs
     fb = buf[: ct[0, 1]]
     o = ct[0, 1]
@@ -367,14 +412,16 @@ def cluster_aba_core(hb, hf, mi, mf, ct, bt, qs, vs, dtau, fext, out):
     o += (nb + 1) * 12
     P = buf[o : o + (npos + 1) * 6].reshape((npos + 1, 6))
     Cc = buf[o + (npos + 1) * 6 : o + (npos + 1) * 12].reshape((npos + 1, 6))
-    o += (npos + 1) * 12
+    E = buf[o + (npos + 1) * 12 : o + (npos + 1) * 15].reshape((npos + 1, 3))
+    o += (npos + 1) * 15
     uy = buf[o : o + mi[1]]
     scratch = buf[o + mi[1] :]
-    order_zero(hb, hf, qs, vd, V, S, Rw, pw, cw, Jw, Ib, C)
+    order_zero(hb, hf, qs, vd, V, S, Rw, pw, dw, cw, Jw, Ib, C)
+    port_offsets(ct, bt, dw, E)
     init_inertias(hf, ct, bt, Ib, cw, fb)
     st = 0
     for k in range(ct[0, 0], 0, -1):  # Lemma 2: once for all orders
-        if not cluster_factor(hb, hf, mi, mf, ct, bt, k, S, fb, scratch):
+        if not cluster_factor(hb, hf, mi, mf, ct, bt, k, S, dw, E, fb, scratch):
             st = hv.SINGULAR * hv.STATUS_BASE + k
             break
     g = hf[0, 0:3]
@@ -384,11 +431,11 @@ def cluster_aba_core(hb, hf, mi, mf, ct, bt, qs, vs, dtau, fext, out):
             for x in range(6):
                 P[p, x] = B[bt[p, BT_BODY], x]
         for k in range(ct[0, 0], 0, -1):
-            cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, fb, P, Cc, uy, scratch)
+            cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, dw, E, fb, P, Cc, uy, scratch)
         for k in range(1, ct[0, 0] + 1):
-            cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, fb)
+            cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, dw, E, fb)
         if r < R:
-            joint_wrenches(hb, hf, r, V, B, Ib, cw, W)
+            joint_wrenches(hb, hf, r, V, B, Ib, cw, dw, W)
     keep_alive(Cb)
     keep_alive(Tc)
     keep_alive(bufc)

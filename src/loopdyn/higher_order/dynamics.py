@@ -2,7 +2,8 @@
 
 Ali, Gabellieri & Franchi (2026), *Lie group formulation of recursive dynamics algorithms of higher
 order for floating-base robots*: H-GRNE-FBS (Alg. 2) and H-GABI-FBS (Alg. 3 with Lemma 2), in the
-paper's spatial (world-frame) formulation, with loopdyn's (Pinocchio's) coordinates at the API: row k
+paper's spatial formulation (each body's quantities about its own origin, world axes: see
+:mod:`.kinematics`), with loopdyn's (Pinocchio's) coordinates at the API: row k
 of a derivative stack is the k-th time derivative of the velocity vector ``v`` (free-flyer velocity in
 the child frame, ``[linear; angular]``), and joint forces of a free-flyer are the child-frame wrench
 ``[force; torque]``. Order 0 is exactly :func:`loopdyn.rnea` / :func:`loopdyn.aba` (armature included).
@@ -27,6 +28,7 @@ from . import validation as hv
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS
 from .kinematics import (
     applied_wrench_sub,
+    block_shift_add,
     body_derivative,
     fill_binomials,
     momentum_com,
@@ -36,6 +38,9 @@ from .kinematics import (
     table_floats,
     table_views,
     twist_bias,
+    twist_shift,
+    twist_shift_add,
+    wrench_shift_add,
 )
 
 _SIG = (
@@ -120,7 +125,7 @@ def rnea_core(hb, hf, q, vd, fext, out):
     if n > STACK_FLOATS:
         bufc = np.empty(n)
         (buf,) = borrowed((bufc,))
-    V, S, Rw, pw, cw, Jw, Ib, F, W, _, rest = table_views(buf, K, R, nb, nv)
+    V, S, Rw, pw, dw, cw, Jw, Ib, F, W, _, rest = table_views(buf, K, R, nb, nv)
     C = view(rest, 0, (K + 2, K + 2))
     fill_binomials(C)
     vb = rest[(K + 2) * (K + 2) : (K + 2) * (K + 2) + 6]
@@ -130,17 +135,18 @@ def rnea_core(hb, hf, q, vd, fext, out):
     for i in range(1, nb + 1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
-        pose_and_screws(hb, hf, i, q, Rw, pw, S)
+        pose_and_screws(hb, hf, i, q, Rw, pw, dw, S)
         root = floating_root(hb, i)
         if root:
-            root_twists(hb, i, K, C, vd, Rw, pw, V, Z)
+            root_twists(hb, i, K, C, vd, Rw, V, Z)
         for k in range(K + 1):
             if not root:
                 if k > 0:
                     screw_derivative(hb, i, k, C, V, S)  # D1
-                twist_bias(hb, i, k, C, S, vd, vb)  # D2 = V_p^(k) + S v^(k) + D6
+                twist_bias(hb, i, k, C, S, vd, vb)  # D2 = V_p^(k) (about o_i) + S v^(k) + D6
+                twist_shift_add(V[k, par], dw[i], vb)
                 for a in range(6):
-                    acc = V[k, par, a] + vb[a]
+                    acc = vb[a]
                     for c in range(hb[i, HB_NV]):
                         acc += S[0, iv + c, a] * vd[k, iv + c]
                     V[k, i, a] = acc
@@ -153,7 +159,7 @@ def rnea_core(hb, hf, q, vd, fext, out):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
         if floating_root(hb, i):
-            root_forces(hb, hf, i, R, C, vd, Rw, pw, V, W, Z, out)
+            root_forces(hb, hf, i, R, C, vd, Rw, V, W, Z, out)
         for c in range(iv, iv + hb[i, HB_NV] * (1 - floating_root(hb, i))):
             arm = hf[i, HF_ARM + c - iv]
             for r in range(R + 1):  # τ^(r) = Σ_k binom(r, k) S^(r−k)ᵀ W^(k)  (Alg. 2 line 14)
@@ -164,10 +170,11 @@ def rnea_core(hb, hf, q, vd, fext, out):
                         s += S[r - k, c, a] * W[k, i, a]
                     acc += C[r, k] * s
                 out[r, c] = acc
-        if par > 0:
+        if par > 0:  # the parent's wrench about its own origin
+            d = dw[i]
             for r in range(R + 1):
-                for a in range(6):
-                    W[r, par, a] += W[r, i, a]
+                w = W[r, i]
+                wrench_shift_add(w[0], w[1], w[2], w[3], w[4], w[5], d, W[r, par])
     if n > STACK_FLOATS:
         keep_alive(bufc)
 
@@ -179,10 +186,11 @@ def floating_root(hb, i):
 
 
 @inlined
-def root_twists(hb, i, K, C, vd, Rw, pw, V, Z):
-    """``V^(0…K)`` of a free-flyer root without its six screw derivatives (D1, D2): its world twist is
-    ``V = Ad_C ν`` (ν = (ω; v), Pinocchio's child-frame velocity reordered) and ``d/dt (Ad_C x) =
-    Ad_C (ẋ + ad_ν x)``, so with ``z_1 = ν̇`` and ``z_{j+1} = ż_j + ad_ν z_j``, ``V^(k) = Ad_C z_k``
+def root_twists(hb, i, K, C, vd, Rw, V, Z):
+    """``V^(0…K)`` of a free-flyer root without its six screw derivatives (D1, D2): its twist about its
+    origin is ``V = Ad_C ν`` (ν = (ω; v), Pinocchio's child-frame velocity reordered; C = (R, 0), the
+    body's pose in the inertial frame at its origin) and ``d/dt (Ad_C x) = Ad_C (ẋ + ad_ν x)``, so with
+    ``z_1 = ν̇`` and ``z_{j+1} = ż_j + ad_ν z_j``, ``V^(k) = Ad_C z_k``
     (``V̇ = Ad_C ν̇``: ``ad_ν ν = 0``). The derivatives ``z_j^(p)`` (j + p ≤ K) go into ``Z[j, p]``:
     ``z_1^(p) = ν^(p+1)``, ``z_{j+1}^(p) = z_j^(p+1) + Σ_l binom(p, l) ad_{ν^(l)} z_j^(p−l)``: 35
     six-vector products at K = 6 where the screw derivatives of six columns take 126."""
@@ -209,24 +217,22 @@ def root_twists(hb, i, K, C, vd, Rw, pw, V, Z):
             Z[j + 1, p, 0], Z[j + 1, p, 1], Z[j + 1, p, 2] = x0, x1, x2
             Z[j + 1, p, 3], Z[j + 1, p, 4], Z[j + 1, p, 5] = y0, y1, y2
     Rr = Rw[0, i]
-    p0, p1, p2 = pw[0, i, 0], pw[0, i, 1], pw[0, i, 2]
-    for k in range(K + 1):  # V^(k) = Ad_C z_k = (R a ; p × R a + R b), z_0 = ν
+    for k in range(K + 1):  # V^(k) = Ad_C z_k = (R a ; R b), z_0 = ν
         if k == 0:
             a0, a1, a2 = vd[0, iv + 3], vd[0, iv + 4], vd[0, iv + 5]
             b0, b1, b2 = vd[0, iv], vd[0, iv + 1], vd[0, iv + 2]
         else:
             a0, a1, a2, b0, b1, b2 = Z[k, 0, 0], Z[k, 0, 1], Z[k, 0, 2], Z[k, 0, 3], Z[k, 0, 4], Z[k, 0, 5]
-        r0 = Rr[0, 0] * a0 + Rr[0, 1] * a1 + Rr[0, 2] * a2
-        r1 = Rr[1, 0] * a0 + Rr[1, 1] * a1 + Rr[1, 2] * a2
-        r2 = Rr[2, 0] * a0 + Rr[2, 1] * a1 + Rr[2, 2] * a2
-        V[k, i, 0], V[k, i, 1], V[k, i, 2] = r0, r1, r2
-        V[k, i, 3] = p1 * r2 - p2 * r1 + Rr[0, 0] * b0 + Rr[0, 1] * b1 + Rr[0, 2] * b2
-        V[k, i, 4] = p2 * r0 - p0 * r2 + Rr[1, 0] * b0 + Rr[1, 1] * b1 + Rr[1, 2] * b2
-        V[k, i, 5] = p0 * r1 - p1 * r0 + Rr[2, 0] * b0 + Rr[2, 1] * b1 + Rr[2, 2] * b2
+        V[k, i, 0] = Rr[0, 0] * a0 + Rr[0, 1] * a1 + Rr[0, 2] * a2
+        V[k, i, 1] = Rr[1, 0] * a0 + Rr[1, 1] * a1 + Rr[1, 2] * a2
+        V[k, i, 2] = Rr[2, 0] * a0 + Rr[2, 1] * a1 + Rr[2, 2] * a2
+        V[k, i, 3] = Rr[0, 0] * b0 + Rr[0, 1] * b1 + Rr[0, 2] * b2
+        V[k, i, 4] = Rr[1, 0] * b0 + Rr[1, 1] * b1 + Rr[1, 2] * b2
+        V[k, i, 5] = Rr[2, 0] * b0 + Rr[2, 1] * b1 + Rr[2, 2] * b2
 
 
 @inlined
-def root_forces(hb, hf, i, R, C, vd, Rw, pw, V, W, Z, out):
+def root_forces(hb, hf, i, R, C, vd, Rw, V, W, Z, out):
     """τ^(0…R) of a free-flyer root (Alg. 2 line 14 without its screw derivatives): ``Sᵀ W`` is the
     child-frame wrench ``Ad_Cᵀ W`` reordered, and ``d/dt (Ad_Cᵀ w) = Ad_Cᵀ (ẇ + ad_Vᵀ w)``, so with
     ``u_0 = W`` and ``u_{j+1} = u̇_j + ad_Vᵀ u_j``, ``τ^(r) = Ad_Cᵀ u_r`` (+ armature). ``u_j^(p)``
@@ -252,12 +258,9 @@ def root_forces(hb, hf, i, R, C, vd, Rw, pw, V, W, Z, out):
             Z[j + 1, p, 0], Z[j + 1, p, 1], Z[j + 1, p, 2] = n0, n1, n2
             Z[j + 1, p, 3], Z[j + 1, p, 4], Z[j + 1, p, 5] = f0, f1, f2
     Rr = Rw[0, i]
-    p0, p1, p2 = pw[0, i, 0], pw[0, i, 1], pw[0, i, 2]
-    for r in range(R + 1):  # Ad_Cᵀ (n; f) = (Rᵀ (n − p × f) ; Rᵀ f), Pinocchio's order [force; torque]
+    for r in range(R + 1):  # Ad_Cᵀ (n; f) = (Rᵀ n ; Rᵀ f) (C = (R, 0)), Pinocchio's order [force; torque]
         u = W[0, i] if r == 0 else Z[r, 0]
-        n0 = u[0] - (p1 * u[5] - p2 * u[4])
-        n1 = u[1] - (p2 * u[3] - p0 * u[5])
-        n2 = u[2] - (p0 * u[4] - p1 * u[3])
+        n0, n1, n2 = u[0], u[1], u[2]
         for a in range(3):
             out[r, iv + a] = (
                 Rr[0, a] * u[3] + Rr[1, a] * u[4] + Rr[2, a] * u[5] + hf[i, HF_ARM + a] * vd[r + 1, iv + a]
@@ -378,14 +381,17 @@ def prescribed(mask, i):
 
 
 @njit(cache=True, fastmath={"contract"})
-def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
+def articulated_inertias(hb, hf, mask, S, Ib, cw, dw, MA, U, Dinv, scratch):
     """Post-order sweep of eq. 23 (once per call): ``M^A_j``, ``U = M^A S``, ``D⁻¹ = (SᵀM^A S +
-    armature)⁻¹``. Joints with ``mask[i] = 1`` (prescribed motion, Alg. 4 line 5') pass ``M^A``
-    unreduced. Returns 0 or the index of the first body whose D is not positive definite."""
+    armature)⁻¹``, each about its body's origin; the parent receives ``M^A − U D⁻¹ Uᵀ`` moved to its
+    own origin. Joints with ``mask[i] = 1`` (prescribed motion, Alg. 4 line 5') pass ``M^A``
+    unreduced. Returns 0 or the index of the first body whose D is not positive definite.
+    ``scratch``: at least 114 floats."""
     nb = hb[0, 0]
     for i in range(1, nb + 1):
         spatial_inertia(hf, i, Ib, cw, MA[i])
     D = view(scratch, 42, (6, 6))
+    T = view(scratch, 78, (6, 6))
     for i in range(nb, 0, -1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
@@ -415,7 +421,7 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
                 for a in range(6):
                     ua = U[iv, a] * dinv
                     for b in range(6):
-                        MA[par, a, b] += MA[i, a, b] - ua * U[iv, b]
+                        T[a, b] = MA[i, a, b] - ua * U[iv, b]
             else:
                 for a in range(6):
                     for b in range(6):
@@ -424,7 +430,8 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch):
                             for c in range(n):
                                 for d in range(n):
                                     s -= U[iv + c, a] * Dinv[i, c, d] * U[iv + d, b]
-                        MA[par, a, b] += s
+                        T[a, b] = s
+            block_shift_add(T, dw[i], dw[i], MA[par], 0, 0)
     return 0
 
 
@@ -441,17 +448,18 @@ def order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B):
 
 
 @inlined
-def order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C):
+def order_zero(hb, hf, q, vd, V, S, Rw, pw, dw, cw, Jw, Ib, C):
     """Alg. 1 at order 0: poses, screws, twists and inertias of every body (``C``: binomials, ≥ 1 × 1)."""
     for i in range(1, hb[0, 0] + 1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
-        pose_and_screws(hb, hf, i, q, Rw, pw, S)
-        for a in range(6):
-            acc = V[0, par, a]
-            for c in range(hb[i, HB_NV]):
-                acc += S[0, iv + c, a] * vd[0, iv + c]
-            V[0, i, a] = acc
+        pose_and_screws(hb, hf, i, q, Rw, pw, dw, S)
+        Vi = V[0, i]
+        Vi[0], Vi[1], Vi[2], Vi[3], Vi[4], Vi[5] = twist_shift(V[0, par], dw[i])  # the parent's, about o_i
+        for c in range(hb[i, HB_NV]):
+            x = vd[0, iv + c]
+            for a in range(6):
+                Vi[a] += S[0, iv + c, a] * x
         body_derivative(hf, i, 0, C, V, Rw, pw, cw, Jw, Ib, False)
 
 
@@ -468,10 +476,10 @@ def joint_wrench_projection(hb, i, c, r, C, S, W):
 
 
 @inlined
-def aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6):
+def aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, dw, MA, U, Dinv, Vb, B, qt, t6):
     """Order r, backward sweep (Alg. 3 lines 18–23; Alg. 4 line 19'): ``q̃ = D⁻¹(τ^(r) − τ̃ − Sᵀ(M^A
     V_bias + B))`` per joint (the prescribed motion for prescribed joints) and the bias handed to the
-    parent, ``B_p += B_i + M^A_i (S_i q̃_i + V_bias,i)``."""
+    parent (moved to its origin), ``B_p += B_i + M^A_i (S_i q̃_i + V_bias,i)``."""
     for i in range(hb[0, 0], 0, -1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
@@ -501,28 +509,33 @@ def aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6)
                 for c in range(n):
                     qt[iv + c] = t6[6 + c]
         if par > 0:
-            for a in range(6):
-                s = t6[a]
-                for c in range(n):
-                    s += U[iv + c, a] * qt[iv + c]
-                B[par, a] += s
+            s0, s1, s2, s3, s4, s5 = t6[0], t6[1], t6[2], t6[3], t6[4], t6[5]
+            for c in range(n):
+                x = qt[iv + c]
+                u = U[iv + c]
+                s0 += u[0] * x
+                s1 += u[1] * x
+                s2 += u[2] * x
+                s3 += u[3] * x
+                s4 += u[4] * x
+                s5 += u[5] * x
+            wrench_shift_add(s0, s1, s2, s3, s4, s5, dw[i], B[par])
 
 
 @inlined
-def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6, out, tau_out):
+def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, dw, MA, U, Dinv, Vb, B, qt, t6, out, tau_out):
     """Order r, forward sweep (Alg. 3 lines 25–30; Alg. 4 lines 28'–31'): ``v^(r+1) = q̃ − D⁻¹Uᵀ
-    V_p^(r+1)``, the twists ``V^(r+1)`` and the joint wrenches ``W^(r) = B + M^A V^(r+1)``; with
-    prescribed joints their ``τ^(r)`` (E5)."""
+    V_p^(r+1)`` (``V_p`` about the child's origin), the twists ``V^(r+1)`` and the joint wrenches
+    ``W^(r) = B + M^A V^(r+1)``; with prescribed joints their ``τ^(r)`` (E5)."""
     for i in range(1, hb[0, 0] + 1):
         par = hb[i, HB_PARENT]
         iv = hb[i, HB_IV]
         n = hb[i, HB_NV]
+        p0, p1, p2, p3, p4, p5 = twist_shift(V[r + 1, par], dw[i])  # the parent's, about o_i
         if not prescribed(mask, i):
             for c in range(n):
-                s = 0.0
-                for a in range(6):
-                    s += U[iv + c, a] * V[r + 1, par, a]
-                t6[c] = s
+                u = U[iv + c]
+                t6[c] = u[0] * p0 + u[1] * p1 + u[2] * p2 + u[3] * p3 + u[4] * p4 + u[5] * p5
             for c in range(n):
                 s = qt[iv + c]
                 for d in range(n):
@@ -530,11 +543,14 @@ def aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t
                 vd[r + 1, iv + c] = s
         for c in range(n):
             out[r, iv + c] = vd[r + 1, iv + c]
-        for a in range(6):
-            s = V[r + 1, par, a] + Vb[i, a]
-            for c in range(n):
-                s += S[0, iv + c, a] * vd[r + 1, iv + c]
-            V[r + 1, i, a] = s
+        Vi = V[r + 1, i]
+        b = Vb[i]
+        Vi[0], Vi[1], Vi[2] = p0 + b[0], p1 + b[1], p2 + b[2]
+        Vi[3], Vi[4], Vi[5] = p3 + b[3], p4 + b[4], p5 + b[5]
+        for c in range(n):
+            x = vd[r + 1, iv + c]
+            for a in range(6):
+                Vi[a] += S[0, iv + c, a] * x
         if r + 1 == dtau.shape[0] and tau_out.shape[0] == 0:
             continue  # W^(R) serves only the hybrid's τ
         for a in range(6):
@@ -564,13 +580,13 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     nb, nv = hb[0, 0], hb[0, 2]
     R = dtau.shape[0] - 1
     K = R + 1
-    na = (nb + 1) * (36 + 36 + 12) + nv * 7 + 12 + 78  # articulated-body tables, scratch
+    na = (nb + 1) * (36 + 36 + 12) + nv * 7 + 12 + 114  # articulated-body tables, scratch
     n = table_floats(K, R, nb, nv) + (K + 2) * (K + 2) + na
     buf = stack_floats()
     if n > STACK_FLOATS:
         bufc = np.empty(n)
         (buf,) = borrowed((bufc,))
-    V, S, Rw, pw, cw, Jw, Ib, F, W, vd, rest = table_views(buf, K, R, nb, nv)
+    V, S, Rw, pw, dw, cw, Jw, Ib, F, W, vd, rest = table_views(buf, K, R, nb, nv)
     C = view(rest, 0, (K + 2, K + 2))
     fill_binomials(C)
     art = rest[(K + 2) * (K + 2) :]
@@ -588,8 +604,8 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
     scratch = art[o + nv * 7 + 12 :]
     Vb[:, :] = 0.0
     B[:, :] = 0.0
-    order_zero(hb, hf, q, vd, V, S, Rw, pw, cw, Jw, Ib, C)
-    bad = articulated_inertias(hb, hf, mask, S, Ib, cw, MA, U, Dinv, scratch)  # Lemma 2: once for all orders
+    order_zero(hb, hf, q, vd, V, S, Rw, pw, dw, cw, Jw, Ib, C)
+    bad = articulated_inertias(hb, hf, mask, S, Ib, cw, dw, MA, U, Dinv, scratch)  # Lemma 2: once
     st = 0
     if bad:
         st = hv.SINGULAR * hv.STATUS_BASE + bad
@@ -600,8 +616,8 @@ def aba_core(hb, hf, q, mask, dvk, dtau, fext, out, tau_out):
                     for c in range(hb[i, HB_IV], hb[i, HB_IV] + hb[i, HB_NV]):
                         vd[r + 1, c] = dvk[r + 1, c]
             order_tables(hb, hf, fext, r, C, g, V, S, vd, Rw, pw, cw, Jw, Ib, F, Vb, B)
-            aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6)
-            aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, MA, U, Dinv, Vb, B, qt, t6, out, tau_out)
+            aba_backward(hb, hf, mask, r, C, S, W, vd, dtau, dw, MA, U, Dinv, Vb, B, qt, t6)
+            aba_forward(hb, hf, mask, r, C, S, V, W, vd, dtau, dw, MA, U, Dinv, Vb, B, qt, t6, out, tau_out)
     if n > STACK_FLOATS:
         keep_alive(bufc)
     return st

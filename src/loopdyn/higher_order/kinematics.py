@@ -1,16 +1,30 @@
 """Shared per-body building blocks of the higher-order kernels (spec §2.0, paper Alg. 1, D1–D9).
 
-Everything is *spatial* (world frame, moments about the world origin), twists ordered (ω; v) and
-wrenches (n; f), as in the paper. A joint's motion subspace is a set of columns rigidly attached to
-its child body, so every column obeys ``Ṡ = ad_{V_child} S`` (D1; for 1-DoF joints this is the paper's
-``ad_{V_j} S_j = ad_{V_p(j)} S_j``). This covers revolute, continuous, prismatic, spherical and
-free-flyer joints with Pinocchio's velocity coordinates (child-frame angular / linear velocity).
+Everything is *spatial* as in the paper — twists ordered (ω; v), wrenches (n; f), world axes — but
+each body's quantities are referred to a point of its own: the position ``o_i`` of its frame's origin
+at the instant of the call, a point fixed in the inertial frame. Body i's twists, joint screws,
+inertia and wrenches are those of the paper written in the inertial frame parallel to the world with
+origin ``o_i``. The recursions hold in every inertial frame, and a constant change of inertial frame
+commutes with every time derivative (``Ad_X ad_V Ad_X⁻¹ = ad_{Ad_X V}``), so the only new operation is
+the pure translation by ``d_i = o_i − o_p(i)`` (world axes) where a quantity crosses from a parent to
+a child: a twist's linear part gains ``ω × d_i`` (:func:`twist_shift`), a wrench's moment ``d_i × f``
+(:func:`wrench_shift_add`), an inertia the congruence of both (:func:`block_shift_add`). Nothing
+depends on where the robot is: the free-flyer's position enters only ``d`` of the root, which nothing
+reads. And nothing is large: a world-origin formulation carries twists ``v = ω × p`` and inertias
+``m[c][c]ᵀ`` that grow with the distance from the origin and cancel in every projection, losing
+digits in proportion (issue #29: 7 % at third order a kilometre from the origin).
+
+A joint's motion subspace is a set of columns rigidly attached to its child body, so every column
+obeys ``Ṡ = ad_{V_child} S`` (D1; for 1-DoF joints this is the paper's ``ad_{V_j} S_j = ad_{V_p(j)}
+S_j``). This covers revolute, continuous, prismatic, spherical and free-flyer joints with Pinocchio's
+velocity coordinates (child-frame angular / linear velocity); about the child's origin a rotation's
+column is ``(r; 0)``, a translation's ``(0; r)``.
 
 Tables are indexed ``[order, body, ...]`` (body 0 = the world, at rest) or ``[order, column, 6]``.
-A body's spatial inertia is kept as (mass, world centre of mass ``c``, world rotational inertia about
-the origin ``Ī``) — ``M = [[Ī, m[c]], [m[c]ᵀ, m 1]]`` — so that ``M^(k)`` (D3) costs O(k) 3-vector and
-3×3 operations instead of O(k) 6×6 products: ``c`` is a body-fixed point and ``Ī = J + m[c][c]ᵀ``
-with ``J = R J_c Rᵀ``, ``J̇ = [ω]J − J[ω]``.
+A body's spatial inertia is kept as (mass, centre of mass ``c`` relative to ``o_i``, rotational
+inertia ``Ī`` about ``o_i``) — ``M = [[Ī, m[c]], [m[c]ᵀ, m 1]]`` — so that ``M^(k)`` (D3) costs O(k)
+3-vector and 3×3 operations instead of O(k) 6×6 products: ``c`` is a body-fixed point and ``Ī = J +
+m[c][c]ᵀ`` with ``J = R J_c Rᵀ``, ``J̇ = [ω]J − J[ω]``.
 """
 
 from __future__ import annotations
@@ -89,15 +103,17 @@ def joint_local(hb, hf, i, q):
 
 
 @inlined
-def pose_and_screws(hb, hf, i, q, Rw, pw, S):
-    """World pose of body i at order 0 (``C_i = C_p(i) · placement · motion``, the PoE of Alg. 1
-    lines 5–6 written with local placements) and its world joint screws ``S_i = Ad_{C_i} S_local``."""
+def pose_and_screws(hb, hf, i, q, Rw, pw, dw, S):
+    """Body i at order 0 (Alg. 1 lines 5–6 written with local placements): its world rotation ``R_i
+    = R_p(i) · placement · motion``, the offset ``d_i = o_i − o_p(i)`` of its origin from its parent's
+    (world axes) into ``dw[i]``, its origin ``p_i = 0`` (quantities are about ``o_i``) and its joint
+    screws about ``o_i``: ``(r; 0)`` for a rotation about the world axis r, ``(0; r)`` for a
+    translation."""
     par = hb[i, HB_PARENT]
     L = joint_local(hb, hf, i, q)
-    P = Rw[0, par]  # the parent's rotation and origin, loaded once (the tables share one buffer:
-    p0, p1, p2 = pw[0, par, 0], pw[0, par, 1], pw[0, par, 2]  # every store would force a reload)
-    a00, a01, a02, a10, a11, a12 = P[0, 0], P[0, 1], P[0, 2], P[1, 0], P[1, 1], P[1, 2]
-    a20, a21, a22 = P[2, 0], P[2, 1], P[2, 2]
+    P = Rw[0, par]  # the parent's rotation, loaded once (the tables share one buffer: every store
+    a00, a01, a02, a10, a11, a12 = P[0, 0], P[0, 1], P[0, 2], P[1, 0], P[1, 1], P[1, 2]  # would
+    a20, a21, a22 = P[2, 0], P[2, 1], P[2, 2]  # force a reload)
     R = (
         a00 * L[0] + a01 * L[3] + a02 * L[6], a00 * L[1] + a01 * L[4] + a02 * L[7],
         a00 * L[2] + a01 * L[5] + a02 * L[8],
@@ -106,14 +122,14 @@ def pose_and_screws(hb, hf, i, q, Rw, pw, S):
         a20 * L[0] + a21 * L[3] + a22 * L[6], a20 * L[1] + a21 * L[4] + a22 * L[7],
         a20 * L[2] + a21 * L[5] + a22 * L[8],
     )  # fmt: skip
-    p0 += a00 * L[9] + a01 * L[10] + a02 * L[11]
-    p1 += a10 * L[9] + a11 * L[10] + a12 * L[11]
-    p2 += a20 * L[9] + a21 * L[10] + a22 * L[11]
+    dw[i, 0] = a00 * L[9] + a01 * L[10] + a02 * L[11]
+    dw[i, 1] = a10 * L[9] + a11 * L[10] + a12 * L[11]
+    dw[i, 2] = a20 * L[9] + a21 * L[10] + a22 * L[11]
     Ri = Rw[0, i]
     Ri[0, 0], Ri[0, 1], Ri[0, 2] = R[0], R[1], R[2]
     Ri[1, 0], Ri[1, 1], Ri[1, 2] = R[3], R[4], R[5]
     Ri[2, 0], Ri[2, 1], Ri[2, 2] = R[6], R[7], R[8]
-    pw[0, i, 0], pw[0, i, 1], pw[0, i, 2] = p0, p1, p2
+    pw[0, i, 0], pw[0, i, 1], pw[0, i, 2] = 0.0, 0.0, 0.0
     jt = hb[i, HB_JTYPE]
     iv = hb[i, HB_IV]
     if jt == REVOLUTE or jt == REVOLUTE_UNBOUNDED or jt == PRISMATIC:  # one unit axis
@@ -122,25 +138,80 @@ def pose_and_screws(hb, hf, i, q, Rw, pw, S):
             R[0] * x + R[1] * y + R[2] * z,
             R[3] * x + R[4] * y + R[5] * z,
             R[6] * x + R[7] * y + R[8] * z,
-            jt != PRISMATIC, p0, p1, p2, S[0, iv],
+            jt != PRISMATIC, S[0, iv],
         )  # fmt: skip
     else:  # spherical: the three rotation axes; free flyer: the three translations, then rotations
         first_angular = 0 if jt == SPHERICAL else 3
         for c in range(hb[i, HB_NV]):
             k = c % 3
-            screw_column(R[k], R[3 + k], R[6 + k], c >= first_angular, p0, p1, p2, S[0, iv + c])
+            screw_column(R[k], R[3 + k], R[6 + k], c >= first_angular, S[0, iv + c])
 
 
 @inlined
-def screw_column(r0, r1, r2, angular, p0, p1, p2, col):
-    """The world screw of a unit local axis with world image ``r`` (body origin ``p``): ``(r ; p × r)``
-    for a rotation, ``(0 ; r)`` for a translation."""
+def screw_column(r0, r1, r2, angular, col):
+    """The screw about the body's origin of a unit local axis with world image ``r``: ``(r ; 0)`` for
+    a rotation, ``(0 ; r)`` for a translation."""
     if angular:
         col[0], col[1], col[2] = r0, r1, r2
-        col[3], col[4], col[5] = p1 * r2 - p2 * r1, p2 * r0 - p0 * r2, p0 * r1 - p1 * r0
+        col[3], col[4], col[5] = 0.0, 0.0, 0.0
     else:
         col[0], col[1], col[2] = 0.0, 0.0, 0.0
         col[3], col[4], col[5] = r0, r1, r2
+
+
+@inlined
+def twist_shift(x, d):
+    """The twist ``x = (ω; v)`` about a point o, referred to the point ``o + d``: ``(ω; v + ω × d)``."""
+    w0, w1, w2 = x[0], x[1], x[2]
+    return (
+        w0, w1, w2,
+        x[3] + w1 * d[2] - w2 * d[1], x[4] + w2 * d[0] - w0 * d[2], x[5] + w0 * d[1] - w1 * d[0],
+    )  # fmt: skip
+
+
+@inlined
+def twist_shift_add(x, d, out):
+    """``out += (ω; v + ω × d)``: the twist ``x = (ω; v)`` about a point o added about ``o + d``."""
+    w0, w1, w2 = x[0], x[1], x[2]
+    out[0] += w0
+    out[1] += w1
+    out[2] += w2
+    out[3] += x[3] + w1 * d[2] - w2 * d[1]
+    out[4] += x[4] + w2 * d[0] - w0 * d[2]
+    out[5] += x[5] + w0 * d[1] - w1 * d[0]
+
+
+@inlined
+def wrench_shift_add(n0, n1, n2, f0, f1, f2, d, out):
+    """``out += (n + d × f ; f)``: the wrench ``(n; f)`` about a point ``o + d`` added about o."""
+    out[0] += n0 + d[1] * f2 - d[2] * f1
+    out[1] += n1 + d[2] * f0 - d[0] * f2
+    out[2] += n2 + d[0] * f1 - d[1] * f0
+    out[3] += f0
+    out[4] += f1
+    out[5] += f2
+
+
+@inlined
+def block_shift_add(M, da, db, out, ro, co):
+    """``out[ro:ro+6, co:co+6] += X_aᵀ M X_b`` for a 6×6 ``M`` mapping twists about ``o + db`` to
+    wrenches about ``o + da``, ``X`` the twist shift of :func:`twist_shift`: the same map about o
+    (``M`` is overwritten with ``M X_b``). With ``[d]`` the cross-product matrix, ``M X_b`` has the
+    left columns ``M[:, :3] − M[:, 3:] [db]`` (row r: ``M[r, :3] − M[r, 3:] × db``) and ``X_aᵀ N`` the
+    top rows ``N[:3] + [da] N[3:]`` (column c: ``N[:3, c] + da × N[3:, c]``)."""
+    for r in range(6):
+        m3, m4, m5 = M[r, 3], M[r, 4], M[r, 5]
+        M[r, 0] -= m4 * db[2] - m5 * db[1]
+        M[r, 1] -= m5 * db[0] - m3 * db[2]
+        M[r, 2] -= m3 * db[1] - m4 * db[0]
+    for c in range(6):
+        y0, y1, y2 = M[3, c], M[4, c], M[5, c]
+        out[ro, co + c] += M[0, c] + da[1] * y2 - da[2] * y1
+        out[ro + 1, co + c] += M[1, c] + da[2] * y0 - da[0] * y2
+        out[ro + 2, co + c] += M[2, c] + da[0] * y1 - da[1] * y0
+        out[ro + 3, co + c] += y0
+        out[ro + 4, co + c] += y1
+        out[ro + 5, co + c] += y2
 
 
 @inlined
@@ -196,7 +267,7 @@ def pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, pose):
     """:func:`body_derivative` without ``Ī^(k)``: ``c^(k)``, ``J^(k)`` (and ``R^(k)``, ``p^(k)`` if
     ``pose``), all :func:`momentum_com` needs."""
     if k == 0:
-        centre_and_rotated_inertia(hf, i, Rw[0, i], pw[0, i], cw[0, i], Jw[0, i])
+        centre_and_rotated_inertia(hf, i, Rw[0, i], cw[0, i], Jw[0, i])
     else:
         centre_and_inertia_derivative(i, k, C, V, cw, Jw)
         if pose:
@@ -204,15 +275,16 @@ def pose_derivative(hf, i, k, C, V, Rw, pw, cw, Jw, pose):
 
 
 @inlined
-def centre_and_rotated_inertia(hf, i, R, p, c, J):
-    """Order 0: the world centre of mass ``c = p + R c_b`` and ``J = R J_c Rᵀ``, from locals (the
-    tables share one buffer: each store would otherwise force the reload of ``R``)."""
+def centre_and_rotated_inertia(hf, i, R, c, J):
+    """Order 0: the centre of mass relative to the body's origin ``c = R c_b`` and ``J = R J_c Rᵀ``
+    (world axes), from locals (the tables share one buffer: each store would otherwise force the
+    reload of ``R``)."""
     r00, r01, r02, r10, r11, r12 = R[0, 0], R[0, 1], R[0, 2], R[1, 0], R[1, 1], R[1, 2]
     r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
     b0, b1, b2 = hf[i, HF_COM], hf[i, HF_COM + 1], hf[i, HF_COM + 2]
-    c[0] = p[0] + r00 * b0 + r01 * b1 + r02 * b2
-    c[1] = p[1] + r10 * b0 + r11 * b1 + r12 * b2
-    c[2] = p[2] + r20 * b0 + r21 * b1 + r22 * b2
+    c[0] = r00 * b0 + r01 * b1 + r02 * b2
+    c[1] = r10 * b0 + r11 * b1 + r12 * b2
+    c[2] = r20 * b0 + r21 * b1 + r22 * b2
     j00, j01, j02 = hf[i, HF_IC], hf[i, HF_IC + 1], hf[i, HF_IC + 2]
     j10, j11, j12 = hf[i, HF_IC + 3], hf[i, HF_IC + 4], hf[i, HF_IC + 5]
     j20, j21, j22 = hf[i, HF_IC + 6], hf[i, HF_IC + 7], hf[i, HF_IC + 8]
@@ -381,15 +453,16 @@ def applied_wrench_sub(hf, fext, i, r, C, g, Rw, pw, cw, F, out):
 
 @njit(cache=True)
 def tables(K, R, nb, nv):
-    """:func:`tables_ext` without extra room (its first ten tables)."""
-    V, S, Rw, pw, cw, Jw, Ib, F, W, vd, _ = tables_ext(K, R, nb, nv, 0)
-    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd
+    """:func:`tables_ext` without extra room (its first eleven tables)."""
+    V, S, Rw, pw, dw, cw, Jw, Ib, F, W, vd, _ = tables_ext(K, R, nb, nv, 0)
+    return V, S, Rw, pw, dw, cw, Jw, Ib, F, W, vd
 
 
 @njit(cache=True)
 def tables_ext(K, R, nb, nv, extra):
     """One allocation for the per-call tables of orders 0…K (views of a single buffer): V, S, Rw, pw,
-    cw, Jw, Ib (kinematics and inertia derivatives), F (applied forces), W (joint wrenches, orders
+    dw (order 0 only: the offsets ``d_i``), cw, Jw, Ib (kinematics and inertia derivatives), F
+    (applied forces), W (joint wrenches, orders
     0…R), vd (velocity derivatives 0…K), and ``extra`` floats of room for the caller's own tables
     (one allocation per call). World row 0 of V, Rw, pw is the world at rest."""
     return table_views(np.empty(table_floats(K, R, nb, nv) + extra), K, R, nb, nv)
@@ -399,7 +472,7 @@ def tables_ext(K, R, nb, nv, extra):
 def table_floats(K, R, nb, nv):
     """The number of floats of the tables of :func:`table_views`."""
     n3, n6, n9 = (K + 1) * (nb + 1) * 3, (K + 1) * (nb + 1) * 6, (K + 1) * (nb + 1) * 9
-    return n6 + (K + 1) * nv * 6 + 3 * n9 + 2 * n3 + (R + 1) * (nb + 1) * 9 + (K + 1) * nv
+    return n6 + (K + 1) * nv * 6 + 3 * n9 + 2 * n3 + (nb + 1) * 3 + (R + 1) * (nb + 1) * 9 + (K + 1) * nv
 
 
 @inlined
@@ -417,6 +490,8 @@ def table_views(buf, K, R, nb, nv):
     o += n9
     pw = view(buf, o, (K + 1, nb + 1, 3))
     o += n3
+    dw = view(buf, o, (nb + 1, 3))
+    o += (nb + 1) * 3
     cw = view(buf, o, (K + 1, nb + 1, 3))
     o += n3
     Jw = view(buf, o, (K + 1, nb + 1, 3, 3))
@@ -429,6 +504,8 @@ def table_views(buf, K, R, nb, nv):
     o += (R + 1) * (nb + 1) * 6
     vd = view(buf, o, (K + 1, nv))
     o += (K + 1) * nv
+    for a in range(3):
+        dw[0, a] = 0.0
     for k in range(K + 1):  # the world: identity pose, at rest at every order
         for a in range(6):
             V[k, 0, a] = 0.0
@@ -436,7 +513,7 @@ def table_views(buf, K, R, nb, nv):
             pw[k, 0, a] = 0.0
             for b in range(3):
                 Rw[k, 0, a, b] = 1.0 if (a == b and k == 0) else 0.0
-    return V, S, Rw, pw, cw, Jw, Ib, F, W, vd, buf[o:]
+    return V, S, Rw, pw, dw, cw, Jw, Ib, F, W, vd, buf[o:]
 
 
 @inlined
