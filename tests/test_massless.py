@@ -18,7 +18,7 @@ from scipy.spatial.transform import Rotation
 from trees import assert_close, random_inertia, random_rotation
 
 import loopdyn
-from loopdyn.errors import InputError, SingularInertiaError
+from loopdyn.errors import SingularInertiaError
 from loopdyn.model import FreeFlyer, Prismatic, Revolute, Spherical
 from loopdyn.spatial import Inertia
 
@@ -243,14 +243,15 @@ def test_gimbal_lock_of_the_massless_chain_is_reported_naming_the_joint():
     U, P, state, _ = PAIRS["spherical-vs-3-revolutes"]()
     data = P.create_data()
     qp = np.array([0.3, 0.4, math.pi / 2, -0.2, 0.5])
-    # (loopdyn.aba's pivot test is absolute: at a floating-point gimbal lock it returns ~1e16
-    # accelerations instead of raising; the spatial-operator functions use a relative pivot test)
     with pytest.raises(SingularInertiaError, match="ball_jz"):
         loopdyn.body_compliances(P, data, qp)
     with pytest.raises(SingularInertiaError, match="ball_jz"):
         loopdyn.mass_matrix_factor(P, data, qp)
+    with pytest.raises(SingularInertiaError, match="ball_jz"):  # a relative pivot test (issue 29 §6)
+        loopdyn.aba(P, data, qp, qp, qp)
     qp[2] = math.pi / 2 - 1e-3  # near, not at, the singularity: fine
     assert np.all(np.isfinite(loopdyn.body_compliances(P, data, qp)))
+    assert np.all(np.isfinite(loopdyn.aba(P, data, qp, qp, qp)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -267,8 +268,9 @@ def _massless_leaf():
     return m
 
 
-@pytest.mark.parametrize("algorithm", ["aba", "minverse", "delassus", "constrained_forward_dynamics",
-                                       "body_compliances", "mass_matrix_factor"])
+@pytest.mark.parametrize("algorithm", ["aba", "minverse", "delassus", "delassus_dense", "delassus_efpa",
+                                       "constrained_forward_dynamics", "body_compliances",
+                                       "mass_matrix_factor"])
 def test_a_massless_leaf_raises_a_clear_error_naming_the_joint(algorithm):
     m = _massless_leaf()
     d = m.create_data()
@@ -277,12 +279,14 @@ def test_a_massless_leaf_raises_a_clear_error_naming_the_joint(algorithm):
         "aba": lambda: loopdyn.aba(m, d, q, v, v),
         "minverse": lambda: loopdyn.minverse(m, d, q),
         "delassus": lambda: loopdyn.delassus(m, d, q, [loopdyn.Constraint("a", "3d")]),
+        "delassus_dense": lambda: loopdyn.delassus(m, d, q, [loopdyn.Constraint("a", "3d")], method="dense"),
+        "delassus_efpa": lambda: loopdyn.delassus(m, d, q, [loopdyn.Constraint("a", "3d")], method="efpa"),
         "constrained_forward_dynamics": lambda: loopdyn.constrained_forward_dynamics(
             m, d, q, v, v, [loopdyn.Constraint("a", "3d")]),
         "body_compliances": lambda: loopdyn.body_compliances(m, d, q),
         "mass_matrix_factor": lambda: loopdyn.mass_matrix_factor(m, d, q),
     }
-    with pytest.raises(InputError, match="'tip_joint'"):
+    with pytest.raises(SingularInertiaError, match="'tip_joint'"):
         calls[algorithm]()
 
 

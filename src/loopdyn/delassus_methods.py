@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg.lapack import dpotrf
 
 from .algorithms import (
     cluster_delassus_world,
@@ -43,7 +44,8 @@ from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 from .constraint_rows import ConstraintRows, jacobian, prepare
 from .dynamics import crba
-from .errors import InputError, UnsupportedFeatureError
+from .errors import InputError, SingularInertiaError, UnsupportedFeatureError
+from .spatial.ops import SPD_RTOL
 
 __all__ = [
     "CLUSTER_METHODS",
@@ -216,13 +218,37 @@ def run_dense(model, data, q, rows: ConstraintRows) -> np.ndarray:
     loops: the cluster mass matrix and the constraint rows in independent coordinates)."""
     M = crba(model, data, q)
     J = jacobian(model, data, q, rows)
-    try:
-        Lc = np.linalg.cholesky(M)
-    except np.linalg.LinAlgError:
-        raise InputError("the mass matrix is not positive definite (a massless subtree?)") from None
-    Z = solve_triangular(Lc, J.T, lower=True, check_finite=False)
+    # factor with the coordinates reversed (leaves first, as the ABA and LᵀL: its pivots are their D),
+    # so that a singular M is reported at the joint the other methods name
+    n = M.shape[0]
+    if n == 0:
+        return np.zeros((rows.m, rows.m))
+    Lc, info = dpotrf(M[::-1, ::-1], lower=1, clean=1, overwrite_a=0)
+    bad = n - info if info > 0 else -1  # the coordinate whose pivot is ≤ 0
+    if bad < 0:  # relative pivot test (ops.SPD_RTOL): rounding leaves a tiny positive pivot at a lock
+        small = np.flatnonzero(np.diagonal(Lc) ** 2 <= SPD_RTOL * np.diagonal(M)[::-1])
+        bad = n - 1 - int(small[0]) if small.size else -1
+    if bad >= 0:
+        raise _singular_mass_matrix(model, bad)
+    Z = solve_triangular(Lc, J.T[::-1], lower=True, check_finite=False)
     G = Z.T @ Z
     return 0.5 * (G + G.T)
+
+
+def _singular_mass_matrix(model, k: int) -> SingularInertiaError:
+    """The error for a mass matrix whose pivot (leaves first) of velocity coordinate k is not positive,
+    naming the joint (trees) or the independent coordinate (models with loops)."""
+    name = model.velocity_names[k]
+    if model.has_constraints:
+        what = f"independent coordinate {name!r} (velocity {k})"
+    else:
+        i = next(i for i, b in enumerate(model.bodies, start=1) if b.idx_v <= k < b.idx_v + b.joint.nv)
+        what = f"joint {model.joint_label(i)} (velocity {k}, {name!r})"
+    return SingularInertiaError(
+        f"the mass matrix is not positive definite along {what}: its motion moves no mass once the "
+        "coordinates after it are eliminated (a massless subtree, a singular mechanism, or a compound "
+        "joint at its gimbal lock)"
+    )
 
 
 for _name, _runner in (

@@ -15,6 +15,7 @@ from .common import (
     gravity_seed,
     jcalc,
     kernel,
+    pivot_positive,
     s_column,
     s_mul,
     velocity_pass,
@@ -26,11 +27,13 @@ from .status import SINGULAR, STATUS_BASE
 @inlined
 def joint_dinv(ib, ws, i):
     """D⁻¹ = (Sᵀ U + diag(armature))⁻¹ of body i's joint into ws[i, W_DINV], U = IA S already in
-    ws[i, W_U] (row 0's W_TMP columns are scratch). False if D is not positive definite."""
+    ws[i, W_U] (row 0's W_TMP columns are scratch). False if D is not positive definite: a pivot
+    below SPD_RTOL times its diagonal entry (of D for a multi-DoF joint, of the mass matrix for a
+    1-DoF one: :func:`~.common.pivot_positive`)."""
     nv = ib[i, L.I_NV]
     if nv == 1:
         dd = ops.dot6(s_column(ib, ws, i, 0), ops.load6(ws, i, L.W_U)) + ws[i, L.W_ARM]
-        if not dd > 0.0:
+        if not pivot_positive(ib, ws, i, dd):
             return False
         ws[i, L.W_DINV] = 1.0 / dd
         return True

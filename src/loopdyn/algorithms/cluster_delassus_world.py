@@ -71,7 +71,7 @@ from .cluster_pv_osimr import (
     cpv_omega,
     unpack_tables,
 )
-from .common import jcalc, kernel
+from .common import cluster_pivot_positive, jcalc, kernel
 from .pv_osim_world import W_OO, W_SW, is_free, sym6_inverse, world_link
 from .status import SINGULAR, STATUS_BASE
 
@@ -189,7 +189,7 @@ def cpw_factor(ib, ws, ic, cb, wc, k, Sw, Uw, Dw, Dinv, scr):
         for l2 in range(l + 1, m):
             Dw[l * m + l2] = Dw[l2 * m + l]
     if m == 1:
-        if not Dw[0] > 0.0:
+        if not cluster_pivot_positive(ib, ws, ic, cb, k, Dw[0]):
             return -1
         Dinv[0] = 1.0 / Dw[0]
         return 1
@@ -514,7 +514,7 @@ def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, c
     for k in range(ncl, 0, -1):  # line 5: clusters from the leaves
         if ic[k, L.C_M] == 1:  # one coordinate (a star, a revolute joint, a 1-DoF loop): in scalars
             U, d = cpw_factor1(ib, ws, ic, cb, wc, k, Sw)  # line 8
-            if not d > 0.0:
+            if not cluster_pivot_positive(ib, ws, ic, cb, k, d):
                 return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
             if T[k, N_HASES] != 0:  # lines 12–15
                 cpw_propagate1(ib, ic, cb, T, ports, k, Sw, U, 1.0 / d, buf, Y, Z)
@@ -672,7 +672,7 @@ def c_efpa_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody
             continue
         if ic[k, L.C_M] == 1:
             U, d = cpw_factor1(ib, ws, ic, cb, wc, k, Sw)
-            if not d > 0.0:
+            if not cluster_pivot_positive(ib, ws, ic, cb, k, d):
                 return SINGULAR * STATUS_BASE + i
             dinv = 1.0 / d
             Dinv[0] = dinv

@@ -28,7 +28,7 @@ from .cluster_kinematics import (
     validate_cluster_configuration,
     validate_cluster_state,
 )
-from .common import external_force, gravity_seed, jcalc, kernel, s_column
+from .common import cluster_pivot_positive, external_force, gravity_seed, jcalc, kernel, s_column
 from .crba import freeflyer_block, zero_fill
 from .rnea import rnea_core
 from .status import SINGULAR, STATUS_BASE
@@ -216,7 +216,7 @@ def c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
                 arm = _armature(ic, wc, k, j)
                 wc[UU + l] -= _g(ic, wc, k, j, l) * arm * wc[ic[k, L.C_GB] + j]
     if m == 1:
-        if not wc[DS] > 0.0:
+        if not cluster_pivot_positive(ib, ws, ic, cb, k, wc[DS]):
             return False
         wc[DI] = 1.0 / wc[DS]
         return True

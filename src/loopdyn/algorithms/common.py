@@ -123,6 +123,55 @@ def s_column(ib, ws, i, k):
     return ops.unit6(k + 3 if k < 3 else k - 3)
 
 
+# ---------------------------------------------------------------------------------------------
+# the pivot test of 1-DoF joints
+@njit(cache=True)
+def joint_mass_diagonal(ib, ws, i):
+    """``M_ii = s_iᵀ Ic_i s_i + armature``: the diagonal mass-matrix entry of body i's 1-DoF joint
+    (its subtree's composite inertia along the joint's motion), from the subtree's placements W_R,
+    W_P (written by every kinematic pass before the articulated inertias). O(subtree · depth): the
+    slow half of :func:`pivot_positive`, run only when the fast half cannot decide."""
+    Ic = ops.load10(ws, i, L.W_INER)
+    for k in range(i + 1, ib[0, L.I0_NBODIES] + 1):
+        j = k  # parents come first: k is in i's subtree iff its ancestors reach i
+        while j > i:
+            j = ib[j, L.I_PARENT]
+        if j != i:
+            continue
+        I = ops.load10(ws, k, L.W_INER)
+        j = k
+        while j != i:
+            I = ops.inertia_to_parent(ops.load9(ws, j, L.W_R), ops.load3(ws, j, L.W_P), I)
+            j = ib[j, L.I_PARENT]
+        Ic = ops.add10(Ic, I)
+    s = s_column(ib, ws, i, 0)
+    return ops.dot6(s, ops.inertia_mul(Ic, s)) + ws[i, L.W_ARM]
+
+
+@inlined
+def pivot_positive(ib, ws, i, d):
+    """Whether the pivot ``d`` of body i's 1-DoF joint (its ``D = Sᵀ Iᴬ S + armature``, the subtree
+    already eliminated) is positive relative to the joint's diagonal mass-matrix entry:
+    ``d > SPD_RTOL · M_ii``, the test :func:`loopdyn.spatial.ops.spd_inverse` applies to each pivot of a
+    multi-DoF D. ``d > 0`` is not enough: at an exact singularity (a gimbal at its lock) rounding
+    leaves a pivot of ``±1e-16 · M_ii``, and its inverse gives accelerations of 1e16. The fast half
+    compares with the configuration-independent bound W_MBOUND ≥ M_ii (one multiply); only a pivot
+    below it pays for the exact M_ii (:func:`joint_mass_diagonal`)."""
+    if d > ops.SPD_RTOL * ws[i, L.W_MBOUND]:
+        return True
+    return d > ops.SPD_RTOL * joint_mass_diagonal(ib, ws, i)
+
+
+@inlined
+def cluster_pivot_positive(ib, ws, ic, cb, k, d):
+    """Whether the 1 × 1 𝖣 = d of cluster k is positive definite: relative to the joint's diagonal
+    mass-matrix entry for a tree joint (:func:`~.common.pivot_positive`: its subtree moves rigidly
+    with it, so M_ii is the spanning tree's), ``d > 0`` for a cluster of several bodies."""
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:
+        return pivot_positive(ib, ws, cb[ic[k, L.C_FIRST]], d)
+    return d > 0.0
+
+
 @inlined
 def s_mul(ib, ws, i, x):
     """S x[iv : iv + nv] for body i (x is a full velocity-space vector), as a 6-tuple."""

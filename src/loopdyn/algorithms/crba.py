@@ -10,7 +10,7 @@ from ..model import layout as L
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from ..spatial import ops
 from .borrow import borrowed
-from .common import check_configuration, jcalc, kernel, s_column
+from .common import check_configuration, jcalc, kernel, pivot_positive, s_column
 from .status import SINGULAR, STATUS_BASE
 
 
@@ -274,6 +274,20 @@ def ltl_in_place(M, lam):
 
 
 @njit(cache=True)
+def ltl_singular_body(ib, ws, M):
+    """After a successful :func:`ltl_in_place` of the tree's mass matrix: the first body, leaves
+    first, whose 1-DoF pivot ``L_kk²`` is not positive relative to its diagonal entry M_kk
+    (:func:`~.common.pivot_positive`: the pivots are the ABA's D), or 0. ``ltl_in_place`` only
+    rejects pivots ≤ 0, which rounding at an exact singularity (a gimbal at its lock) can miss."""
+    for i in range(ib[0, L.I0_NBODIES], 0, -1):
+        if ib[i, L.I_NV] == 1:
+            k = ib[i, L.I_IV]
+            if not pivot_positive(ib, ws, i, M[k, k] * M[k, k]):
+                return i
+    return 0
+
+
+@njit(cache=True)
 def ltl_solve_transposed(L, lam, X):
     """``X ← L⁻ᵀ X`` in place (X: n × p), L in the lower triangle of ``L`` (from ``ltl_in_place``).
     Back substitution in scatter form: only the ancestors (λ chain) of each coordinate are touched."""
@@ -358,5 +372,8 @@ def minverse_kernel(ib, ws, q, Minv):
         for i in range(1, ib[0, L.I0_NBODIES] + 1):
             if ib[i, L.I_IV] <= bad < ib[i, L.I_IV] + ib[i, L.I_NV]:
                 return SINGULAR * STATUS_BASE + i
+    bad = ltl_singular_body(ib, ws, M)  # the pivots the test above accepted, relative to M_ii
+    if bad > 0:
+        return SINGULAR * STATUS_BASE + bad
     minverse_from_ltl(M, lam, Minv)
     return 0

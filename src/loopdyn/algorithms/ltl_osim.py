@@ -15,7 +15,7 @@ from ..model import layout as L
 from ..spatial import ops
 from .borrow import borrowed
 from .common import check_configuration, kernel, s_column
-from .crba import crba_core, dof_parents, ltl_in_place
+from .crba import crba_core, dof_parents, ltl_in_place, ltl_singular_body
 from .status import SINGULAR, STATUS_BASE
 
 
@@ -55,6 +55,9 @@ def ltl_delassus_core(ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out):
             if ib[i, L.I_IV] <= bad < ib[i, L.I_IV] + ib[i, L.I_NV]:
                 return SINGULAR * STATUS_BASE + i
         return SINGULAR * STATUS_BASE
+    bad = ltl_singular_body(ib, ws, Mf)
+    if bad > 0:
+        return SINGULAR * STATUS_BASE + bad
     J[:, :] = 0.0
     constraint_jacobian_core(ib, ws, cbody, crow, K, J)
     nc = cbody.shape[0]

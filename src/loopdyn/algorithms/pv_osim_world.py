@@ -44,7 +44,7 @@ from ..model import layout as L
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
 from ..spatial import ops
 from .borrow import borrowed
-from .common import check_configuration, jcalc, kernel, s_column
+from .common import check_configuration, jcalc, kernel, pivot_positive, s_column
 from .pv_osim import (
     EE_DIM,
     EE_LINK,
@@ -202,7 +202,7 @@ def world_factor(ib, ws, i):
         U = ops.mat6_mul(ws, i, L.W_IA, s)
         ops.store6(ws, i, L.W_U, U)
         dd = ops.dot6(s, U) + ws[i, L.W_ARM]
-        if not dd > 0.0:
+        if not pivot_positive(ib, ws, i, dd):  # relative to M_ii (W_R, W_P: world_link's jcalc)
             return False
         ws[i, L.W_DINV] = 1.0 / dd
         return True

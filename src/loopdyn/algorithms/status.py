@@ -8,7 +8,14 @@ into a specific :mod:`loopdyn.errors` exception with :func:`raise_for_status`.
 
 from __future__ import annotations
 
-from ..errors import ConfigurationError, InputError, NonFiniteError, RedundantConstraintsError, ShapeError
+from ..errors import (
+    ConfigurationError,
+    InputError,
+    NonFiniteError,
+    RedundantConstraintsError,
+    ShapeError,
+    SingularInertiaError,
+)
 
 STATUS_BASE = 1_000_000
 
@@ -81,7 +88,7 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
             if len(c.bodies) > 1:
                 _raise_singular_cluster(model, c)
         label = model.joint_label(index) if hasattr(model, "joint_label") else repr(b.joint_name)
-        raise InputError(
+        raise SingularInertiaError(
             f"the articulated inertia seen by joint {label} is not positive definite "
             "(a massless subtree, a singular mechanism, or a compound joint at its gimbal lock)"
         )
@@ -128,7 +135,7 @@ def _raise_singular_cluster(model, c) -> None:
         if chains
         else ""
     )
-    raise InputError(
+    raise SingularInertiaError(
         f"cluster {names}: the mass matrix of its independent coordinates {ind} is singular at this "
         f"configuration (their motions are dependent, or move no mass){hint}"
     )

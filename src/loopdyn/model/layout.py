@@ -53,6 +53,9 @@ WS_COLUMNS = (
     ("INER", 10, "inertia about the body origin: m, h = m c (3), Ī_o (xx, yy, zz, xy, xz, yz)"),
     ("AXIS", 3, "unit joint axis (revolute / prismatic)"),
     ("ARM", 6, "armature of the joint's velocity coordinates (row 0: 1.0 if the model has any)"),
+    ("MBOUND", 1, "1-DoF joint: an upper bound, over all configurations, of its diagonal mass-matrix entry "
+     "M_ii (+inf if a translating joint below it makes M_ii unbounded; 0 for other joints): the fast "
+     "half of the relative pivot test of algorithms.common.pivot_positive"),
     ("IPAR", 36, "for an I_ROTOR body: its inertia in its parent's frame, ᶦXᵀ I ᶦX (any joint angle), 6 × 6"),
     # workspace written by the algorithms, ordered by use: the tree kernels touch the first ~200
     # columns of a row; the scratch comes last

@@ -1070,6 +1070,7 @@ def _compile(model: Model) -> CompiledModel:
         par = ib[i, L.I_PARENT]
         depth[i] = 0 if par == 0 else depth[par] + 1
     ib[0, L.I0_ANCESTORS] = int(depth.sum())
+    ws[:, L.W_MBOUND] = mass_diagonal_bounds(ib, ws)
     # row 0 of ib holds the model sizes; the kernels never read a parent for row 0
     nf = len(model.frames)
     frame_body = np.array([f.body for f in model.frames], dtype=np.int64)
@@ -1085,3 +1086,53 @@ def _compile(model: Model) -> CompiledModel:
     for arr in (ib, ws, frame_body, frame_placement):
         arr.setflags(write=False)
     return CompiledModel(ib, ws, frame_body, frame_placement, model._version, compiled_clusters)
+
+
+def mass_diagonal_bounds(ib: np.ndarray, ws: np.ndarray) -> np.ndarray:
+    """Per body (row 0: 0), an upper bound over all configurations of the diagonal mass-matrix entry
+    ``M_ii = s_iᵀ Ic_i s_i + armature`` of its joint if that joint has one coordinate (0 otherwise).
+
+    For a prismatic joint ``M_ii`` is the mass of the subtree (plus armature), whatever the
+    configuration. For a revolute joint (axis through the body's origin) ``M_ii = ∫ |a × x|² dm`` over
+    the subtree ≤ ``Σ_k (m_k d_k² + 2 d_k |h_k| + tr(Ī_k) / 2)``, where ``d_k = D_k − D_i`` bounds the
+    distance from body i's origin to body k's, ``D`` being the sum of the joint offsets from the root
+    (subtree sums of m, m D, m D², |h|, |h| D and tr(Ī)/2 give it in O(n)); it is +inf when a prismatic
+    or free joint lies between body i and a body with mass. A body's articulated pivot never exceeds its
+    ``M_ii``, so ``pivot > SPD_RTOL · bound`` proves the relative pivot test without computing ``M_ii``
+    (:func:`loopdyn.algorithms.common.pivot_positive`)."""
+    from .joints import PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
+
+    nb = ib.shape[0] - 1
+    parent = ib[:, L.I_PARENT]
+    jt = ib[:, L.I_JTYPE]
+    rotational = np.isin(jt, (REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL, FIXED))
+    offset = np.linalg.norm(ws[:, L.W_JP : L.W_JP + 3], axis=1)
+    D = np.zeros(nb + 1)  # path length from the root (parents come first)
+    for i in range(1, nb + 1):
+        D[i] = D[parent[i]] + offset[i]
+    m = ws[:, L.W_INER].copy()
+    h = np.linalg.norm(ws[:, L.W_INER + 1 : L.W_INER + 4], axis=1)
+    # subtree sums, leaves first: m, m D, m D², |h|, |h| D, tr(Ī)/2 (rows of S), and whether a body with
+    # mass hangs below a translating joint (its distance to the ancestors is unbounded)
+    S = np.stack([m, m * D, m * D * D, h, h * D, 0.5 * ws[:, L.W_INER + 4 : L.W_INER + 7].sum(axis=1)])
+    unbounded = np.zeros(nb + 1, dtype=bool)
+    for i in range(nb, 0, -1):
+        p = parent[i]
+        S[:, p] += S[:, i]
+        unbounded[p] |= unbounded[i] or (not rotational[i] and S[0, i] > 0.0)
+    out = np.zeros(nb + 1)
+    for i in range(1, nb + 1):
+        if ib[i, L.I_NV] != 1:
+            continue
+        m0, m1, m2, h0, h1, polar = S[:, i]
+        if jt[i] == PRISMATIC:
+            bound = m0
+        elif unbounded[i]:
+            bound = math.inf
+        else:
+            d = D[i]
+            # Σ m (D_k − d)² + 2 |h| (D_k − d) + tr/2, with a margin for the cancellation of the sums
+            bound = (m2 - 2.0 * d * m1 + d * d * m0) + 2.0 * (h1 - d * h0) + polar
+            bound += 1e-9 * (m2 + d * d * m0 + 2.0 * (h1 + d * h0))
+        out[i] = bound * (1.0 + 1e-6) + ws[i, L.W_ARM]
+    return out
