@@ -18,13 +18,13 @@ import numpy as np
 
 from ..algorithms.borrow import borrowed
 from ..algorithms.common import kernel
-from ..jit import njit
+from ..jit import inlined, njit
 from ..model.joints import FREEFLYER
 from . import validation as hv
 from .api import prepare_tree
 from .arrays import HB_IV, HB_JTYPE, HB_NV, HB_PARENT
 from .dynamics import check_finite, check_q, order_zero
-from .kinematics import binomials, body_derivative, inertia_mul_add, screw_derivative, tables, twist_shift
+from .kinematics import binomials, body_derivative, inertia_mul_add, screw_derivative, tables
 
 
 class ClosedForm(NamedTuple):
@@ -49,6 +49,32 @@ def _adt(V, w, out):
     out[3] = -(w1 * f2 - w2 * f1)
     out[4] = -(w2 * f0 - w0 * f2)
     out[5] = -(w0 * f1 - w1 * f0)
+
+
+@inlined
+def supporting_columns(hb, S, dw, i, cols, s0, s1):
+    """The columns of the joints supporting body i (G_p) into ``cols``, their screws S and Ṡ moved to
+    body i's origin (``(ω; v + ω × e)``, e = o_i − o_k for joint k) into ``s0`` and ``s1``; returns
+    their number."""
+    n = 0
+    k = i
+    e0 = e1 = e2 = 0.0
+    while k > 0:
+        for c in range(hb[k, HB_IV], hb[k, HB_IV] + hb[k, HB_NV]):
+            cols[n] = c
+            for j in range(2):
+                w0, w1, w2 = S[j, c, 0], S[j, c, 1], S[j, c, 2]
+                x0 = S[j, c, 3] + w1 * e2 - w2 * e1
+                x1 = S[j, c, 4] + w2 * e0 - w0 * e2
+                x2 = S[j, c, 5] + w0 * e1 - w1 * e0
+                if j == 0:
+                    s0[n, 0], s0[n, 1], s0[n, 2], s0[n, 3], s0[n, 4], s0[n, 5] = w0, w1, w2, x0, x1, x2
+                else:
+                    s1[n, 0], s1[n, 1], s1[n, 2], s1[n, 3], s1[n, 4], s1[n, 5] = w0, w1, w2, x0, x1, x2
+            n += 1
+        e0, e1, e2 = e0 + dw[k, 0], e1 + dw[k, 1], e2 + dw[k, 2]
+        k = hb[k, HB_PARENT]
+    return n
 
 
 @kernel(
@@ -103,26 +129,12 @@ def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
     s0 = np.empty((nv, 6))  # S_b and Ṡ_b about body i's origin
     s1 = np.empty((nv, 6))
     y = np.empty((nv, 6))  # M_i S_b
-    ydot = np.empty((nv, 6))  # M_i Ṡ_b
-    mdot = np.empty((nv, 6))  # Ṁ_i S_b
+    ydot = np.empty((nv, 6))  # M_i Ṡ_b, then M_i Ṡ_b − ad_Vᵀ M_i S_b
+    mdot = np.empty((nv, 6))  # Ṁ_i S_b, then Ṁ_i S_b + M_i Ṡ_b
     tmp = np.empty(6)
     mg = np.empty(6)
     for i in range(1, nb + 1):
-        n = 0  # the columns of the joints supporting body i (G_p), about o_i
-        k = i
-        e = np.zeros(3)  # o_i − o_k
-        while k > 0:
-            for c in range(hb[k, HB_IV], hb[k, HB_IV] + hb[k, HB_NV]):
-                cols[n] = c
-                x = twist_shift(S[0, c], e)
-                xd = twist_shift(S[1, c], e)
-                for a in range(6):
-                    s0[n, a] = x[a]
-                    s1[n, a] = xd[a]
-                n += 1
-            for a in range(3):
-                e[a] += dw[k, a]
-            k = hb[k, HB_PARENT]
+        n = supporting_columns(hb, S, dw, i, cols, s0, s1)
         mg[:] = 0.0
         inertia_mul_add(hf, i, 0, Ib, cw, G, 1.0, mg)
         for t in range(n):
@@ -132,6 +144,10 @@ def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
             inertia_mul_add(hf, i, 0, Ib, cw, s0[t], 1.0, y[t])
             inertia_mul_add(hf, i, 0, Ib, cw, s1[t], 1.0, ydot[t])
             inertia_mul_add(hf, i, 1, Ib, cw, s0[t], 1.0, mdot[t])
+            _adt(V[0, i], y[t], tmp)  # once per column, not per pair
+            for e in range(6):
+                mdot[t, e] += ydot[t, e]  # Ṁ_i S_b + M_i Ṡ_b
+                ydot[t, e] -= tmp[e]  # M_i Ṡ_b − ad_Vᵀ M_i S_b
         for s_ in range(n):
             a = cols[s_]
             ga = 0.0
@@ -140,14 +156,13 @@ def closed_form_kernel(hb, hf, q, v, Mb, Cb, gb, Md, P, nu):
             gb[a] -= ga
             for t in range(n):
                 b = cols[t]
-                _adt(V[0, i], y[t], tmp)
                 m_ab = 0.0
                 c_ab = 0.0
                 d_ab = 0.0
                 for e in range(6):
                     m_ab += s0[s_, e] * y[t, e]
-                    c_ab += s0[s_, e] * (ydot[t, e] - tmp[e])
-                    d_ab += s1[s_, e] * y[t, e] + s0[s_, e] * (mdot[t, e] + ydot[t, e])
+                    c_ab += s0[s_, e] * ydot[t, e]
+                    d_ab += s1[s_, e] * y[t, e] + s0[s_, e] * mdot[t, e]
                 Mb[a, b] += m_ab
                 Cb[a, b] += c_ab
                 Md[a, b] += d_ab

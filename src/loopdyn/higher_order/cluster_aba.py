@@ -51,6 +51,7 @@ from .kinematics import (
     binomials,
     block_shift_add,
     inertia_mul_add,
+    inertia_shift_add,
     tables,
     twist_shift,
     twist_shift_add,
@@ -199,10 +200,12 @@ def joint_space_inertia(hb, hf, mi, mf, ct, bt, k, U, Sk, D):
 
 @njit(cache=True)
 def cluster_factor(hb, hf, mi, mf, ct, bt, k, S, dw, E, fb, scratch):
-    """Lemma 2 for cluster k (once per call): 𝖲, 𝖴 = 𝖨^A 𝖲, 𝖣 = L Lᵀ, and the articulated inertia
+    """Lemma 2 for cluster k (once per call): 𝖲, 𝖴 = 𝖨^A 𝖲 (then, for a cluster with a parent, ``Û =
+    X_aᵀ 𝖴_a`` per body, as the sweeps use it), 𝖣 = L Lᵀ, and the articulated inertia
     𝖨^A − 𝖴𝖣⁻¹𝖴ᵀ = 𝖨^A − YᵀY (Y = L⁻¹𝖴ᵀ) added into the parent's blocks at the ports (moved to the
-    ports' origins by the offsets ``E``). False if 𝖣 is not positive definite. ``scratch``: m² + 6 nb m
-    + 36 floats."""
+    ports' origins by the offsets ``E``: ``X_aᵀ 𝖨^A_ab X_b − Ŷ_aᵀŶ_b`` with ``Ŷ_a = Y_a X_a``, the Ŷ of
+    bodies with the same port summed first). False if 𝖣 is not positive definite. ``scratch``: m² +
+    6 nb m + 36 floats."""
     nb, m, IA, U, Sk, Lk, Fl = cluster_views(ct, fb, k)
     n = 6 * nb
     motion_subspace(hb, mi, mf, ct, bt, k, S, dw, Sk)
@@ -232,6 +235,28 @@ def cluster_factor(hb, hf, mi, mf, ct, bt, k, S, dw, E, fb, scratch):
             Y[l, j] = s / Lk[l, l]
     _, _, IAp, _, _, _, Flp = cluster_views(ct, fb, kp)
     first = ct[k, CT_FIRST]
+    for a in range(nb):  # 𝖴 not needed any more: Û_a = X_aᵀ 𝖴_a (columns: wrenches about the port's
+        e = E[first + a]  # origin) in its place, for the sweeps
+        o = 6 * a
+        for l in range(m):
+            f0, f1, f2 = U[o + 3, l], U[o + 4, l], U[o + 5, l]
+            U[o, l] += e[1] * f2 - e[2] * f1
+            U[o + 1, l] += e[2] * f0 - e[0] * f2
+            U[o + 2, l] += e[0] * f1 - e[1] * f0
+    for a in range(nb):  # Ŷ_a = Y_a X_a: row l's angular entries −= its linear ones × e_a
+        e = E[first + a]
+        o = 6 * a
+        for l in range(m):
+            y3, y4, y5 = Y[l, o + 3], Y[l, o + 4], Y[l, o + 5]
+            Y[l, o] -= y4 * e[2] - y5 * e[1]
+            Y[l, o + 1] -= y5 * e[0] - y3 * e[2]
+            Y[l, o + 2] -= y3 * e[1] - y4 * e[0]
+    for a in range(nb):  # bodies with the same port: Ŷ summed into the first of them (a link and its
+        f = first_with_port(bt, first, a)  # rotor: one product Ŷᵀ Ŷ instead of four)
+        if f != a:
+            for l in range(m):
+                for x in range(6):
+                    Y[l, 6 * f + x] += Y[l, 6 * a + x]
     for a in range(nb):
         pa = bt[first + a, BT_PORT]
         for b in range(nb):
@@ -241,14 +266,32 @@ def cluster_factor(hb, hf, mi, mf, ct, bt, k, S, dw, E, fb, scratch):
             if Flp[pa, pb] == 0.0:  # first touch of an off-diagonal parent block
                 Flp[pa, pb] = 1.0
                 IAp[6 * pa : 6 * pa + 6, 6 * pb : 6 * pb + 6] = 0.0
-            for x in range(6):
-                for y in range(6):
-                    s = IA[6 * a + x, 6 * b + y] if Fl[a, b] != 0.0 else 0.0
-                    for l in range(m):
-                        s -= Y[l, 6 * a + x] * Y[l, 6 * b + y]
-                    Tb[x, y] = s
-            block_shift_add(Tb, E[first + a], E[first + b], IAp, 6 * pa, 6 * pb)
+            if Fl[a, b] != 0.0:  # 𝖨^A's block moved to the ports' origins
+                if a == b:
+                    inertia_shift_add(IA, 6 * a, E[first + a], IAp, 6 * pa)
+                else:
+                    for x in range(6):
+                        for y in range(6):
+                            Tb[x, y] = IA[6 * a + x, 6 * b + y]
+                    block_shift_add(Tb, E[first + a], E[first + b], IAp, 6 * pa, 6 * pb)
+            if first_with_port(bt, first, a) == a and first_with_port(bt, first, b) == b:
+                for x in range(6):
+                    for y in range(6):
+                        s = 0.0
+                        for l in range(m):
+                            s += Y[l, 6 * a + x] * Y[l, 6 * b + y]
+                        IAp[6 * pa + x, 6 * pb + y] -= s
     return True
+
+
+@inlined
+def first_with_port(bt, first, a):
+    """The first body of the cluster (local index ≤ a) with the same port as body a."""
+    pa = bt[first + a, BT_PORT]
+    for f in range(a):
+        if bt[first + f, BT_PORT] == pa:
+            return f
+    return a
 
 
 @inlined
@@ -270,9 +313,9 @@ def solve_flat(fb, oL, m, b, y, x):
 @inlined
 def cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, dw, E, fb, P, Cc, uy, scratch):
     """Order r, cluster k (C-ABA backward step, eq. 25): 𝖼, ``t = 𝖨^A 𝖼 + 𝗉``, ``𝗎 = τ_y^(r) − Gᵀτ̃ −
-    𝖲ᵀt`` (kept in ``uy``), and the bias ``t + 𝖴𝖣⁻¹𝗎`` added into the parent's ports (moved to their
-    origins). The cluster's tables are read flat from ``fb`` (row-major, :func:`cluster_views`
-    layout)."""
+    𝖲ᵀt`` (kept in ``uy``), and the bias ``t + 𝖴𝖣⁻¹𝗎`` added into the parent's ports, moved to their
+    origins (``X_aᵀ t_a + Û_a 𝖣⁻¹𝗎``). The cluster's tables are read flat from ``fb`` (row-major,
+    :func:`cluster_views` layout)."""
     _, _, _, _, _, _, vp, vi, nqe = map_offsets(mi)
     nb, m, first, iv = ct[k, CT_NB], ct[k, CT_M], ct[k, CT_FIRST], ct[k, CT_IV]
     n = 6 * nb
@@ -314,31 +357,34 @@ def cluster_backward(hb, mi, mf, ct, bt, k, r, C, S, W, Vb, dtau, dw, E, fb, P, 
     for a in range(nb):
         pa = bt[first + a, BT_PORT]
         if pa >= 0:
-            for x in range(6):
-                s = T[6 * a + x]
-                for l in range(m):
-                    s += fb[oU + (6 * a + x) * m + l] * yh[l]
-                T[6 * a + x] = s
             o = 6 * a
-            wrench_shift_add(T[o], T[o + 1], T[o + 2], T[o + 3], T[o + 4], T[o + 5], E[first + a], P[fp + pa])
+            Pa = P[fp + pa]
+            wrench_shift_add(T[o], T[o + 1], T[o + 2], T[o + 3], T[o + 4], T[o + 5], E[first + a], Pa)
+            for x in range(6):
+                s = 0.0
+                for l in range(m):
+                    s += fb[oU + (o + x) * m + l] * yh[l]
+                Pa[x] += s
 
 
 @inlined
 def cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, dw, E, fb):
-    """Order r, cluster k (C-ABA forward step): ``y^(r+1) = 𝖣⁻¹(𝗎 − 𝖴ᵀ X V_Λ^(r+1))``, the spanning
+    """Order r, cluster k (C-ABA forward step): ``y^(r+1) = 𝖣⁻¹(𝗎 − Ûᵀ V_Λ^(r+1))``, the spanning
     ``v^(r+1) = G y^(r+1)`` and the twists ``V_b^(r+1) = X V_parent + S v + V_bias`` (D2)."""
     _, _, _, _, _, _, vp, vi, nqe = map_offsets(mi)
     nb, m, first, iv, oU = ct[k, CT_NB], ct[k, CT_M], ct[k, CT_FIRST], ct[k, CT_IV], ct[k, CT_U]
     rhs = out[r, iv : iv + m]
     for l in range(m):
         rhs[l] = uy[iv + l]
-    for a in range(nb):
-        Vp = twist_shift(V[r + 1, bt[first + a, BT_PORTBODY]], E[first + a])  # about o_b
+    for a in range(nb):  # Û_aᵀ V_Λ = 𝖴_aᵀ X_a V_Λ (the root cluster's 𝖴: V_Λ = 0)
+        Vp = V[r + 1, bt[first + a, BT_PORTBODY]]
+        p0, p1, p2, p3, p4, p5 = Vp[0], Vp[1], Vp[2], Vp[3], Vp[4], Vp[5]
+        u = oU + 6 * a * m
         for l in range(m):
-            s = 0.0
-            for x in range(6):
-                s += fb[oU + (6 * a + x) * m + l] * Vp[x]
-            rhs[l] -= s
+            rhs[l] -= (
+                fb[u + l] * p0 + fb[u + m + l] * p1 + fb[u + 2 * m + l] * p2
+                + fb[u + 3 * m + l] * p3 + fb[u + 4 * m + l] * p4 + fb[u + 5 * m + l] * p5
+            )  # fmt: skip
     solve_flat(fb, ct[k, CT_L], m, rhs, uy[iv : iv + m], rhs)  # uy is not needed any more at this order
     for a in range(nb):
         b = bt[first + a, BT_BODY]
@@ -348,12 +394,15 @@ def cluster_forward(hb, mi, mf, ct, bt, k, r, S, V, Vb, vd, uy, out, dw, E, fb):
             for e in range(mi[vp + c], mi[vp + c + 1]):
                 s += mf[nqe + e] * rhs[mi[vi + e] - iv]
             vd[r + 1, c] = s
-        Vp = twist_shift(V[r + 1, hb[b, HB_PARENT]], dw[b])
-        for x in range(6):
-            s = Vp[x] + Vb[b, x]
-            for c in range(ivb, ivb + hb[b, HB_NV]):
-                s += S[0, c, x] * vd[r + 1, c]
-            V[r + 1, b, x] = s
+        Vi = V[r + 1, b]
+        w = Vb[b]
+        p0, p1, p2, p3, p4, p5 = twist_shift(V[r + 1, hb[b, HB_PARENT]], dw[b])
+        Vi[0], Vi[1], Vi[2] = p0 + w[0], p1 + w[1], p2 + w[2]
+        Vi[3], Vi[4], Vi[5] = p3 + w[3], p4 + w[4], p5 + w[5]
+        for c in range(ivb, ivb + hb[b, HB_NV]):
+            x = vd[r + 1, c]
+            for e in range(6):
+                Vi[e] += S[0, c, e] * x
 
 
 @inlined

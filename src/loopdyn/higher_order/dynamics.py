@@ -28,9 +28,9 @@ from . import validation as hv
 from .arrays import HB_IQ, HB_IV, HB_JTYPE, HB_NV, HB_PARENT, HF_ARM, HF_MASS
 from .kinematics import (
     applied_wrench_sub,
-    block_shift_add,
     body_derivative,
     fill_binomials,
+    inertia_shift_add,
     momentum_com,
     pose_and_screws,
     pose_derivative,
@@ -416,22 +416,22 @@ def articulated_inertias(hb, hf, mask, S, Ib, cw, dw, MA, U, Dinv, scratch):
             elif not spd_inverse(D, n, Dinv[i], scratch):
                 return i
         if par > 0:
-            if not prescribed(mask, i) and n == 1:  # M^A − U D⁻¹ Uᵀ, rank one
-                dinv = Dinv[i, 0, 0]
+            if not prescribed(mask, i) and n == 1:  # M^A − U D⁻¹ Uᵀ, rank one (its lower-left
+                dinv = Dinv[i, 0, 0]  # block: not needed)
                 for a in range(6):
                     ua = U[iv, a] * dinv
-                    for b in range(6):
+                    for b in range(0 if a < 3 else 3, 6):
                         T[a, b] = MA[i, a, b] - ua * U[iv, b]
             else:
                 for a in range(6):
-                    for b in range(6):
+                    for b in range(0 if a < 3 else 3, 6):
                         s = MA[i, a, b]
                         if not prescribed(mask, i):
                             for c in range(n):
                                 for d in range(n):
                                     s -= U[iv + c, a] * Dinv[i, c, d] * U[iv + d, b]
                         T[a, b] = s
-            block_shift_add(T, dw[i], dw[i], MA[par], 0, 0)
+            inertia_shift_add(T, 0, dw[i], MA[par], 0)
     return 0
 
 

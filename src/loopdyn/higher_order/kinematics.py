@@ -8,11 +8,12 @@ origin ``o_i``. The recursions hold in every inertial frame, and a constant chan
 commutes with every time derivative (``Ad_X ad_V Ad_X⁻¹ = ad_{Ad_X V}``), so the only new operation is
 the pure translation by ``d_i = o_i − o_p(i)`` (world axes) where a quantity crosses from a parent to
 a child: a twist's linear part gains ``ω × d_i`` (:func:`twist_shift`), a wrench's moment ``d_i × f``
-(:func:`wrench_shift_add`), an inertia the congruence of both (:func:`block_shift_add`). Nothing
-depends on where the robot is: the free-flyer's position enters only ``d`` of the root, which nothing
-reads. And nothing is large: a world-origin formulation carries twists ``v = ω × p`` and inertias
-``m[c][c]ᵀ`` that grow with the distance from the origin and cancel in every projection, losing
-digits in proportion (issue #29: 7 % at third order a kilometre from the origin).
+(:func:`wrench_shift_add`), an inertia the congruence of both (:func:`inertia_shift_add`; a block
+of a cluster's, :func:`block_shift_add`). Nothing depends on where the robot is: the free-flyer's
+position enters only ``d`` of the root, which nothing reads. And nothing is large: a world-origin
+formulation carries twists ``v = ω × p`` and inertias ``m[c][c]ᵀ`` that grow with the distance from
+the origin and cancel in every projection, losing digits in proportion (issue #29: 7 % at third
+order a kilometre from the origin).
 
 A joint's motion subspace is a set of columns rigidly attached to its child body, so every column
 obeys ``Ṡ = ad_{V_child} S`` (D1; for 1-DoF joints this is the paper's ``ad_{V_j} S_j = ad_{V_p(j)}
@@ -212,6 +213,44 @@ def block_shift_add(M, da, db, out, ro, co):
         out[ro + 3, co + c] += y0
         out[ro + 4, co + c] += y1
         out[ro + 5, co + c] += y2
+
+
+@inlined
+def inertia_shift_add(M, mo, d, out, o):
+    """``out[o:o+6, o:o+6] += Xᵀ M X`` for the symmetric 6×6 block ``M[mo:mo+6, mo:mo+6]`` about the
+    point ``p + d`` (an inertia), ``X`` the twist shift of :func:`twist_shift`: the same inertia about
+    p. With ``M = [[A, B], [Bᵀ, E]]``, ``[d]`` the cross-product matrix and ``H = [d] E``: ``B' = B +
+    H`` and ``A' = A − G − Gᵀ`` with ``G = (B + H/2) [d]`` (row r: ``(B + H/2)[r] × d``), E unchanged.
+    The lower-left block of ``M`` is not read."""
+    d0, d1, d2 = d[0], d[1], d[2]
+    for r in range(3):
+        if r == 0:  # row r of [d] = (sa at column ca, sb at column cb): H[r] = sa E[ca] + sb E[cb]
+            sa, ca, sb, cb = -d2, 1, d1, 2
+        elif r == 1:
+            sa, ca, sb, cb = d2, 0, -d0, 2
+        else:
+            sa, ca, sb, cb = -d1, 0, d0, 1
+        ea, eb = mo + 3 + ca, mo + 3 + cb
+        h0 = sa * M[ea, mo + 3] + sb * M[eb, mo + 3]
+        h1 = sa * M[ea, mo + 4] + sb * M[eb, mo + 4]
+        h2 = sa * M[ea, mo + 5] + sb * M[eb, mo + 5]
+        b0, b1, b2 = M[mo + r, mo + 3] + h0, M[mo + r, mo + 4] + h1, M[mo + r, mo + 5] + h2  # B'[r]
+        out[o + r, o + 3] += b0
+        out[o + r, o + 4] += b1
+        out[o + r, o + 5] += b2
+        out[o + 3, o + r] += b0
+        out[o + 4, o + r] += b1
+        out[o + 5, o + r] += b2
+        k0, k1, k2 = b0 - 0.5 * h0, b1 - 0.5 * h1, b2 - 0.5 * h2
+        g0, g1, g2 = k1 * d2 - k2 * d1, k2 * d0 - k0 * d2, k0 * d1 - k1 * d0  # G[r]
+        out[o + r, o] += M[mo + r, mo] - g0
+        out[o + r, o + 1] += M[mo + r, mo + 1] - g1
+        out[o + r, o + 2] += M[mo + r, mo + 2] - g2
+        out[o, o + r] -= g0
+        out[o + 1, o + r] -= g1
+        out[o + 2, o + r] -= g2
+        for c in range(3):
+            out[o + 3 + r, o + 3 + c] += M[mo + 3 + r, mo + 3 + c]
 
 
 @inlined
