@@ -46,8 +46,7 @@ from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
 from .borrow import borrowed
-from .common import check_configuration, jcalc, kernel, s_column
-from .efpa import add_row_inertia
+from .common import add_row_inertia, check_configuration, jcalc, kernel, s_column
 from .status import SINGULAR, STATUS_BASE
 
 __all__ = ["BranchingStructure", "PackedStructure", "branching_structure", "packed_structure"]
