@@ -33,7 +33,7 @@ from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
-from .borrow import STACK_FLOATS, STACK_INTS, borrowed, stack_floats, stack_ints, view
+from .borrow import STACK_FLOATS, STACK_INTS, acquire, borrowed, release, stack_floats, stack_ints, view
 from .common import add_row_inertia, check_configuration, jcalc, kernel, s_column
 from .pv_osim_world import (
     W_OO,
@@ -44,7 +44,7 @@ from .pv_osim_world import (
     world_inertia_to_parent,
     world_link,
 )
-from .status import SINGULAR, STATUS_BASE
+from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
 _Z6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
@@ -362,6 +362,11 @@ def efpa_kernel(ib, ws, q, cbody, crow, K, added, out):
     st = check_configuration(ib, q)
     if st != 0:
         return st
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
     if crow[cbody.shape[0]] <= EFPA_WORLD_ROWS:
-        return efpa_world_core(ib, ws, q, cbody, crow, K, added, out)
-    return efpa_core(ib, ws, q, cbody, crow, K, added, out)
+        st = efpa_world_core(ib, ws, q, cbody, crow, K, added, out)
+    else:
+        st = efpa_core(ib, ws, q, cbody, crow, K, added, out)
+    release(ib)
+    return st
