@@ -72,3 +72,24 @@ def test_the_check_finds_an_entry_kernel_that_does_not_borrow_its_arrays(fake_pa
     assert _tool().check(src, out=out) == 1
     text = out.getvalue()
     assert "bad_kernel" in text and "good_kernel" not in text
+
+
+def test_the_check_finds_an_entry_kernel_that_writes_a_data_without_acquiring_it(fake_package):
+    """Negative control: an ``@kernel`` entry point taking a Data's ``ib`` (or ``ints``) first without
+    ``acquire``/``release`` is reported; one that acquires and releases is not, nor one taking other
+    arrays first."""
+    src, pkg = fake_package
+    (pkg / "sub" / "a.py").write_text(
+        "def public():\n    return 1\n\n"
+        "@kernel('int64(int64[:, ::1])')\ndef good_kernel(ib):\n"
+        "    (ib,) = borrowed((ib,))\n    if not acquire(ib):\n        return 1\n"
+        "    release(ib)\n    return 0\n\n"
+        "@kernel('int64(int64[::1])')\ndef bad_kernel(ints):\n"
+        "    (ints,) = borrowed((ints,))\n    return 0\n\n"
+        "@kernel('int64(int64[:, ::1])')\ndef other_kernel(hb):\n    (hb,) = borrowed((hb,))\n    return 0\n"
+    )
+    out = io.StringIO()
+    assert _tool().check(src, out=out) == 1
+    text = out.getvalue()
+    assert "without acquire/release" in text and "bad_kernel" in text
+    assert "good_kernel" not in text and "other_kernel" not in text

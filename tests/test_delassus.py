@@ -96,6 +96,34 @@ def test_efpa_tables_larger_than_the_stack_buffers():
         assert rel_err(delassus(model, d, q, cons, method="efpa"), G) < TOL
 
 
+def test_efpa_world_tables_larger_than_the_stack_buffers():
+    """Up to ``EFPA_WORLD_ROWS`` rows EFPA runs in world coordinates, with ``2 m + n + 1`` ints of
+    tables (rows' links, links reached): on the stack for a short chain, in a heap buffer for a chain of
+    more than ``STACK_INTS`` links; the dense reference either way, and either side of the row limit."""
+    from loopdyn.algorithms.borrow import STACK_INTS
+    from loopdyn.algorithms.efpa import EFPA_WORLD_ROWS
+
+    rng = np.random.default_rng(22)
+    for n in (6, STACK_INTS + 8):
+        model = loopdyn.Model(f"chain{n}")
+        parent = 0
+        for i in range(n):
+            axis = rng.normal(size=3)
+            com, rot = rng.normal(size=3) * 0.05, np.diag(0.05 + rng.random(3))
+            inertia = loopdyn.Inertia(1.0 + rng.random(), com, rot)
+            placement = (trees.random_rotation(rng), rng.normal(size=3) * 0.02)
+            model.add_body(f"l{i}", parent, loopdyn.Revolute(axis / np.linalg.norm(axis)), placement, inertia)
+            parent = f"l{i}"
+        d = model.create_data()
+        q = loopdyn.random_configuration(model, rng)
+        for cons in ([Constraint(f"l{n - 1}", "6d"), Constraint(f"l{n // 2}", "6d")],  # 12 rows: world
+                     [Constraint(f"l{n - 1}", "6d"), Constraint(f"l{n // 2}", "6d"), Constraint("l1", "3d")]):
+            m = sum(c.dim for c in cons)
+            assert (m <= EFPA_WORLD_ROWS) == (len(cons) == 2)
+            G = delassus(model, d, q, cons, method="dense")
+            assert rel_err(delassus(model, d, q, cons, method="efpa"), G) < TOL * (100 if n > 100 else 1)
+
+
 def test_redundant_and_more_rows_than_dofs():
     rng = np.random.default_rng(3)
     lm, _ = trees.random_tree(rng, 4, floating=False, with_pinocchio=False)

@@ -77,6 +77,7 @@ def test_a_gimbal_at_its_lock_raises_naming_the_joint(call, q2):
         q, v, tau = _state(m, rng, q2)
         with pytest.raises(SingularInertiaError, match=HIP):
             CALLS[call](m, d, q, v, tau)
+    assert d.ib[0, L.I0_BUSY] == 0
     # the failed calls corrupted nothing: a valid call gives what a fresh Data gives
     q, v, tau = _state(m, rng, 0.4)
     np.testing.assert_array_equal(np.atleast_1d(CALLS[call](m, d, q, v, tau)[0]),

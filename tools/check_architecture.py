@@ -12,7 +12,10 @@ Failures (exit status 1):
 * an import cycle (a strongly connected component of more than one module, or a module importing
   itself);
 * a module importing another module's private name (``from .x import _helper``). A package's
-  ``__init__`` re-exporting its own submodules' names is not private use.
+  ``__init__`` re-exporting its own submodules' names is not private use;
+* an entry kernel that does not rebind its arguments through ``borrowed(...)`` first;
+* an entry kernel taking a Data's arrays first (``ib`` or ``ints``) that does not call ``acquire`` and
+  ``release`` (a Data shared between threads must raise DataInUseError, not be written twice).
 
 Report only (printed, never a failure):
 
@@ -210,6 +213,31 @@ def unborrowed_kernels(modules: dict[str, Module]) -> list[str]:
     return out
 
 
+#: entry kernels that take a Data's arrays first but never run on a caller's Data: the batch kernels
+#: (each thread of a batch has a private copy) and the baselines (not for threads, their docstring says)
+UNLOCKED_MODULES = ("loopdyn.algorithms.batch", "loopdyn.baselines.")
+
+
+def unlocked_kernels(modules: dict[str, Module]) -> list[str]:
+    """Entry kernels taking a Data's arrays first (``ib`` or ``ints``) that do not mark the Data in use
+    with ``acquire(...)`` and ``release(...)`` (algorithms.borrow: a Data shared between threads raises
+    DataInUseError instead of being written by two kernels at once)."""
+    out = []
+    for mod in modules.values():
+        if mod.name.startswith(UNLOCKED_MODULES):
+            continue
+        for node in ast.walk(mod.tree):
+            if not isinstance(node, ast.FunctionDef) or not _is_entry_kernel(node):
+                continue
+            if not node.args.args or node.args.args[0].arg not in ("ib", "ints"):
+                continue
+            called = {getattr(c.func, "id", "") for c in ast.walk(node) if isinstance(c, ast.Call)}
+            if not {"acquire", "release"} <= called:
+                where = f"{mod.path}:{node.lineno} {node.name}"
+                out.append(f"kernel writing a Data without acquire/release: {where}")
+    return out
+
+
 def function_report(modules: dict[str, Module], max_lines: int, max_args: int) -> tuple[list, list]:
     """Functions longer than ``max_lines`` and kernels with more than ``max_args`` arguments."""
     long_functions, wide_kernels = [], []
@@ -240,6 +268,9 @@ def check(src: Path, max_lines: int = 100, max_args: int = 12, out=sys.stdout) -
     unborrowed = unborrowed_kernels(modules)
     for line in unborrowed:
         print(line, file=out)
+    unlocked = unlocked_kernels(modules)
+    for line in unlocked:
+        print(line, file=out)
     long_functions, wide_kernels = function_report(modules, max_lines, max_args)
     print(f"report: {len(long_functions)} functions over {max_lines} lines", file=out)
     for n, where in long_functions:
@@ -247,10 +278,10 @@ def check(src: Path, max_lines: int = 100, max_args: int = 12, out=sys.stdout) -
     print(f"report: {len(wide_kernels)} kernels with more than {max_args} arguments", file=out)
     for n, where in wide_kernels:
         print(f"  {n:4d} args   {where}", file=out)
-    failures = len(found) + len(private) + len(unborrowed)
+    failures = len(found) + len(private) + len(unborrowed) + len(unlocked)
     print(
         f"{len(modules)} modules: {len(found)} import cycles, {len(private)} private imports, "
-        f"{len(unborrowed)} kernels without borrowed",
+        f"{len(unborrowed)} kernels without borrowed, {len(unlocked)} kernels without acquire/release",
         file=out,
     )
     return failures

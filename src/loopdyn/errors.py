@@ -64,6 +64,13 @@ class DataMismatchError(InputError):
     """A Data object is used with a model it was not created for (or the model changed since)."""
 
 
+class DataInUseError(LoopdynError, RuntimeError):
+    """A :class:`~loopdyn.Data` was passed to a call while a call running in another thread was using
+    it. A Data is one thread's workspace: the compiled kernels release the GIL and write into it, so
+    two threads sharing one would corrupt each other's results; loopdyn detects the overlap and raises
+    this instead. Give each thread its own Data (``model.create_data()`` or ``copy.deepcopy(data)``)."""
+
+
 class RedundantConstraintsError(InputError):
     """The constraint rows are linearly dependent (the Delassus matrix is singular), so the forces
     are not unique: use the damped form (``mu > 0``) or remove the redundant rows."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..jit import inlined, njit, sequence
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed, view
+from .borrow import acquire, borrowed, release, view
 from .common import (
     external_force,
     gravity_seed,
@@ -21,7 +21,7 @@ from .common import (
     velocity_pass,
 )
 from .rnea import validate_qva
-from .status import SINGULAR, STATUS_BASE
+from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
 
 @inlined
@@ -162,7 +162,11 @@ def aba_checked(ib, ws, q, v, tau, fext, ddq):
 @kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[::1])")
 def aba_kernel(ib, ws, q, v, tau, ddq):
     ib, ws, q, v, tau, ddq = borrowed((ib, ws, q, v, tau, ddq))
-    return aba_checked(ib, ws, q, v, tau, view(ws, 0, (0, 6)), ddq)
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = aba_checked(ib, ws, q, v, tau, view(ws, 0, (0, 6)), ddq)
+    release(ib)
+    return st
 
 
 @kernel(
@@ -171,4 +175,8 @@ def aba_kernel(ib, ws, q, v, tau, ddq):
 )
 def aba_fext_kernel(ib, ws, q, v, tau, fext, ddq):
     ib, ws, q, v, tau, fext, ddq = borrowed((ib, ws, q, v, tau, fext, ddq))
-    return aba_checked(ib, ws, q, v, tau, fext, ddq)
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = aba_checked(ib, ws, q, v, tau, fext, ddq)
+    release(ib)
+    return st

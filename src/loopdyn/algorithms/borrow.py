@@ -113,6 +113,57 @@ def flat(typingctx, x):
     return retty(x), codegen
 
 
+def _busy_pointer(context, builder, ibty, ibv):
+    """Pointer to ``ib[0, I0_BUSY]``: of the 2-D body table ``ib``, or of the packed ``ints`` of a
+    model with loops (1-D: ib starts at ``ints[PACK_HEADER]``)."""
+    ary = context.make_array(ibty)(context, builder, value=ibv)
+    if ibty.ndim == 2:
+        idx = [context.get_constant(types.intp, 0), context.get_constant(types.intp, L.I0_BUSY)]
+    else:
+        idx = [context.get_constant(types.intp, L.PACK_HEADER + L.I0_BUSY)]
+    return cgutils.get_item_pointer(context, builder, ibty, ary, idx, wraparound=False)
+
+
+def _is_body_table(ib) -> bool:
+    return isinstance(ib, types.Array) and ib.ndim in (1, 2) and ib.dtype == types.int64
+
+
+@intrinsic
+def acquire(typingctx, ib):
+    """Mark the Data whose body table ``ib`` is (or whose packed ``ints``, for a model with loops) as in
+    use: ``ib[0, I0_BUSY]`` from 0 to 1 in one atomic compare-and-swap. True if it was free; False
+    (nothing changed) while a kernel of another thread runs on the same Data — kernels release the
+    GIL, and two of them writing one workspace would corrupt each other's results. Entry kernels that
+    write a Data call it before they write and :func:`release` before every return that follows
+    (``tests/test_threads.py`` checks the flag is down after every public call, failed or not); an
+    uncontended swap costs a few ns."""
+    if not _is_body_table(ib):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ptr = _busy_pointer(context, builder, ib, args[0])
+        i64 = context.get_value_type(types.int64)
+        res = builder.cmpxchg(ptr, i64(0), i64(1), "acquire", "monotonic")
+        return builder.extract_value(res, 1)
+
+    return types.boolean(ib), codegen
+
+
+@intrinsic
+def release(typingctx, ib):
+    """``ib[0, I0_BUSY] = 0`` (an atomic store with release order: the kernel's writes to the Data are
+    visible to whichever thread acquires it next). See :func:`acquire`."""
+    if not _is_body_table(ib):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ptr = _busy_pointer(context, builder, ib, args[0])
+        builder.store_atomic(context.get_value_type(types.int64)(0), ptr, "release", 8)
+        return context.get_dummy_value()
+
+    return types.none(ib), codegen
+
+
 STACK_FLOATS = 6144  # 48 KiB: the tables of the aerial manipulator up to r = 6 (ID) / r = 5 (FD)
 STACK_INTS = 1024  # 8 KiB
 

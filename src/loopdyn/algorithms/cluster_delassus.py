@@ -37,11 +37,22 @@ import numpy as np
 from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import STACK_FLOATS, STACK_INTS, borrowed, model_views, stack_floats, stack_ints, view
+from .borrow import (
+    STACK_FLOATS,
+    STACK_INTS,
+    acquire,
+    borrowed,
+    model_views,
+    release,
+    stack_floats,
+    stack_ints,
+    view,
+)
 from .cluster_dynamics import c_aba_backward, has_port, placement_in_output, port_at, s_col
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_configuration
 from .common import kernel
 from .efpa import common_depth
+from .status import DATA_IN_USE, STATUS_BASE
 
 __all__ = ["c_efpa_core", "c_constraint_jacobian_core"]
 
@@ -451,9 +462,11 @@ def c_jacobian_kernel(ints, floats, q, cbody, crow, K, J):
     if st != 0:
         return st
     no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
     st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, no_v, no_v, False)
-    if st != 0:
-        return st
-    J[:, :] = 0.0
-    c_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J)
-    return 0
+    if st == 0:
+        J[:, :] = 0.0
+        c_constraint_jacobian_core(ib, ws, ic, cb, wc, cbody, crow, K, J)
+    release(ints)
+    return st

@@ -50,7 +50,17 @@ import numpy as np
 from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import STACK_FLOATS, STACK_INTS, borrowed, model_views, stack_floats, stack_ints, view
+from .borrow import (
+    STACK_FLOATS,
+    STACK_INTS,
+    acquire,
+    borrowed,
+    model_views,
+    release,
+    stack_floats,
+    stack_ints,
+    view,
+)
 from .cluster_delassus import c_efpa_core
 from .cluster_kinematics import spanning_positions_all, tapes, validate_cluster_configuration
 from .cluster_pv_osimr import (
@@ -73,7 +83,7 @@ from .cluster_pv_osimr import (
 )
 from .common import cluster_pivot_positive, jcalc, kernel
 from .pv_osim_world import W_OO, W_SW, is_free, sym6_inverse, world_link
-from .status import SINGULAR, STATUS_BASE
+from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
 #: C-EFPA runs in world coordinates up to this many constraint rows (two 6-D or four 3-D contacts): its
 #: pairwise sums cost O(m² d), against O(m d + m²) for the body-coordinate version's pass down the paths
@@ -718,11 +728,16 @@ def c_pv_osimr_kernel(ints, floats, q, tables, K, buf, out):
     st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:
         return st
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
     if one_port_tree(ic):
-        return c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T,
-                                     ports, order, cemp, asm, buf, out)  # fmt: skip
-    return c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,
-                           order, cemp, asm, buf, out)  # fmt: skip
+        st = c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T,
+                                   ports, order, cemp, asm, buf, out)  # fmt: skip
+    else:
+        st = c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,
+                             order, cemp, asm, buf, out)  # fmt: skip
+    release(ints)
+    return st  # fmt: skip
 
 
 @kernel(
@@ -740,6 +755,11 @@ def c_efpa_kernel(ints, floats, q, cbody, crow, K, out):
     st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:
         return st
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
     if crow[cbody.shape[0]] <= EFPA_WORLD_ROWS and one_port_tree(ic):
-        return c_efpa_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
-    return c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
+        st = c_efpa_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
+    else:
+        st = c_efpa_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out)
+    release(ints)
+    return st

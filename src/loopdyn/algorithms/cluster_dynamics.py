@@ -19,7 +19,7 @@ from ..jit import inlined, njit, sequence
 from ..model import layout as L
 from ..model.joints import FREEFLYER
 from ..spatial import ops
-from .borrow import borrowed, model_views, view
+from .borrow import acquire, borrowed, model_views, release, view
 from .cluster_kinematics import (
     c_fk_core,
     cluster_coordinates,
@@ -31,7 +31,7 @@ from .cluster_kinematics import (
 from .common import cluster_pivot_positive, external_force, gravity_seed, jcalc, kernel, s_column
 from .crba import freeflyer_block, zero_fill
 from .rnea import rnea_core
-from .status import SINGULAR, STATUS_BASE
+from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -944,25 +944,41 @@ def c_aba_checked(ints, floats, q, v, tau, fext, ddy):
 @kernel(_SIG_STATE)
 def c_rnea_kernel(ints, floats, q, v, a, tau):
     ints, floats, q, v, a, tau = borrowed((ints, floats, q, v, a, tau))
-    return c_rnea_checked(ints, floats, q, v, a, view(floats, 0, (0, 6)), tau)
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    st = c_rnea_checked(ints, floats, q, v, a, view(floats, 0, (0, 6)), tau)
+    release(ints)
+    return st
 
 
 @kernel(_SIG_STATE_FEXT)
 def c_rnea_fext_kernel(ints, floats, q, v, a, fext, tau):
     ints, floats, q, v, a, fext, tau = borrowed((ints, floats, q, v, a, fext, tau))
-    return c_rnea_checked(ints, floats, q, v, a, fext, tau)
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    st = c_rnea_checked(ints, floats, q, v, a, fext, tau)
+    release(ints)
+    return st
 
 
 @kernel(_SIG_STATE)
 def c_aba_kernel(ints, floats, q, v, tau, ddy):
     ints, floats, q, v, tau, ddy = borrowed((ints, floats, q, v, tau, ddy))
-    return c_aba_checked(ints, floats, q, v, tau, view(floats, 0, (0, 6)), ddy)
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    st = c_aba_checked(ints, floats, q, v, tau, view(floats, 0, (0, 6)), ddy)
+    release(ints)
+    return st
 
 
 @kernel(_SIG_STATE_FEXT)
 def c_aba_fext_kernel(ints, floats, q, v, tau, fext, ddy):
     ints, floats, q, v, tau, fext, ddy = borrowed((ints, floats, q, v, tau, fext, ddy))
-    return c_aba_checked(ints, floats, q, v, tau, fext, ddy)
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    st = c_aba_checked(ints, floats, q, v, tau, fext, ddy)
+    release(ints)
+    return st
 
 
 @kernel(
@@ -976,4 +992,8 @@ def c_crba_kernel(ints, floats, q, H):
     st = validate_cluster_configuration(ib, ic, cb, q)
     if st != 0:
         return st
-    return c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H)
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    st = c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H)
+    release(ints)
+    return st

@@ -22,7 +22,7 @@ from ..constraints.tape import TABLE_WIDTH, evaluate_k, evaluate_phi_K
 from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed, model_views, view
+from .borrow import acquire, borrowed, model_views, release, view
 from .common import (
     check_forces,
     check_unit,
@@ -34,7 +34,7 @@ from .common import (
     s_mul,
     velocity_pass,
 )
-from .status import CONSTRAINT_VIOLATED, SINGULAR_CLUSTER, STATUS_BASE
+from .status import CONSTRAINT_VIOLATED, DATA_IN_USE, SINGULAR_CLUSTER, STATUS_BASE
 
 
 @njit(cache=True)
@@ -516,7 +516,11 @@ def c_fk_kernel(ints, floats, q, v, a):
     st = validate_cluster_state(ib, ic, cb, q, v, a, view(wc, 0, (0, 6)), False)
     if st != 0:
         return st
-    return c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, False)
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, False)
+    release(ints)
+    return st
 
 
 @inlined

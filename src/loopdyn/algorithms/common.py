@@ -124,6 +124,19 @@ def s_column(ib, ws, i, k):
 
 
 # ---------------------------------------------------------------------------------------------
+# the penalty inertia of the damped Delassus matrix (EFPA, PV-OSIM)
+@inlined
+def add_row_inertia(ws, b, K, r0, r1, added):
+    """Iᴬ_b += added · K[r0:r1]ᵀ K[r0:r1]: the penalty inertia of the damped Delassus matrix (the
+    rows K act on body b's motion in its own coordinates)."""
+    for r in range(r0, r1):
+        for a in range(6):
+            x = added * K[r, a]
+            for c in range(6):
+                ws[b, L.W_IA + 6 * a + c] += x * K[r, c]
+
+
+# ---------------------------------------------------------------------------------------------
 # the pivot test of 1-DoF joints
 @njit(cache=True)
 def joint_mass_diagonal(ib, ws, i):

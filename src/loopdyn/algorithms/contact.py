@@ -52,7 +52,7 @@ import numpy as np
 from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed, model_views
+from .borrow import acquire, borrowed, model_views, release
 from .cluster_dynamics import c_aba_core
 from .cluster_kinematics import c_fk_core, tapes, validate_cluster_state
 from .cluster_pv_osimr import c_pv_osimr_core
@@ -84,7 +84,7 @@ from .pv_osim_world import (
     world_link,
 )
 from .rnea import validate_qva
-from .status import DAMPED_NOT_PD, REDUNDANT_CONSTRAINTS, SINGULAR, STATUS_BASE
+from .status import DAMPED_NOT_PD, DATA_IN_USE, REDUNDANT_CONSTRAINTS, SINGULAR, STATUS_BASE
 
 __all__ = [
     "ContactProgram",
@@ -394,7 +394,11 @@ def contact_kernel(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam):
     st = validate_qva(ib, q, v, tau, fext)
     if st != 0:
         return st
-    return contact_core(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam)
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = contact_core(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam)
+    release(ib)
+    return st
 
 
 # ---------------------------------------------------------------------------------------------
@@ -550,7 +554,9 @@ def contact_loops_kernel(ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm
     st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:
         return st
-    return contact_loops_core(
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = contact_loops_core(
         ib,
         ws,
         ic,
@@ -574,3 +580,5 @@ def contact_loops_kernel(ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm
         ddq,
         lam,
     )
+    release(ib)
+    return st

@@ -9,9 +9,9 @@ from ..jit import inlined, njit, sequence
 from ..model import layout as L
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from ..spatial import ops
-from .borrow import borrowed
+from .borrow import acquire, borrowed, release
 from .common import check_configuration, jcalc, kernel, pivot_positive, s_column
-from .status import SINGULAR, STATUS_BASE
+from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
 
 @inlined
@@ -352,7 +352,10 @@ def crba_kernel(ib, ws, q, M):
     st = check_configuration(ib, q)
     if st != 0:
         return st
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
     crba_core(ib, ws, q, M)
+    release(ib)
     return 0
 
 
@@ -364,16 +367,20 @@ def minverse_kernel(ib, ws, q, Minv):
         return st
     n = ib[0, L.I0_NV]
     M = np.empty((n, n))
-    crba_core(ib, ws, q, M)
     lam = np.empty(n, dtype=np.int64)
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    crba_core(ib, ws, q, M)
     dof_parents(ib, lam)
     bad = ltl_in_place(M, lam)
     if bad >= 0:
         for i in range(1, ib[0, L.I0_NBODIES] + 1):
             if ib[i, L.I_IV] <= bad < ib[i, L.I_IV] + ib[i, L.I_NV]:
-                return SINGULAR * STATUS_BASE + i
-    bad = ltl_singular_body(ib, ws, M)  # the pivots the test above accepted, relative to M_ii
-    if bad > 0:
-        return SINGULAR * STATUS_BASE + bad
+                bad = -i
+    else:
+        bad = -ltl_singular_body(ib, ws, M)  # the pivots the test above accepted, relative to M_ii
+    release(ib)
+    if bad < 0:
+        return SINGULAR * STATUS_BASE - bad
     minverse_from_ltl(M, lam, Minv)
     return 0

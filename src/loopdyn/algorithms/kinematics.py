@@ -14,8 +14,9 @@ from __future__ import annotations
 from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed
+from .borrow import acquire, borrowed, release
 from .common import check_configuration, check_vector, jcalc, kernel, s_column, s_mul, velocity_pass
+from .status import DATA_IN_USE, STATUS_BASE
 
 # reference frames of Jacobians (kernel codes)
 LOCAL = 0
@@ -57,6 +58,8 @@ def fk_kernel(ib, ws, q, v, a):
         st = check_vector(a, nv, 2)
     if st != 0:
         return st
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
     placements_core(ib, ws, q)
     if v.shape[0] != 0:
         velocities_core(ib, ws, v)
@@ -67,6 +70,7 @@ def fk_kernel(ib, ws, q, v, a):
                 p = ops.load3(ws, i, L.W_P)
                 ai = ops.motion_to_child(R, p, ops.load6(ws, ib[i, L.I_PARENT], L.W_A))
                 ops.store6(ws, i, L.W_A, ops.add6(ops.add6(ai, s_mul(ib, ws, i, a)), ops.load6(ws, i, L.W_C)))
+    release(ib)
     return 0
 
 
@@ -103,6 +107,8 @@ def jacobian_kernel(ib, ws, q, v, body, fp, ref, J, dJ):
         st = check_vector(v, ib[0, L.I0_NV], 1)
     if st != 0:
         return st
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
     placements_core(ib, ws, q)
     with_dj = v.shape[0] != 0
     if with_dj:
@@ -154,4 +160,5 @@ def jacobian_kernel(ib, ws, q, v, body, fp, ref, J, dJ):
                         dcol = (dcol[0], dcol[1], dcol[2], dcol[3] + wx[0], dcol[4] + wx[1], dcol[5] + wx[2])
                     write_column(dJ, c, dcol, ref, Rf, pf)
         j = ib[j, L.I_PARENT]
+    release(ib)
     return 0

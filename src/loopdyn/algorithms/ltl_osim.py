@@ -13,10 +13,10 @@ import numpy as np
 from ..jit import njit
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed
+from .borrow import acquire, borrowed, release
 from .common import check_configuration, kernel, s_column
 from .crba import crba_core, dof_parents, ltl_in_place, ltl_singular_body
-from .status import SINGULAR, STATUS_BASE
+from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
 
 @njit(cache=True)
@@ -104,4 +104,8 @@ def ltl_kernel(ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out):
     st = check_configuration(ib, q)
     if st != 0:
         return st
-    return ltl_delassus_core(ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out)
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = ltl_delassus_core(ib, ws, q, cbody, crow, K, Mf, lam, J, Y, out)
+    release(ib)
+    return st

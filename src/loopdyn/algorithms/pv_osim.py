@@ -45,10 +45,9 @@ from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
-from .borrow import borrowed
-from .common import check_configuration, jcalc, kernel, s_column
-from .efpa import add_row_inertia
-from .status import SINGULAR, STATUS_BASE
+from .borrow import acquire, borrowed, release
+from .common import add_row_inertia, check_configuration, jcalc, kernel, s_column
+from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
 __all__ = ["BranchingStructure", "PackedStructure", "branching_structure", "packed_structure"]
 
@@ -545,7 +544,11 @@ def pv_osim_kernel(ib, ws, q, K, bk, sc, added, out):
     st = check_configuration(ib, q)
     if st != 0:
         return st
-    return pv_osim_core(ib, ws, q, K, bk, sc, added, out)
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = pv_osim_core(ib, ws, q, K, bk, sc, added, out)
+    release(ib)
+    return st
 
 
 # ---------------------------------------------------------------------------------------------
@@ -822,4 +825,8 @@ def pv_osimr_kernel(ib, ws, q, K, bk, sc, added, out):
     st = check_configuration(ib, q)
     if st != 0:
         return st
-    return pv_osimr_core(ib, ws, q, K, bk, sc, added, out)
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = pv_osimr_core(ib, ws, q, K, bk, sc, added, out)
+    release(ib)
+    return st

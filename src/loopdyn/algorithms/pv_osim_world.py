@@ -43,7 +43,7 @@ from ..jit import inlined, njit
 from ..model import layout as L
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
 from ..spatial import ops
-from .borrow import borrowed
+from .borrow import acquire, borrowed, release
 from .common import check_configuration, jcalc, kernel, pivot_positive, s_column
 from .pv_osim import (
     EE_DIM,
@@ -65,7 +65,7 @@ from .pv_osim import (
     SLOT_W,
     pvr_assemble,
 )
-from .status import SINGULAR, STATUS_BASE
+from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
 __all__ = ["pv_osimr_world_core", "pv_osimr_world_kernel", "world_link"]
 
@@ -389,4 +389,8 @@ def pv_osimr_world_kernel(ib, ws, q, bk, sc, out):
     m = out.shape[0]
     n = sc.shape[0]
     K = sc[n - 1 - 6 * m : n - 1].reshape((m, 6))
-    return pv_osimr_world_core(ib, ws, q, K, bk, sc, sc[n - 1], out)
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = pv_osimr_world_core(ib, ws, q, K, bk, sc, sc[n - 1], out)
+    release(ib)
+    return st

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..jit import njit, sequence
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import borrowed, view
+from .borrow import acquire, borrowed, release, view
 from .common import (
     check_configuration,
     check_forces,
@@ -22,6 +22,7 @@ from .common import (
     st_mul,
     velocity_pass,
 )
+from .status import DATA_IN_USE, STATUS_BASE
 
 
 @njit(cache=True)
@@ -87,7 +88,11 @@ def rnea_checked(ib, ws, q, v, a, fext, tau):
 @kernel("int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[::1])")
 def rnea_kernel(ib, ws, q, v, a, tau):
     ib, ws, q, v, a, tau = borrowed((ib, ws, q, v, a, tau))
-    return rnea_checked(ib, ws, q, v, a, view(ws, 0, (0, 6)), tau)
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = rnea_checked(ib, ws, q, v, a, view(ws, 0, (0, 6)), tau)
+    release(ib)
+    return st
 
 
 @kernel(
@@ -96,4 +101,8 @@ def rnea_kernel(ib, ws, q, v, a, tau):
 )
 def rnea_fext_kernel(ib, ws, q, v, a, fext, tau):
     ib, ws, q, v, a, fext, tau = borrowed((ib, ws, q, v, a, fext, tau))
-    return rnea_checked(ib, ws, q, v, a, fext, tau)
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = rnea_checked(ib, ws, q, v, a, fext, tau)
+    release(ib)
+    return st

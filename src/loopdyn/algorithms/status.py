@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..errors import (
     ConfigurationError,
+    DataInUseError,
     InputError,
     NonFiniteError,
     RedundantConstraintsError,
@@ -30,6 +31,7 @@ SINGULAR_CLUSTER = 25  # K_d of cluster `index` is singular
 ORDER_MISMATCH = 26  # higher-order stacks: argument `index` has another number of orders than the first
 REDUNDANT_CONSTRAINTS = 27  # Delassus matrix singular (dependent constraint rows, μ = 0); index = row
 DAMPED_NOT_PD = 28  # Λ⁻¹ + μ I not positive definite (μ > 0); index = row
+DATA_IN_USE = 29  # the Data is in use by a kernel of another thread (algorithms.borrow.acquire)
 
 UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
 
@@ -97,6 +99,12 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
             "the constraints are redundant (linearly dependent rows, e.g. several contacts on one rigid "
             "link or a constraint on the world): the Delassus matrix is singular; use the damped form, "
             "mu > 0 (e.g. mu=1e-8), or remove the redundant rows"
+        )
+    if kind == DATA_IN_USE:
+        raise DataInUseError(
+            f"this Data of model {model.name!r} is in use by a call running in another thread: a Data "
+            "is one thread's workspace (the kernels release the GIL and write into it); give each "
+            "thread its own, model.create_data() or copy.deepcopy(data)"
         )
     if kind == DAMPED_NOT_PD:
         raise InputError("the damped Delassus matrix is not positive definite")

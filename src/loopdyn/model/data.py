@@ -22,6 +22,15 @@ class Data:
     * ``oMi`` — (njoints, 4, 4) placements of the bodies in the world;
     * ``v``, ``a`` — (njoints, 6) spatial velocities / accelerations of the bodies in their own
       frames, Pinocchio layout ``[linear; angular]`` (accelerations exclude gravity).
+
+    **Threads.** A Data is one thread's workspace. The compiled kernels release the GIL, so threads
+    that each have their own Data of one shared model run in parallel, with results identical to a
+    serial run (``tests/test_threads.py``; ``model.create_data()`` or ``copy.deepcopy(data)`` for
+    each thread). One Data shared between threads is not silently corrupted: a kernel marks its Data
+    in use with an atomic flag for the time it runs, and a call from another thread meanwhile raises
+    :class:`~loopdyn.errors.DataInUseError` and writes nothing (a few ns per call). The state that
+    functions read back from a Data (``oMi``, ``frame_placement`` after ``forward_kinematics``, ...)
+    is the last call's, whichever thread made it.
     """
 
     __slots__ = (
@@ -121,12 +130,14 @@ class Data:
         only :func:`copy.deepcopy` keeps the model's identity."""
         for name, value in state.items():
             setattr(self, name, value)
+        self.ib[0, L.I0_BUSY] = 0  # a copy taken while a kernel ran on the original is not in use
         if self.cluster_arrays is None:
             self._set_kernel_arrays()
             return
         ints, floats = self.cluster_arrays
         (self.ib, self.ws, self.ic, self.cb, self.wc) = _views(ints, floats, self.ib.shape, self.ws.shape,
                                                               self.ic.shape)  # fmt: skip
+        self.ib[0, L.I0_BUSY] = 0
         self._set_kernel_arrays()
         if self.native_programs:
             self._set_programs(native.native_addresses(self.code, self.table, self.outputs))

@@ -43,6 +43,8 @@ IB_ROW0 = (
     ("NQ", 1, "size of the (spanning-tree) configuration"),
     ("NV", 1, "size of the (spanning-tree) velocity"),
     ("ANCESTORS", 1, "number of (body, non-root ancestor) pairs: the tree CRBA's choice of walk"),
+    ("BUSY", 1, "1 while a kernel runs on this Data (algorithms.borrow.acquire): a call from another "
+     "thread on the same Data meanwhile returns the DATA_IN_USE status"),
 )
 
 # ---- ws: one row per body ---------------------------------------------------------------------------

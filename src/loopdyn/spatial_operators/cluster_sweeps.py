@@ -30,11 +30,11 @@ import math
 
 import numpy as np
 
-from ..algorithms.borrow import borrowed, model_views
+from ..algorithms.borrow import acquire, borrowed, model_views, release
 from ..algorithms.cluster_dynamics import c_aba_backward, placement_in_output
 from ..algorithms.cluster_kinematics import c_fk_core, tapes, validate_cluster_state
 from ..algorithms.common import kernel
-from ..algorithms.status import SINGULAR, STATUS_BASE
+from ..algorithms.status import DATA_IN_USE, SINGULAR, STATUS_BASE
 from ..jit import inlined, njit
 from ..model import layout as L
 from ..spatial import ops
@@ -293,6 +293,17 @@ def c_compliance_kernel(ints, floats, q, out, off_diagonal):
     """Every body's compliance Υ(k) = 𝒥ₖ 𝓜⁻¹ 𝒥ₖ* (out[k, 0], Pinocchio order), or with
     ``off_diagonal`` every block 𝒥ᵢ 𝓜⁻¹ 𝒥ⱼ* (out[i, j]); a model with loops. Returns a status."""
     ints, floats, q, out = borrowed((ints, floats, q, out))
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    st = compliance_core(ints, floats, q, out, off_diagonal)
+    release(ints)
+    return st
+
+
+@njit(cache=True)
+def compliance_core(ints, floats, q, out, off_diagonal):
+    """:func:`c_compliance_kernel` once the Data is acquired."""
+    ints, floats, q, out = borrowed((ints, floats, q, out))
     ib, ws, ic, cb, wc = model_views(ints, floats)
     st = articulated_clusters(ib, ws, ic, cb, wc, q)
     if st != 0:
@@ -402,6 +413,17 @@ def c_factor_kernel(ints, floats, q, cl, bport, fc, pl):
     """The factors of spec §2.7 at q (C-ABA's backward sweep at zero velocity), copied into the
     factor's arrays. Returns a status (SINGULAR at a cluster's first body if 𝖣 is not positive
     definite)."""
+    ints, floats, q, cl, bport, fc, pl = borrowed((ints, floats, q, cl, bport, fc, pl))
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    st = factor_core(ints, floats, q, cl, bport, fc, pl)
+    release(ints)
+    return st
+
+
+@njit(cache=True)
+def factor_core(ints, floats, q, cl, bport, fc, pl):
+    """:func:`c_factor_kernel` once the Data is acquired."""
     ints, floats, q, cl, bport, fc, pl = borrowed((ints, floats, q, cl, bport, fc, pl))
     ib, ws, ic, cb, wc = model_views(ints, floats)
     st = articulated_clusters(ib, ws, ic, cb, wc, q)
