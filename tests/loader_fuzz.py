@@ -496,6 +496,9 @@ def names_an_element(message: str, text: str) -> bool:
             return True
         if _UNNAMED.fullmatch(token):
             return True
+        # MuJoCo names a missing file with its folder prefixed ('meshes/x.stl' for file="x.stl")
+        if "/" in token and f'"{token.rsplit("/", 1)[1]}"' in text:
+            return True
     return False
 
 
