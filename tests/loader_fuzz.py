@@ -493,7 +493,9 @@ def names_an_element(message: str, text: str) -> bool:
 
 def mirror_dir(seed: Path, work: Path) -> Path:
     """A folder under ``work`` holding symbolic links to everything beside ``seed`` (so that includes,
-    meshes and textures resolve), where the mutant is written."""
+    meshes and textures resolve), where the mutant is written. Paths that climb out of the seed's
+    folder (``../``) do not resolve there: such a seed (dm_control's ``dog_v2/dog.xml``) does not load
+    unmutated and is left out."""
     key = hashlib.sha256(str(seed.parent.resolve()).encode()).hexdigest()[:12]
     out = work / key
     if not out.is_dir():
