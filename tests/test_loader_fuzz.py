@@ -118,6 +118,9 @@ def test_the_error_check_needs_a_line_or_a_name_of_the_document():
     assert F.names_an_element("equality 'equality3': unnamed, named by its index", text)
     assert not F.names_an_element("Revolute: axis (0.0, 0.0, 0.0) has zero length", text)
     assert not F.names_an_element("body 'leg': something", text)
+    # MuJoCo's message for a missing file prefixes its folder
+    assert F.names_an_element("Error opening file 'meshes/cube.stl'", '<mesh file="cube.stl"/>')
+    assert not F.names_an_element("Error opening file 'meshes/cube.stl'", '<mesh file="other.stl"/>')
 
 
 def test_mutants_are_reproducible():
@@ -200,6 +203,8 @@ MJCF_HINGE = """<mujoco><worldbody><body name="arm" pos="{pos}">
         ("0 0 0", "nan 0 1", r"joint 'elbow' of body 'arm': axis \[nan, .* is not finite"),  # was unnamed
         ("0 inf 0", "0 0 1", r"body 'arm': pos \[0.0, inf, 0.0\] is not finite"),  # was a RuntimeWarning
         ("0 1e300 0", "0 0 1", r"body 'arm': pos .* is larger than 1e\+30"),
+        # MuJoCo normalises a quaternion with an overflowing entry to zeros (was NaN and a RuntimeWarning)
+        ('0 0 0" quat="1 0 1e300 0', "0 0 1", r"body 'arm': quat \[0.0, 0.0, 0.0, 0.0\] is not a rotation"),
     ],
 )
 def test_mjcf_values_mujoco_compiles_but_no_model_has_are_refused_by_name(pos, axis, match):

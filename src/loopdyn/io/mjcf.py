@@ -387,12 +387,19 @@ def _check_numbers(mujoco, m, body_names: list[str], joint_names: list[str], equ
                 "physical value"
             )
 
+    def rotation(quat, what: str, quantity: str) -> None:
+        # MuJoCo normalises quaternions: one with an overflowing entry comes out as zeros (times 1/inf)
+        check(quat, what, quantity)
+        if not float(np.linalg.norm(quat)) > 0.5:
+            raise ModelError(f"{what}: {quantity} {np.asarray(quat).tolist()} is not a rotation")
+
     check(m.opt.gravity, "<option gravity>", "gravity")
     for b in range(1, m.nbody):
         what = f"body {body_names[b]!r}"
-        for quantity, arr in (("pos", m.body_pos), ("quat", m.body_quat), ("ipos", m.body_ipos),
-                              ("iquat", m.body_iquat), ("inertia", m.body_inertia)):
+        for quantity, arr in (("pos", m.body_pos), ("ipos", m.body_ipos), ("inertia", m.body_inertia)):
             check(arr[b], what, quantity)
+        rotation(m.body_quat[b], what, "quat")
+        rotation(m.body_iquat[b], what, "iquat")
         check(m.body_mass[b], what, "mass")
     for j in range(m.njnt):
         what = f"joint {joint_names[j]!r} of body {body_names[int(m.jnt_bodyid[j])]!r}"
@@ -408,7 +415,7 @@ def _check_numbers(mujoco, m, body_names: list[str], joint_names: list[str], equ
     for s in range(m.nsite):
         what = f"site {_name(mujoco, m, 'SITE', s, f'#{s}')!r}"
         check(m.site_pos[s], what, "pos")
-        check(m.site_quat[s], what, "quat")
+        rotation(m.site_quat[s], what, "quat")
     if equality == "exact":
         for e in range(m.neq):
             if bool(m.eq_active0[e]):

@@ -56,6 +56,11 @@ class Inertia:
 
     ``matrix()`` is the 6×6 spatial inertia about the frame origin,
     ``[[Ī_c + m c× c×ᵀ, m c×], [m c×ᵀ, m 1]]``.
+
+    Raises :class:`~loopdyn.errors.ModelError` (naming ``name``) for a negative or non-finite mass, a
+    non-finite centre of mass or tensor, an entry beyond :data:`MAGNITUDE_LIMIT`, a tensor that is
+    not symmetric or not positive semi-definite. The triangle inequality is not checked here: the
+    loaders and ``Model.add_body`` apply their policy with :func:`check_physical_inertia`.
     """
 
     __slots__ = ("mass", "com", "inertia")
