@@ -40,6 +40,8 @@ from loopdyn.model.clusters import EXPLICIT, IMPLICIT
 
 RANK_TOL = 1e-10  # singular values of K below RANK_TOL · max are redundant rows
 
+_LAMBDIFIED: dict = {}  # φ's sympy expressions → the lambdified K(q) and K̇q̇(q, q̇)
+
 
 def _lineage(model, b: int) -> list[int]:
     out = []
@@ -102,14 +104,13 @@ class SpanningPinocchio:
         vi = [_one_dof(model, b)[1] for b in bodies]
         q = list(sp.symbols(f"x0:{len(bodies)}", real=True))
         qd = list(sp.symbols(f"xd0:{len(bodies)}", real=True))
-        K = sp.Matrix(list(c.phi(q))).jacobian(q)
-        kdot = (K * sp.Matrix(qd)).jacobian(q) * sp.Matrix(qd)  # K̇ q̇
-        return (
-            np.array(qi),
-            np.array(vi),
-            sp.lambdify([q], K, "numpy"),
-            sp.lambdify([q, qd], kdot, "numpy"),
-        )
+        phi = sp.Matrix(list(c.phi(q)))
+        key = (len(q), tuple(phi))  # the same φ (both sides of a robot, a model again): lambdify once
+        if key not in _LAMBDIFIED:
+            K = phi.jacobian(q)
+            kdot = (K * sp.Matrix(qd)).jacobian(q) * sp.Matrix(qd)  # K̇ q̇
+            _LAMBDIFIED[key] = (sp.lambdify([q], K, "numpy"), sp.lambdify([q, qd], kdot, "numpy"))
+        return (np.array(qi), np.array(vi), *_LAMBDIFIED[key])
 
     def _layout(self):
         """Spanning indices of the model's q and v entries (the cluster table's layout only)."""

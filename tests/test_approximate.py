@@ -283,5 +283,26 @@ def test_tello():
     v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
     qt, vt, at = am.state(q, v, a)
     assert qt.shape == (am.tree.nq,) and vt.shape == at.shape == (24,)
-    tau = loopdyn.rnea(am.tree, am.tree.create_data(), qt, vt, at)
-    assert np.all(np.isfinite(am.torque_to_model(tau, q)))
+    tau = am.torque_to_model(loopdyn.rnea(am.tree, am.tree.create_data(), qt, vt, at), q)
+    # the values. With massless rotors the approximate model (then the unconstrained one) is exact:
+    # Pinocchio alone on the spanning tree with the rotors' inertia zeroed (loop_oracles: the
+    # differentials' rows by sympy from φ) gives back ÿ = a for its torques. With the rotors' mass it
+    # adds the geared joints' reflected inertia N² I_rot ÿ, the differentials none.
+    import pinocchio as pin
+    from loop_oracles import SpanningPinocchio
+
+    free = unconstrained_model(model)
+    assert [b.name for b in free.tree.bodies] == [b.name for b in am.tree.bodies]
+    tau0 = am.torque_to_model(loopdyn.rnea(free.tree, free.tree.create_data(), qt, vt, at), q)
+    oracle = SpanningPinocchio(model)
+    assert np.all(oracle.pm.armature == 0.0)
+    ydd, _ = oracle.forward_dynamics(q, v, tau0)  # negative control: with the rotors' mass, not exact
+    assert np.abs(ydd - a).max() > 1e-3 * np.abs(a).max()
+    for rotor in am.rotors:
+        oracle.pm.inertias[int(oracle.jmap[model.body_id(rotor)])] = pin.Inertia.Zero()
+    ydd, _ = oracle.forward_dynamics(q, v, tau0)
+    assert_close(ydd, a, rtol=1e-9, atol=1e-9 * np.abs(a).max(), what="massless rotors: exact")
+    geared = {name: value for name, value in arm.items() if value != 0.0}
+    assert len(geared) == 10 and set(geared) <= set(model.velocity_names)  # hip clamps, arms
+    reflected = np.array([geared.get(name, 0.0) for name in model.velocity_names]) * a
+    assert_close(tau - tau0, reflected, rtol=1e-9, atol=1e-12 * np.abs(tau).max(), what="reflected inertia")

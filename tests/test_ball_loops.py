@@ -23,13 +23,12 @@ from __future__ import annotations
 import math
 import warnings
 
+import mujoco  # a test dependency (pyproject's test extra): always installed, never skipped
 import numpy as np
 import pytest
 
 import loopdyn as ld
 from loopdyn.errors import GimbalLockError, JointConversionWarning, ModelError, UnsupportedFeatureError
-
-mujoco = pytest.importorskip("mujoco")
 
 TOL_M = 1e-12  # M and inverse dynamics against MuJoCo's (both exact up to rounding)
 TOL_FD = 1e-9  # forward dynamics against the KKT solution (its J̇q̇ is a finite difference)

@@ -178,12 +178,16 @@ def test_bad_method_and_shapes():
 def test_cache_follows_model_changes():
     m = gt_chain(2, seed=1)
     q = np.zeros(2)
-    assert explicit_G(m, q, q)[0].shape == (4, 2)
+    G0 = explicit_G(m, q, q)[0]
+    assert G0.shape == (4, 2)
     m.add_body(
         "extra", "link-1", loopdyn.Revolute((0, 0, 1)), None, loopdyn.Inertia(1.0, (0.1, 0, 0), np.eye(3))
     )
     G, _ = explicit_G(m, np.zeros(3), np.zeros(3))
-    assert G.shape == (5, 3)
+    # the new body is a tree joint of its own: G gains a unit row and column, the rest unchanged
+    expected = np.zeros((5, 3))
+    expected[:4, :2], expected[4, 2] = G0, 1.0
+    assert m.bodies[-1].idx_v == 4 and np.array_equal(G, expected)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -642,7 +642,19 @@ def test_data_is_stale_after_the_model_changes(validation_model):
     with pytest.raises(DataMismatchError):
         loopdyn.rnea(lm, ld, q2, v2, a2)
     fresh = lm.create_data()
-    assert loopdyn.rnea(lm, fresh, q2, v2, a2).shape == (lm.nv,)
+    # the values with the late body: Pinocchio's twin of the recipe plus the same body
+    import pinocchio as pin
+
+    before = trees.build_pinocchio(trees.tree_recipe(9))
+    assert before.njoints == lm.nbodies  # the late body is not in it (its parent is its last joint)
+    pm = pin.Model(before)
+    jid = pm.addJoint(pm.njoints - 1, pin.JointModelRZ(), pin.SE3.Identity(), "late_body")
+    pm.appendBodyToJoint(jid, pin.Inertia(1.0, np.zeros(3), np.zeros((3, 3))), pin.SE3.Identity())
+    ref = pin.rnea(pm, pm.createData(), q2, v2, a2)
+    assert_close(loopdyn.rnea(lm, fresh, q2, v2, a2), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max(),
+                 what="rnea with the late body")
+    old = np.r_[pin.rnea(before, before.createData(), q, v, a), 0.0]
+    assert np.abs(old - ref).max() > 1e-3 * np.abs(ref).max()  # negative control: the body matters
 
 
 def test_inputs_are_not_modified(validation_model):

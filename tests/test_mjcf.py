@@ -51,12 +51,10 @@ def _mujoco_log_elsewhere(tmp_path, monkeypatch):
 
 
 def _shipped(package: str, relative: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"{package} is not installed")
+    spec = importlib.util.find_spec(package)  # dm_control, gymnasium: test dependencies, never skipped
+    assert spec is not None and spec.submodule_search_locations, f"{package} (a test dependency) is missing"
     path = Path(list(spec.submodule_search_locations)[0]) / relative
-    if not path.is_file():
-        pytest.skip(f"{package} does not ship {relative}")
+    assert path.is_file(), f"{package} does not ship {relative} (moved or removed in this version?)"
     return path
 
 
@@ -171,19 +169,21 @@ def test_tree_mass_matrix_and_bias_match_mujoco(key):
 def _all_shipped() -> list[str]:
     out = []
     for package, folder in (("dm_control", "suite"), ("gymnasium", "envs/mujoco/assets")):
-        spec = importlib.util.find_spec(package)
-        if spec is not None and spec.submodule_search_locations:
-            root = Path(list(spec.submodule_search_locations)[0])
-            out += [str(p.relative_to(root.parent)) for p in sorted((root / folder).glob("*.xml"))]
+        spec = importlib.util.find_spec(package)  # a test dependency: missing fails the collection
+        assert spec is not None and spec.submodule_search_locations, f"{package} (a test dependency) missing"
+        root = Path(list(spec.submodule_search_locations)[0])
+        found = [str(p.relative_to(root.parent)) for p in sorted((root / folder).glob("*.xml"))]
+        assert found, f"{package} ships no MJCF file in {folder} (moved in this version?)"
+        out += found
     return out
 
 
-@pytest.mark.parametrize("relative", _all_shipped() or ["(dm_control and gymnasium absent)"])
+@pytest.mark.parametrize("relative", _all_shipped())
 def test_every_shipped_mjcf_model_matches_mujoco(relative):
     """Every MJCF file dm_control's suite and gymnasium ship, as a tree (tendons and equalities
     ignored): M and bias on 5 random states."""
     package = relative.split("/")[0]
-    path = _shipped(package, relative.split("/", 1)[1]) if "/" in relative else pytest.skip(relative)
+    path = _shipped(package, relative.split("/", 1)[1])
     m = mujoco.MjModel.from_xml_path(str(path))
     d = mujoco.MjData(m)
     model = ld.load_mjcf(path, equality="ignore", tendons="ignore")

@@ -155,9 +155,25 @@ def test_gimbal_singularity_is_reported_by_the_maps():
         mp.from_partitioned_tau(qp, np.ones(3))
     assert mp.velocity_map(qp).shape == (3, 3)  # T itself exists (and is singular)
     assert abs(np.linalg.det(mp.velocity_map(qp))) < 1e-12
+    # near the lock: the z-y-x rates of the body angular velocity ω = (1, 1, 1), from the Euler-angle
+    # kinematics written here (R = Rz Ry Rx, ω = Rxᵀ Ryᵀ e_z ż + Rxᵀ e_y ẏ + e_x ẋ); cond(E) ≈ 2e3
     qp[1] = math.pi / 2 - 1e-3
-    vp = mp.to_partitioned_v(mp.from_partitioned_q(qp), np.ones(3))
-    assert np.all(np.isfinite(vp))
+    q = mp.from_partitioned_q(qp)
+    vp = mp.to_partitioned_v(q, np.ones(3))
+
+    def rot(axis, t):
+        c, s = math.cos(t), math.sin(t)
+        i, j = [(1, 2), (2, 0), (0, 1)][axis]
+        R = np.eye(3)
+        R[i, i], R[i, j], R[j, i], R[j, j] = c, -s, s, c
+        return R
+
+    Rz, Ry, Rx = rot(2, qp[0]), rot(1, qp[1]), rot(0, qp[2])
+    assert_close(trees.quat_to_matrix(q), Rz @ Ry @ Rx, rtol=0, atol=1e-15, what="q of the angles")
+    E = np.column_stack([Rx.T @ Ry.T @ [0, 0, 1], Rx.T @ [0, 1, 0], [1, 0, 0]])
+    ref = np.linalg.solve(E, np.ones(3))
+    assert np.abs(ref).max() > 100.0  # the rates are large here (the lock is near)
+    assert_close(vp, ref, rtol=1e-15 * np.linalg.cond(E), atol=0, what="Euler rates near the lock")
 
 
 def test_bad_input():
@@ -273,6 +289,18 @@ def test_readme_section_runs():
     solo, sdata, q, v, tau = ns["solo"], ns["sdata"], ns["q"], ns["v"], ns["tau"]
     assert _rel(ns["ddq"], loopdyn.aba(solo, sdata, q, v, tau)) < 1e-10
     assert ns["Y"].shape == (solo.njoints, 6, 6)
+    # Υ(k) = Jₖ M⁻¹ Jₖᵀ with Pinocchio's LOCAL joint Jacobians and CRBA (solo12: same joint order)
+    import pinocchio as pin
+
+    pm = trees.robot_case("solo12")[1]
+    pd = pm.createData()
+    Mpin = pin.crba(pm, pd, q)
+    Minv = np.linalg.inv(np.triu(Mpin) + np.triu(Mpin, 1).T)
+    pin.computeJointJacobians(pm, pd, q)
+    assert pm.njoints == solo.njoints
+    for k in range(1, solo.njoints):
+        J = pin.getJointJacobian(pm, pd, k, pin.LOCAL)
+        assert _rel(ns["Y"][k], J @ Minv @ J.T) < 1e-10, k
     M = loopdyn.crba(solo, sdata, q)
     assert _rel(ns["x"], np.linalg.solve(M, tau)) < 1e-10
     assert abs(ns["logdet"] - np.linalg.slogdet(M)[1]) < 1e-9

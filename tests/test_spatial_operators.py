@@ -248,14 +248,25 @@ def test_massless_leaf_error_names_the_joint_and_data_stays_usable():
 
 
 def test_body_compliances_on_models_with_loops_use_the_cluster_tree():
-    """Models with loops are handled on the cluster tree (tests/test_spatial_operators_loops.py); the
-    tree-only arrays still refuse them with the reason."""
+    """Models with loops are handled on the cluster tree (tests/test_spatial_operators_loops.py, its
+    values there on many models; here the four-bar at neutral against the same oracle: Pinocchio on
+    the spanning tree, J_span G (GᵀH_spanG)⁻¹ Gᵀ J_spanᵀ); the tree-only arrays still refuse them with
+    the reason."""
+    from test_spatial_operators_loops import Reference
+
     from loopdyn.spatial_operators.tree_arrays import tree_arrays
 
     m = loopdyn.robots.four_bar()
     data = m.create_data()
-    Y = loopdyn.body_compliances(m, data, loopdyn.neutral(m))
-    assert Y.shape == (m.njoints, 6, 6) and np.all(np.isfinite(Y)) and np.any(Y[1] != 0.0)
+    q = loopdyn.neutral(m)
+    Y = loopdyn.body_compliances(m, data, q)
+    ref = Reference(m, q)
+    assert Y.shape == (m.njoints, 6, 6) and np.all(Y[0] == 0.0)
+    for k in range(1, m.njoints):
+        assert np.abs(ref.block(k, k)).max() > 0.0
+        assert _rel(Y[k], ref.block(k, k)) < 1e-10, (k, _rel(Y[k], ref.block(k, k)))
+    # negative control: the blocks are body-specific
+    assert _rel(Y[m.njoints - 1], ref.block(1, 1)) > 1e-3
     with pytest.raises(UnsupportedFeatureError, match="loops"):
         tree_arrays(m, data, "body_compliances")
 
@@ -362,8 +373,14 @@ def test_free_flyer_root_and_model_change_invalidates_cache():
     m.add_body("arm", "base", Revolute((0, 1, 0)), inertia=Inertia(1.0, (0.3, 0, 0), np.eye(3) * 0.01))
     with pytest.raises(DataMismatchError):
         loopdyn.body_compliances(m, data, np.r_[q, 0.0])
-    Y2 = loopdyn.body_compliances(m, m.create_data(), np.r_[q, 0.0])
+    d2, q2 = m.create_data(), np.r_[q, 0.0]
+    Y2 = loopdyn.body_compliances(m, d2, q2)
     assert Y2.shape == (3, 6, 6) and _rel(Y2[1], Y1[1]) > 1e-6
+    # the new model's values: J_k M⁻¹ J_kᵀ from the LOCAL frame Jacobians and CRBA
+    Minv = np.linalg.inv(loopdyn.crba(m, d2, q2))
+    for k in (1, 2):
+        J = loopdyn.frame_jacobian(m, d2, q2, m.frame_id(m.body_names[k], "body"), "local")
+        assert _rel(Y2[k], J @ Minv @ J.T) < 1e-12, k
 
 
 @pytest.mark.parametrize("index", trees.drawn_order_indices()[:3])

@@ -31,8 +31,7 @@ ROBOT_CASES = [
 
 def robot_path(relative: str) -> Path:
     path = ROBOTS / relative
-    if not path.is_file():
-        pytest.skip(f"example-robot-data file not found: {path}")
+    assert path.is_file(), f"{path} not found: is example-robot-data (a test dependency) installed?"
     return path
 
 
