@@ -593,6 +593,15 @@ def test_readme_mjcf_section_runs():
         exec(compile(code, "README MJCF", "exec"), ns)
     assert ns["qpos"].shape == (ns["mj"].nq,) and np.array_equal(ns["qpos"], ns["mj"].qpos0)
     assert ns["ddq"].shape == (ns["quad"].nv,) and ns["quad"].nv == ns["mj"].nv - 4
+    # the README's ddq is the constrained motion: MuJoCo's KKT accelerations at the same state
+    quad, mj, q, v, ddq = ns["quad"], ns["mj"], ns["q"], ns["v"], ns["ddq"]
+    mj.opt.jacobian = mujoco.mjtJacobian.mjJAC_DENSE
+    d = mujoco.MjData(mj)
+    T, c = _T_and_c(mj, ns["qpos"], ns["qvel"])
+    *_, a_kkt, a_free = _kkt(mj, d, ns["qpos"], ns["qvel"], np.zeros(mj.nv))
+    _, _, a_span = ld.to_spanning(quad, q, v, ddq)
+    assert _rel(T @ a_span + c, a_kkt) < TOL
+    assert _rel(a_free, a_kkt) > 1e-6  # negative control: the tendon equalities matter
 
 
 def test_sources_and_gravity_flag():

@@ -40,13 +40,13 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import threading
 import warnings
 from pathlib import Path
 
 import numpy as np
 
+from .cache_folder import cache_dir
 from .tape import (
     ABS,
     ACOS,
@@ -196,45 +196,6 @@ _MODULES: list = []  # the loaded modules: their functions must live as long as 
 def enabled() -> bool:
     """Whether native programs are on for this process (``LOOPDYN_NATIVE_PROGRAMS`` is not ``0``)."""
     return os.environ.get("LOOPDYN_NATIVE_PROGRAMS", "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def _candidates() -> list[Path]:
-    env = os.environ.get("LOOPDYN_CACHE_DIR")
-    if env:
-        return [Path(env).expanduser() / "programs"]
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    uid = os.getuid() if hasattr(os, "getuid") else "user"
-    return [Path(xdg) / "loopdyn" / "programs", Path(tempfile.gettempdir()) / f"loopdyn-{uid}" / "programs"]
-
-
-_DIRS: dict[tuple[Path, ...], Path | None] = {}  # cache_dir() per list of candidates (environment)
-
-
-def cache_dir() -> Path | None:
-    """The writable folder of generated programs (module docstring), or None if there is none."""
-    candidates = tuple(_candidates())
-    with _LOCK:
-        if candidates not in _DIRS:
-            _DIRS[candidates] = next((d for d in candidates if _writable(d)), None)
-        return _DIRS[candidates]
-
-
-def _writable(folder: Path) -> bool:
-    """Whether ``folder`` can hold generated programs: made if missing (private), writable, and — as
-    its modules are imported — owned by this user and writable by no one else (a folder another user
-    made in the shared temporary directory is refused)."""
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if hasattr(os, "getuid"):
-            st = folder.stat()
-            if st.st_uid != os.getuid() or st.st_mode & 0o022:
-                return False
-        probe = folder / f".probe-{os.getpid()}-{threading.get_ident()}"
-        probe.write_text("")
-        probe.unlink()
-    except OSError:
-        return False
-    return True
 
 
 def _program_key(code: np.ndarray, outputs: np.ndarray, n: int, c: int, phi_len: int, K_len: int) -> str:

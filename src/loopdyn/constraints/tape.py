@@ -75,6 +75,7 @@ from numba.extending import intrinsic
 
 from ..errors import ModelError
 from ..jit import inlined, njit
+from .symbolic_cache import cached_arrays, key
 
 if TYPE_CHECKING:
     import sympy
@@ -693,6 +694,19 @@ def compile_constraint(phi: Sequence[sympy.Expr], q: Sequence[sympy.Symbol]) -> 
             names = ", ".join(str(s) for s in stray)
             raise ModelError(f"constraint row {r} uses symbol(s) {names} that are not coordinates q")
 
+    arrays = cached_arrays(key("tape", rows, q), lambda: _differentiate_and_emit(S, rows, q))
+    return ConstraintProgram(
+        n=n, c=c, code=arrays["code"], consts=arrays["consts"], n_reg=int(arrays["sizes"][0]),
+        phi=arrays["phi"], K=arrays["K"], kbias=arrays["kbias"],
+        phi_len=int(arrays["sizes"][1]), K_len=int(arrays["sizes"][2]),
+    )  # fmt: skip
+
+
+def _differentiate_and_emit(S, rows: list, q: list) -> dict[str, np.ndarray]:
+    """:func:`compile_constraint`'s work on validated rows in the coordinates ``q``: K and k by sympy,
+    common subexpressions, the tape (as the arrays of a :class:`ConstraintProgram`)."""
+    sympy = S.sp
+    n, c = len(q), len(rows)
     # real internal symbols; |x| and sign(x) with real derivatives
     x = [sympy.Dummy(f"q{j}", real=True) for j in range(n)]
     xd = [sympy.Dummy(f"qd{j}", real=True) for j in range(n)]
@@ -728,18 +742,14 @@ def compile_constraint(phi: Sequence[sympy.Expr], q: Sequence[sympy.Symbol]) -> 
         stage_len.append(len(em.code))
     phi_len, K_len = stage_len[0], stage_len[1]
 
-    return ConstraintProgram(
-        n=n,
-        c=c,
-        code=np.array(em.code, dtype=np.int64).reshape(-1, 4),
-        consts=np.array(em.consts, dtype=np.float64),
-        n_reg=em.n_reg,
-        phi=regs[:n_phi],
-        K=regs[n_phi:n_K].reshape(c, n),
-        kbias=regs[n_K:],
-        phi_len=phi_len,
-        K_len=K_len,
-    )
+    return {
+        "code": np.array(em.code, dtype=np.int64).reshape(-1, 4),
+        "consts": np.array(em.consts, dtype=np.float64),
+        "phi": regs[:n_phi],
+        "K": regs[n_phi:n_K].reshape(c, n),
+        "kbias": regs[n_K:],
+        "sizes": np.array([em.n_reg, phi_len, K_len], dtype=np.int64),
+    }
 
 
 def _shared_phases(sympy, rows: list, x: list) -> list:

@@ -363,6 +363,7 @@ def _setup_constrained(model, c: Cluster) -> None:
 
     from ..constraints.definitions import ImplicitConstraint, LoopJoint
     from ..constraints.geometry import loop_joint_branch, loop_joint_phi
+    from ..constraints.symbolic_cache import cached_arrays, key
 
     syms = list(sp.symbols(f"q0:{c.n}", real=True))
     by_body = {b: syms[local[b]] for b in c.bodies}
@@ -398,15 +399,32 @@ def _setup_constrained(model, c: Cluster) -> None:
     c.kind = IMPLICIT
     c.symbols = syms
     c.rows_total = len(exprs)
+    # the configuration to assemble around: the model's reference configuration, else zero
+    ref = model.reference_configuration
+    center = np.zeros(c.n) if ref is None else np.array([ref[model.bodies[b - 1].idx_q] for b in c.bodies])
+    flags = [model.bodies[b - 1].independent for b in c.bodies]
+    found = cached_arrays(
+        key("cluster-assembly", exprs, checks, syms, center, flags),
+        lambda: _assemble(c, names, exprs, checks, syms, center, flags),
+    )
+    q_ref, K, c.rows = found["q_ref"].copy(), found["K"], [int(r) for r in found["rows"]]
+    c.phi_exprs = [exprs[r] for r in c.rows]
+    c.check_exprs = checks
+    c.q_ref = q_ref
+    _choose_partition(model, c, K[c.rows], names)
+
+
+def _assemble(c: Cluster, names, exprs: list, checks: list, syms: list, center, flags) -> dict:
+    """The assembly configuration of an implicit cluster, K there and the kept rows (as arrays, for
+    :mod:`~loopdyn.constraints.symbolic_cache`): candidates from Gauss–Newton on the lambdified φ."""
+    import sympy as sp
+
     phi_f = sp.lambdify([syms], exprs, modules="numpy")
     K_f = sp.lambdify([syms], sp.Matrix(exprs).jacobian(syms), modules="numpy")
     branch_f = sp.lambdify([syms], checks, modules="numpy") if checks else None
     # rows and partition at a generic configuration: the rank drops at singular ones (a four-bar's
     # collinear toggle). Among several solutions keep those of maximal rank that are well conditioned,
     # and of these the one nearest zero (the mechanism's assembly branch for most models).
-    # the configuration to assemble around: the model's reference configuration, else zero
-    ref = model.reference_configuration
-    center = np.zeros(c.n) if ref is None else np.array([ref[model.bodies[b - 1].idx_q] for b in c.bodies])
     cands = []
     for q in _consistent_configurations(c, names, phi_f, K_f, center=center):
         K = np.atleast_2d(np.array(K_f(q), dtype=float))
@@ -422,18 +440,13 @@ def _setup_constrained(model, c: Cluster) -> None:
     best = min(good, key=lambda cd: float(np.linalg.norm(cd[2] - center)))
     # independent joints chosen by the user (flags) whose K_d is singular at that configuration only
     # (a crank and a rod collinear at zero): build around the nearest configuration where it is regular
-    flags = [model.bodies[b - 1].independent for b in c.bodies]
     dep = [k for k, f in enumerate(flags) if not f]
     if not all(flags) and len(dep) == rank and _kd_singular(best, dep):
         regular = [cd for cd in good if _kd_conditioning(cd, dep) > 1e-3]
         if regular:
             best = min(regular, key=lambda cd: float(np.linalg.norm(cd[2] - center)))
-    best = (None, best[2], best[3], best[4])
-    _, q_ref, K, c.rows = best
-    c.phi_exprs = [exprs[r] for r in c.rows]
-    c.check_exprs = checks
-    c.q_ref = q_ref
-    _choose_partition(model, c, K[c.rows], names)
+    _, _, q_ref, K, rows = best
+    return {"q_ref": np.asarray(q_ref, float), "K": np.asarray(K, float), "rows": np.array(rows, np.int64)}
 
 
 def _multi_dof_message(j, names, constraints) -> str:
