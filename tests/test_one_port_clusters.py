@@ -22,6 +22,10 @@ import loopdyn
 from loopdyn.model import layout as L
 from loopdyn.robots import build
 
+# random positive definite rotational inertias, not all of which a rigid body can have (the triangle
+# inequality): the algorithms hold for any, so the builder's InertiaWarning is expected here
+pytestmark = pytest.mark.filterwarnings("ignore::loopdyn.errors.InertiaWarning")
+
 
 def bridged_model(seed: int, merged: bool = False) -> loopdyn.Model:
     """A belt cluster (two links and two rotors, two DoF, one port on the base) whose two links carry
