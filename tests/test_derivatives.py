@@ -1,0 +1,290 @@
+"""Analytical derivatives of RNEA and ABA on trees (``loopdyn.rnea_derivatives``,
+``loopdyn.aba_derivatives``), checked against three independent oracles:
+
+* Pinocchio's ``computeRNEADerivatives`` / ``computeABADerivatives`` on every random tree and
+  example-robot-data robot of the suite (free-flyer roots, ball, prismatic, continuous joints),
+  with and without external forces: ≤ 1e-9 relative;
+* 4th-order central differences of the verified ``loopdyn.rnea`` / ``loopdyn.aba`` along
+  ``loopdyn.integrate`` (the tangent-space convention): ≤ 1e-7 relative;
+* identities: ``dtau_da == crba``, ``dddq_dtau == minverse``, ``dddq_dx == −M⁻¹ dtau_dx`` at
+  ``a = aba(q, v, τ)``;
+
+with negative controls showing the difference check fails on a derivative that drops one term (the
+configuration dependence of the body-fixed external forces) or carries a small error in one entry.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import trees
+from conftest import load_case
+
+import loopdyn
+from loopdyn.errors import (
+    ConfigurationError,
+    DataMismatchError,
+    NonFiniteError,
+    ShapeError,
+    UnsupportedFeatureError,
+)
+
+N_STATES = 4
+RTOL_PIN = 1e-9
+RTOL_FD = 1e-7
+
+
+def symmetrized_upper(M) -> np.ndarray:
+    """Pinocchio's M (``data.M``) and M⁻¹ (``data.Minv``) hold their upper triangle only."""
+    return np.triu(M) + np.triu(M, 1).T
+
+
+def pin_forces(fext: np.ndarray):
+    out = pin.StdVec_Force()
+    for row in fext:
+        out.append(pin.Force(np.array(row, dtype=float)))
+    return out
+
+
+def rel_error(actual, expected, scale: float = 0.0) -> float:
+    """Largest entry-wise error relative to the largest entry of ``expected``, or to ``scale`` when
+    that is larger (a matrix that is exactly zero, e.g. ∂τ/∂v of a single joint, has no scale of its
+    own: the rounding in the two computations is then measured against the scale of the model)."""
+    return float(np.max(np.abs(actual - expected)) / max(np.max(np.abs(expected)), scale, 1e-300))
+
+
+def assert_rel(actual, expected, rtol: float, what: str, scale: float = 0.0) -> None:
+    assert actual.shape == expected.shape, what
+    err = rel_error(actual, expected, scale)
+    assert err <= rtol, f"{what}: relative error {err:.3e} > {rtol:g}"
+
+
+# ------------------------------------------------------------------------------------------------
+# against Pinocchio
+
+
+@pytest.mark.parametrize("with_forces", [False, True], ids=["no-fext", "fext"])
+def test_rnea_derivatives_match_pinocchio(pin_case, with_forces):
+    lm, pm = pin_case.lm, pin_case.pm
+    ld, pd = lm.create_data(), pm.createData()
+    rng = pin_case.rng(30)
+    for s, (q, v, a) in enumerate(pin_case.states(N_STATES, salt=30)):
+        fext = pin_case.random_fext(rng) if with_forces else None
+        dq, dv, da = loopdyn.rnea_derivatives(lm, ld, q, v, a, fext)
+        if with_forces:
+            pq, pv, pa = pin.computeRNEADerivatives(pm, pd, q, v, a, pin_forces(fext))
+        else:
+            pq, pv, pa = pin.computeRNEADerivatives(pm, pd, q, v, a)
+        what = f"{pin_case.name}, state {s}"
+        scale = np.max(np.abs(da))  # the model's mass scale (states are of unit size)
+        assert_rel(dq, pq, RTOL_PIN, f"{what}: dtau_dq", scale)
+        assert_rel(dv, pv, RTOL_PIN, f"{what}: dtau_dv", scale)
+        assert_rel(da, symmetrized_upper(pa), RTOL_PIN, f"{what}: dtau_da")
+
+
+@pytest.mark.parametrize("with_forces", [False, True], ids=["no-fext", "fext"])
+def test_aba_derivatives_match_pinocchio(pin_case, with_forces):
+    lm, pm = pin_case.lm, pin_case.pm
+    ld, pd = lm.create_data(), pm.createData()
+    rng = pin_case.rng(31)
+    for s, (q, v, tau) in enumerate(pin_case.states(N_STATES, salt=31)):
+        fext = pin_case.random_fext(rng) if with_forces else None
+        dq, dv, dtau = loopdyn.aba_derivatives(lm, ld, q, v, tau, fext)
+        if with_forces:
+            pq, pv, pt = pin.computeABADerivatives(pm, pd, q, v, tau, pin_forces(fext))
+        else:
+            pq, pv, pt = pin.computeABADerivatives(pm, pd, q, v, tau)
+        what = f"{pin_case.name}, state {s}"
+        assert_rel(dq, pq, RTOL_PIN, f"{what}: dddq_dq", 1.0)  # q̈ of unit size per unit state
+        assert_rel(dv, pv, RTOL_PIN, f"{what}: dddq_dv", 1.0)
+        assert_rel(dtau, symmetrized_upper(pt), RTOL_PIN, f"{what}: dddq_dtau")
+
+
+# ------------------------------------------------------------------------------------------------
+# against central differences along loopdyn.integrate
+
+#: trees for the difference checks: fixed and floating roots, every joint kind, random gravity
+FD_TREES = ["tree104-n1-fixed", "tree108-n4-floating", "tree110-n6-floating", "tree111-n7-fixed",
+            "tree119-n18-fixed", "tree120-n20-floating"]  # fmt: skip
+FD_STEP = 1e-3
+
+
+def central_jacobian(f, n: int, step: float = FD_STEP) -> np.ndarray:
+    """Columns ``∂f/∂x_j`` by the 4th-order central difference
+    ``(−f(2h) + 8 f(h) − 8 f(−h) + f(−2h)) / 12h``, f taking the step vector."""
+    cols = []
+    for j in range(n):
+        e = np.zeros(n)
+        e[j] = step
+        cols.append((-f(2 * e) + 8 * f(e) - 8 * f(-e) + f(-2 * e)) / (12 * step))
+    return np.stack(cols, axis=1)
+
+
+def fd_rnea(lm, ld, q, v, a, fext):
+    rnea = loopdyn.rnea
+    dq = central_jacobian(lambda d: rnea(lm, ld, loopdyn.integrate(lm, q, d), v, a, fext), lm.nv)
+    dv = central_jacobian(lambda d: rnea(lm, ld, q, v + d, a, fext), lm.nv)
+    da = central_jacobian(lambda d: rnea(lm, ld, q, v, a + d, fext), lm.nv)
+    return dq, dv, da
+
+
+def fd_aba(lm, ld, q, v, tau, fext):
+    aba = loopdyn.aba
+    dq = central_jacobian(lambda d: aba(lm, ld, loopdyn.integrate(lm, q, d), v, tau, fext), lm.nv)
+    dv = central_jacobian(lambda d: aba(lm, ld, q, v + d, tau, fext), lm.nv)
+    dt = central_jacobian(lambda d: aba(lm, ld, q, v, tau + d, fext), lm.nv)
+    return dq, dv, dt
+
+
+@pytest.fixture(params=FD_TREES)
+def fd_case(request):
+    return load_case(request.param, with_pinocchio=False)
+
+
+def test_rnea_derivatives_match_central_differences(fd_case):
+    lm = fd_case.lm
+    ld = lm.create_data()
+    rng = fd_case.rng(32)
+    for s, (q, v, a) in enumerate(fd_case.states(2, salt=32)):
+        fext = fd_case.random_fext(rng)
+        expected = fd_rnea(lm, ld, q, v, a, fext)
+        got = loopdyn.rnea_derivatives(lm, ld, q, v, a, fext)
+        for name, x, y in zip(("dtau_dq", "dtau_dv", "dtau_da"), got, expected, strict=True):
+            assert_rel(x, y, RTOL_FD, f"{fd_case.name}, state {s}: {name}")
+
+
+def test_aba_derivatives_match_central_differences(fd_case):
+    lm = fd_case.lm
+    ld = lm.create_data()
+    rng = fd_case.rng(33)
+    for s, (q, v, tau) in enumerate(fd_case.states(2, salt=33)):
+        fext = fd_case.random_fext(rng)
+        expected = fd_aba(lm, ld, q, v, tau, fext)
+        got = loopdyn.aba_derivatives(lm, ld, q, v, tau, fext)
+        for name, x, y in zip(("dddq_dq", "dddq_dv", "dddq_dtau"), got, expected, strict=True):
+            assert_rel(x, y, RTOL_FD, f"{fd_case.name}, state {s}: {name}")
+
+
+def test_negative_control_difference_check_catches_a_dropped_term():
+    """Forgetting that body-fixed external forces turn with their bodies (dropping their term from
+    ∂τ/∂q: the derivative computed without them, which differs from the true one by exactly that
+    term) must fail the difference check that the true derivative passes; so must a relative error of
+    1e-6 in one entry."""
+    case = load_case("tree120-n20-floating", with_pinocchio=False)
+    lm = case.lm
+    ld = lm.create_data()
+    rng = case.rng(34)
+    q, v, a = trees.random_state(rng, lm)
+    fext = case.random_fext(rng)
+    fd_dq = fd_rnea(lm, ld, q, v, a, fext)[0]
+    dq = loopdyn.rnea_derivatives(lm, ld, q, v, a, fext)[0]
+    assert rel_error(dq, fd_dq) <= RTOL_FD
+    # τ is affine in f_ext, so the derivative without forces is the true one minus their term
+    dropped = loopdyn.rnea_derivatives(lm, ld, q, v, a)[0]
+    assert rel_error(dropped, fd_dq) > 1e3 * RTOL_FD
+    nudged = dq.copy()
+    r, c = np.unravel_index(np.argmax(np.abs(dq)), dq.shape)
+    nudged[r, c] *= 1.0 + 1e-6
+    assert rel_error(nudged, fd_dq) > RTOL_FD
+
+
+# ------------------------------------------------------------------------------------------------
+# identities
+
+
+def test_identities(tree_case):
+    lm = tree_case.lm
+    ld = lm.create_data()
+    for s, (q, v, tau) in enumerate(tree_case.states(3, salt=35)):
+        what = f"{tree_case.name}, state {s}"
+        ddq = loopdyn.aba(lm, ld, q, v, tau)
+        M = loopdyn.crba(lm, ld, q)
+        Minv = loopdyn.minverse(lm, ld, q)
+        dq, dv, da = loopdyn.rnea_derivatives(lm, ld, q, v, ddq)
+        assert_rel(da, M, 1e-12, f"{what}: dtau_da == crba")
+        assert np.array_equal(da, da.T), what
+        aq, av, at = loopdyn.aba_derivatives(lm, ld, q, v, tau)
+        assert_rel(at, Minv, 1e-10, f"{what}: dddq_dtau == minverse")
+        assert_rel(aq, -Minv @ dq, 1e-10, f"{what}: dddq_dq == -M⁻¹ dtau_dq")
+        assert_rel(av, -Minv @ dv, 1e-10, f"{what}: dddq_dv == -M⁻¹ dtau_dv")
+
+
+def test_armature_is_on_the_mass_matrix_only():
+    """A model with armature (also set on Pinocchio's twin): ``dtau_da`` = crba with armature on the
+    diagonal, the other derivatives unchanged in form (armature · a depends on neither q nor v)."""
+    recipe = trees.tree_recipe(10)  # tree111: seven bodies, fixed root
+    lm, pm = trees.build_loopdyn(recipe), trees.build_pinocchio(recipe)
+    arm = np.random.default_rng(36).uniform(0.1, 1.0, size=lm.nv)
+    lm.armature = arm
+    pm.armature = arm.copy()
+    ld, pd = lm.create_data(), pm.createData()
+    q, v, a = trees.random_state(np.random.default_rng(37), lm)
+    dq, dv, da = loopdyn.rnea_derivatives(lm, ld, q, v, a)
+    pq, pv, pa = pin.computeRNEADerivatives(pm, pd, q, v, a)
+    assert_rel(da, loopdyn.crba(lm, ld, q), 1e-12, "dtau_da == crba with armature")
+    assert_rel(da, symmetrized_upper(pa), RTOL_PIN, "dtau_da with armature vs Pinocchio")
+    assert_rel(dq, pq, RTOL_PIN, "dtau_dq with armature vs Pinocchio")
+    assert_rel(dv, pv, RTOL_PIN, "dtau_dv with armature vs Pinocchio")
+    aq, av, at = loopdyn.aba_derivatives(lm, ld, q, v, a)
+    pq, pv, pt = pin.computeABADerivatives(pm, pd, q, v, a)
+    assert_rel(at, loopdyn.minverse(lm, ld, q), 1e-10, "dddq_dtau == minverse with armature")
+    assert_rel(aq, pq, RTOL_PIN, "dddq_dq with armature vs Pinocchio")
+    assert_rel(av, pv, RTOL_PIN, "dddq_dv with armature vs Pinocchio")
+
+
+# ------------------------------------------------------------------------------------------------
+# bad input
+
+
+@pytest.fixture(scope="module")
+def floating():
+    rng = np.random.default_rng(37)
+    lm, _ = trees.random_tree(rng, 6, floating=True, with_pinocchio=False)
+    return lm
+
+
+@pytest.mark.parametrize("fn", ["rnea_derivatives", "aba_derivatives"])
+def test_bad_input_raises_naming_the_argument_and_leaves_data_usable(floating, fn):
+    lm = floating
+    ld = lm.create_data()
+    f = getattr(loopdyn, fn)
+    third = "a" if fn == "rnea_derivatives" else "tau"
+    q, v, a = trees.random_state(np.random.default_rng(38), lm)
+    good = f(lm, ld, q, v, a)
+    with pytest.raises(ShapeError, match="q must be"):
+        f(lm, ld, q[:-1], v, a)
+    with pytest.raises(ShapeError, match="v must be"):
+        f(lm, ld, q, v[:-1], a)
+    with pytest.raises(ShapeError, match=f"{third} must be"):
+        f(lm, ld, q, v, np.zeros((2, lm.nv)))
+    bad = v.copy()
+    bad[2] = np.nan
+    with pytest.raises(NonFiniteError, match="v contains NaN"):
+        f(lm, ld, q, bad, a)
+    bad = a.copy()
+    bad[0] = np.inf
+    with pytest.raises(NonFiniteError, match=f"{third} contains NaN"):
+        f(lm, ld, q, v, bad)
+    with pytest.raises(ShapeError, match="f_ext must have shape"):
+        f(lm, ld, q, v, a, np.zeros((lm.njoints - 1, 6)))
+    qbad = q.copy()
+    qbad[3:7] *= 2.0  # the free flyer's quaternion, not unit
+    with pytest.raises(ConfigurationError, match="quaternion"):
+        f(lm, ld, qbad, v, a)
+    with pytest.raises(DataMismatchError):
+        f(lm, loopdyn.robots.four_bar().create_data(), q, v, a)
+    # lists are accepted (coerced), and the Data is still usable after every failure
+    again = f(lm, ld, list(q), list(v), list(a))
+    for x, y in zip(good, again, strict=True):
+        assert np.array_equal(x, y)
+
+
+def test_models_with_loops_are_refused_clearly():
+    model = loopdyn.robots.four_bar()
+    d = model.create_data()
+    q = loopdyn.neutral(model)
+    z = np.zeros(model.nv)
+    for f in (loopdyn.rnea_derivatives, loopdyn.aba_derivatives):
+        with pytest.raises(UnsupportedFeatureError, match="loops"):
+            f(model, d, q, z, z)
