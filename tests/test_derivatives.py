@@ -1,5 +1,5 @@
-"""Analytical derivatives of RNEA and ABA on trees (``loopdyn.rnea_derivatives``,
-``loopdyn.aba_derivatives``), checked against three independent oracles:
+"""Analytical derivatives of RNEA and ABA (``loopdyn.rnea_derivatives``, ``loopdyn.aba_derivatives``) on
+trees and on models with explicit clusters (geared rotors), checked against independent oracles:
 
 * Pinocchio's ``computeRNEADerivatives`` / ``computeABADerivatives`` on every random tree and
   example-robot-data robot of the suite (free-flyer roots, ball, prismatic, continuous joints),
@@ -10,7 +10,8 @@
   ``a = aba(q, v, τ)``;
 
 with negative controls showing the difference check fails on a derivative that drops one term (the
-configuration dependence of the body-fixed external forces) or carries a small error in one entry.
+configuration dependence of the body-fixed external forces; the rotors' gear coupling) or carries a
+small error in one entry. Models with implicit loops are refused (UnsupportedFeatureError).
 """
 
 from __future__ import annotations
@@ -280,11 +281,122 @@ def test_bad_input_raises_naming_the_argument_and_leaves_data_usable(floating, f
         assert np.array_equal(x, y)
 
 
-def test_models_with_loops_are_refused_clearly():
-    model = loopdyn.robots.four_bar()
+@pytest.mark.parametrize("robot", ["four_bar", "five_bar", "tello"])
+def test_models_with_implicit_loops_are_refused_clearly(robot):
+    model = getattr(loopdyn.robots, robot)()
     d = model.create_data()
     q = loopdyn.neutral(model)
     z = np.zeros(model.nv)
     for f in (loopdyn.rnea_derivatives, loopdyn.aba_derivatives):
-        with pytest.raises(UnsupportedFeatureError, match="loops"):
+        with pytest.raises(UnsupportedFeatureError, match="implicit loops"):
             f(model, d, q, z, z)
+
+
+# ------------------------------------------------------------------------------------------------
+# models with explicit clusters (constant G: geared rotors), in independent coordinates
+
+#: built-in robots whose clusters are all explicit; jvrc1's spanning tree (70 coordinates) is past the
+#: kernels' stack buffer, so its spanning matrices are on the heap
+EXPLICIT_ROBOTS = ["mini_cheetah", "mit_humanoid_leg", "mit_humanoid", "jvrc1"]
+
+
+@pytest.fixture(scope="module", params=EXPLICIT_ROBOTS)
+def geared(request):
+    model = getattr(loopdyn.robots, request.param)()
+    assert model.has_constraints
+    return request.param, model
+
+
+def cluster_state(model, rng):
+    q = loopdyn.random_configuration(model, rng)
+    return q, rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=(model.njoints, 6))
+
+
+def test_explicit_clusters_match_central_differences(geared):
+    name, model = geared
+    d = model.create_data()
+    rng = np.random.default_rng(40)
+    q, v, a, fext = cluster_state(model, rng)
+    got = loopdyn.rnea_derivatives(model, d, q, v, a, fext)
+    expected = fd_rnea(model, d, q, v, a, fext)
+    for what, x, y in zip(("dtau_dq", "dtau_dv", "dtau_da"), got, expected, strict=True):
+        assert_rel(x, y, RTOL_FD, f"{name}: {what}")
+    got = loopdyn.aba_derivatives(model, d, q, v, a, fext)
+    expected = fd_aba(model, d, q, v, a, fext)
+    for what, x, y in zip(("dddq_dq", "dddq_dv", "dddq_dtau"), got, expected, strict=True):
+        assert_rel(x, y, RTOL_FD, f"{name}: {what}")
+
+
+def test_explicit_clusters_identities(geared):
+    name, model = geared
+    d = model.create_data()
+    rng = np.random.default_rng(41)
+    for s in range(3):
+        q, v, tau, _ = cluster_state(model, rng)
+        what = f"{name}, state {s}"
+        ddy = loopdyn.aba(model, d, q, v, tau)
+        H = loopdyn.crba(model, d, q)
+        Hinv = loopdyn.minverse(model, d, q)
+        dq, dv, da = loopdyn.rnea_derivatives(model, d, q, v, ddy)
+        assert_rel(da, H, 1e-12, f"{what}: dtau_da == crba")
+        aq, av, at = loopdyn.aba_derivatives(model, d, q, v, tau)
+        assert_rel(at, Hinv, 1e-9, f"{what}: dddq_dtau == minverse")
+        assert_rel(aq, -Hinv @ dq, 1e-9, f"{what}: dddq_dq == -H⁻¹ dtau_dq")
+        assert_rel(av, -Hinv @ dv, 1e-9, f"{what}: dddq_dv == -H⁻¹ dtau_dv")
+
+
+def dense_g(model, q) -> np.ndarray:
+    """G (nv_s × nv) column by column: ``v_s = G ẏ`` is linear in ẏ, so ``to_spanning`` of a unit
+    velocity is exactly a column."""
+    return np.stack([loopdyn.to_spanning(model, q, e)[1] for e in np.eye(model.nv)], axis=1)
+
+
+def test_explicit_clusters_equal_the_dense_reference_and_a_dropped_coupling_fails():
+    """The spec's dense reference ``Gᵀ (∂τ_s/∂x) G`` (the tree derivatives of ``spanning_tree`` at
+    ``to_spanning``'s state, G dense) equals the kernel's sparse congruence; and the negative control:
+    dropping the rotors' coupling (G's gear-ratio rows zeroed, as if rotors did not move with their
+    links) fails the difference check."""
+    model = loopdyn.robots.mini_cheetah()
+    d = model.create_data()
+    tree = loopdyn.spanning_tree(model)
+    td = tree.create_data()
+    rng = np.random.default_rng(42)
+    q, v, a, _ = cluster_state(model, rng)
+    G = dense_g(model, q)
+    qs, vs, as_ = loopdyn.to_spanning(model, q, v, a)
+    Xq, Xv, Xm = loopdyn.rnea_derivatives(tree, td, qs, vs, as_)
+    dq, dv, da = loopdyn.rnea_derivatives(model, d, q, v, a)
+    assert_rel(dq, G.T @ Xq @ G, 1e-12, "dtau_dq vs dense Gᵀ X G")
+    assert_rel(dv, G.T @ Xv @ G, 1e-12, "dtau_dv vs dense Gᵀ X G")
+    assert_rel(da, G.T @ Xm @ G, 1e-12, "dtau_da vs dense Gᵀ M G")
+    fq, fv, _ = fd_rnea(model, d, q, v, a, None)
+    coupled = ~np.all((G == 0.0) | (G == 1.0), axis=1)  # the rotors' rows (gear ratios)
+    assert coupled.sum() >= 12
+    E = G.copy()
+    E[coupled] = 0.0
+    # light axisymmetric rotors: their share is ~1e-5 (∂τ/∂q) and ~9e-5 (∂τ/∂v) of the largest entry
+    # (a floating base's) here; the ≤ 1e-7 check rejects both by two orders of magnitude
+    assert rel_error(E.T @ Xq @ E, fq) > 10 * RTOL_FD
+    assert rel_error(E.T @ Xv @ E, fv) > 10 * RTOL_FD
+
+
+def test_explicit_clusters_bad_input_names_the_argument():
+    model = loopdyn.robots.mini_cheetah()
+    d = model.create_data()
+    rng = np.random.default_rng(43)
+    q, v, a, fext = cluster_state(model, rng)
+    for f in (loopdyn.rnea_derivatives, loopdyn.aba_derivatives):
+        good = f(model, d, q, v, a, fext)
+        with pytest.raises(ShapeError, match="q must be"):
+            f(model, d, q[:-1], v, a)
+        with pytest.raises(ShapeError, match="v must be"):
+            f(model, d, q, np.zeros(model.nv + 1), a)
+        with pytest.raises(ShapeError, match="f_ext must have shape"):
+            f(model, d, q, v, a, fext[:-1])
+        bad = a.copy()
+        bad[4] = np.nan
+        with pytest.raises(NonFiniteError):
+            f(model, d, q, v, bad)
+        again = f(model, d, q, v, a, fext)
+        for x, y in zip(good, again, strict=True):
+            assert np.array_equal(x, y)

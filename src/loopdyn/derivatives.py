@@ -8,9 +8,17 @@
   body-frame twist [linear; angular], for a ball joint the body-frame rotation vector);
 * ``v`` and ``a`` (``tau``) are held fixed, and so are the external forces, in their body frames.
 
-Kinematic trees only for now: each call is one run of a recursive O(n·d) kernel
-(:mod:`loopdyn.algorithms.derivatives`, Carpentier & Mansard, RSS 2018). A model with loops raises
-:class:`~loopdyn.errors.UnsupportedFeatureError`.
+Each call is one kernel call (:mod:`loopdyn.algorithms.derivatives`):
+
+* a kinematic tree: the recursive O(n·d) world-frame algorithm of Carpentier & Mansard (RSS 2018);
+* a model whose clusters are all explicit (constant G: geared rotors, belts, gear trains — Mini
+  Cheetah, the MIT Humanoid, ...): in independent coordinates y, exact, as ``Gᵀ (∂τ_s/∂x) G`` with the
+  recursive tree derivatives ∂τ_s/∂x of the spanning tree at ``(G y, G ẏ, G ÿ)`` — the tree part is
+  recursive, the congruence with G is a sparse dense-matrix product (O(nnz(G)²)), and the ABA
+  derivatives solve with a dense Cholesky factor of H (O(nv³)), not recursively;
+* a model with an implicit loop (four-bar, five-bar, Tello's differentials: G(q), g(q, q̇)) raises
+  :class:`~loopdyn.errors.UnsupportedFeatureError` — the configuration dependence of G and g is not
+  differentiated yet.
 """
 
 from __future__ import annotations
@@ -21,16 +29,20 @@ from .algorithms import derivatives as kernels
 from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
 from .algorithms.validation import check_data
 from .errors import UnsupportedFeatureError
+from .model import layout as L
 
 STATE = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT), ("f_ext", FORCES))
 FORWARD = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
 
 
-def _tree_only(model, name: str) -> None:
-    if model.has_constraints:
+def _check_clusters(model, data, name: str) -> None:
+    """Refuse a model with an implicit cluster (its G(q) and g(q, q̇) are not differentiated yet)."""
+    if (data.ic[1:, L.C_KIND] == L.IMPLICIT).any():
         raise UnsupportedFeatureError(
-            f"{name}: models with loops or coupled joints (clusters) are not supported yet; "
-            "differentiate loopdyn.rnea / loopdyn.aba numerically along loopdyn.integrate meanwhile"
+            f"{name}: models with implicit loops (constraints φ(q) = 0: four-bars, differentials, "
+            "closed linkages) are not supported yet — trees and explicit clusters (constant G: gears, "
+            "belts, geared rotors) are; differentiate loopdyn.rnea / loopdyn.aba numerically along "
+            "loopdyn.integrate meanwhile"
         )
 
 
@@ -40,9 +52,11 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None) -> tuple[np.ndarray, np.n
     Parameters
     ----------
     model, data:
-        A kinematic-tree :class:`~loopdyn.Model` and a :class:`~loopdyn.Data` created by it.
+        A :class:`~loopdyn.Model` (a tree, or with explicit clusters only) and a
+        :class:`~loopdyn.Data` created by it.
     q, v, a:
-        Configuration (nq), velocity (nv), acceleration (nv).
+        Configuration (nq), velocity (nv), acceleration (nv); on a model with clusters, independent
+        coordinates (as :func:`loopdyn.rnea`), and every derivative is with respect to them.
     f_ext:
         Optional external forces (njoints, 6), rows ``[force; torque]`` in body frames (row 0
         ignored), as :func:`loopdyn.rnea`; held fixed in the body frames when q moves.
@@ -60,15 +74,20 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None) -> tuple[np.ndarray, np.n
     loopdyn.errors.ShapeError, NonFiniteError, ...:
         For bad ``q``, ``v``, ``a``, ``f_ext`` (the argument is named), as :func:`loopdyn.rnea`.
     loopdyn.errors.UnsupportedFeatureError:
-        For a model with loops or couplings.
+        For a model with an implicit loop.
     """
-    _tree_only(model, "rnea_derivatives")
     if data.source_key is not model._key:
         check_data(model, data)
     nv = data.nv
     dq, dv, M = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv))
     fext = data.no_forces if f_ext is None else f_ext
-    run(kernels.rnea_derivatives_kernel, model, STATE, (data.ib, data.ws, q, v, a, fext, dq, dv, M))
+    if model.has_constraints:
+        _check_clusters(model, data, "rnea_derivatives")
+        kern = kernels.c_rnea_derivatives_kernel
+    else:
+        kern = kernels.rnea_derivatives_kernel
+    m1, m2 = data.kernel_arrays
+    run(kern, model, STATE, (m1, m2, q, v, a, fext, dq, dv, M))
     return dq, dv, M
 
 
@@ -77,7 +96,8 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.
 
     ``q̈`` is computed by the ABA; then ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at ``a = q̈`` (x = q, v) and
     ``∂q̈/∂τ = M⁻¹`` — M⁻¹ applied by the sparse LᵀL factorisation of M (RBDA Table 6.3) inside the
-    same kernel call. Arguments as :func:`rnea_derivatives` with ``tau`` (nv) in place of ``a``.
+    same kernel call (on a model with explicit clusters: C-ABA for ÿ, and a dense Cholesky factor of
+    H = Gᵀ M_s G). Arguments as :func:`rnea_derivatives` with ``tau`` (nv) in place of ``a``.
 
     Returns
     -------
@@ -90,17 +110,17 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.
     As :func:`rnea_derivatives`, and :class:`~loopdyn.errors.SingularMassMatrixError` (as
     :func:`loopdyn.aba`) when a joint's articulated inertia is singular.
     """
-    _tree_only(model, "aba_derivatives")
     if data.source_key is not model._key:
         check_data(model, data)
     nv = data.nv
     ddq = np.empty(nv)
     dq, dv, minv, scratch = (np.empty((nv, nv)) for _ in range(4))
     fext = data.no_forces if f_ext is None else f_ext
-    run(
-        kernels.aba_derivatives_kernel,
-        model,
-        FORWARD,
-        (data.ib, data.ws, q, v, tau, fext, ddq, dq, dv, minv, scratch),
-    )
+    if model.has_constraints:
+        _check_clusters(model, data, "aba_derivatives")
+        kern = kernels.c_aba_derivatives_kernel
+    else:
+        kern = kernels.aba_derivatives_kernel
+    m1, m2 = data.kernel_arrays
+    run(kern, model, FORWARD, (m1, m2, q, v, tau, fext, ddq, dq, dv, minv, scratch))
     return dq, dv, minv

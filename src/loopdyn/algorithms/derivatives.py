@@ -62,7 +62,19 @@ from ..jit import inlined, njit, sequence
 from ..model import layout as L
 from ..spatial import ops
 from .aba import aba_core
-from .borrow import STACK_INTS, acquire, borrowed, release, stack_ints, view
+from .borrow import (
+    STACK_FLOATS,
+    STACK_INTS,
+    acquire,
+    borrowed,
+    model_views,
+    release,
+    stack_floats,
+    stack_ints,
+    view,
+)
+from .cluster_dynamics import c_aba_core
+from .cluster_kinematics import cluster_coordinates, tapes, validate_cluster_state
 from .common import external_force, gravity_seed, jcalc, kernel, s_column
 from .crba import dof_parents, ltl_in_place, ltl_singular_body, ltl_solve, ltl_solve_transposed, zero_fill
 from .rnea import validate_qva
@@ -334,4 +346,173 @@ def aba_derivatives_kernel(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf):
     lam = view(stack_ints(), 0, (n,)) if n <= STACK_INTS else np.empty(n, np.int64)
     st = aba_derivatives_checked(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf, lam)
     release(ib)
+    return st
+
+
+# ---------------------------------------------------------------------------------------------
+# models with loops whose clusters are all explicit (constant G: geared rotors, belts, gear trains)
+#
+# Independent coordinates y, spanning q_s = G y (1-DoF joints), q̇_s = G ẏ, q̈_s = G ÿ (g = 0), and
+# τ_y = Gᵀ τ_s(q_s, G ẏ, G ÿ) (Chignoli et al. 2024, eq. 29). A tangent step δ of y moves q_s by G δ,
+# so with the spanning tree's derivatives (the recursive kernel above on the spanning tree):
+# ∂τ_y/∂δ = Gᵀ (∂τ_s/∂q_s) G, ∂τ_y/∂ẏ = Gᵀ (∂τ_s/∂q̇_s) G, ∂τ_y/∂ÿ = Gᵀ M_s G = H (spec §2 with
+# ∂G = 0, g = 0). Implicit clusters (G(q), g(q, q̇)) need ∂G/∂q, ∂g/∂q: not here (the public layer
+# refuses them). The congruences Gᵀ X G are sums over the sparse columns of G (C0_GCOLS): O(nnz(G)²),
+# not recursive.
+
+
+@njit(cache=True)
+def g_congruence(ic, cb, wc, X, out):
+    """``out = Gᵀ X G`` (nv × nv) for the spanning nv_s × nv_s ``X``, through the sparse columns of G
+    (``ic[0, C0_GCOLS]``: per independent coordinate, pairs (spanning index, wc offset of the entry))."""
+    ic, cb, wc, X, out = borrowed((ic, cb, wc, X, out))
+    GC = ic[0, L.C0_GCOLS]
+    n = out.shape[0]
+    for x in range(n):
+        for y in range(n):
+            acc = 0.0
+            for e in range(GC + cb[GC + x], GC + cb[GC + x + 1], 2):
+                r = cb[e]
+                inner = 0.0
+                for f in range(GC + cb[GC + y], GC + cb[GC + y + 1], 2):
+                    inner += X[r, cb[f]] * wc[cb[f + 1]]
+                acc += wc[cb[e + 1]] * inner
+            out[x, y] = acc
+
+
+@inlined
+def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf):
+    """RNEA derivatives in independent coordinates of a model whose clusters are single bodies or
+    explicit (see above), validated inputs; ``buf`` holds 3 nv_s² floats (the spanning tree's three
+    derivative matrices). Returns a status."""
+    for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q, q̇ = G ẏ, q̈ = G ÿ
+        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
+        if st != 0:
+            return st
+    nqs, nvs = ic[0, L.C0_NQS], ic[0, L.C0_NVS]
+    QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
+    n2 = nvs * nvs
+    Xq = view(buf, 0, (nvs, nvs))
+    Xv = view(buf, n2, (nvs, nvs))
+    Xm = view(buf, 2 * n2, (nvs, nvs))
+    rnea_derivatives_core(ib, ws, wc[QS : QS + nqs], wc[QDS : QDS + nvs], wc[QDDS : QDDS + nvs], fext,
+                          Xq, Xv, Xm)  # fmt: skip
+    g_congruence(ic, cb, wc, Xq, dq)
+    g_congruence(ic, cb, wc, Xv, dv)
+    g_congruence(ic, cb, wc, Xm, H)
+    return 0
+
+
+@kernel(
+    "int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[:, ::1], float64[:, ::1], float64[:, ::1])"
+)
+def c_rnea_derivatives_kernel(ints, floats, q, v, a, fext, dq, dv, H):
+    """RNEA derivatives of a model with explicit clusters only (independent coordinates)."""
+    ints, floats, q, v, a, fext, dq, dv, H = borrowed((ints, floats, q, v, a, fext, dq, dv, H))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    st = validate_cluster_state(ib, ic, cb, q, v, a, fext, True)
+    if st != 0:
+        return st
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    need = 3 * ic[0, L.C0_NVS] * ic[0, L.C0_NVS]
+    # the spanning matrices on the stack (no allocation) while they fit
+    buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
+    st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H,
+                                 borrowed((buf,))[0])  # fmt: skip
+    release(ints)
+    return st
+
+
+@njit(cache=True)
+def cholesky_in_place(A):
+    """The lower triangle of A ← its Cholesky factor (A = L Lᵀ, dense). Returns −1, or the first
+    coordinate whose pivot is not positive."""
+    A = borrowed((A,))[0]
+    n = A.shape[0]
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= A[j, k] * A[j, k]
+        if not d > 0.0:
+            return j
+        d = np.sqrt(d)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    return -1
+
+
+@njit(cache=True)
+def cholesky_solve(Lf, X):
+    """``X ← (L Lᵀ)⁻¹ X`` in place, L in the lower triangle of ``Lf`` (:func:`cholesky_in_place`)."""
+    Lf, X = borrowed((Lf, X))
+    n, p = X.shape
+    for c in range(p):
+        for i in range(n):
+            s = X[i, c]
+            for k in range(i):
+                s -= Lf[i, k] * X[k, c]
+            X[i, c] = s / Lf[i, i]
+        for i in range(n - 1, -1, -1):
+            s = X[i, c]
+            for k in range(i + 1, n):
+                s -= Lf[k, i] * X[k, c]
+            X[i, c] = s / Lf[i, i]
+
+
+@inlined
+def c_hinv_apply(ic, cb, Hf, dq, dv, hinv):
+    """``dq ← −H⁻¹ dq``, ``dv ← −H⁻¹ dv``, ``hinv ← H⁻¹`` by the dense Cholesky factor of H (in
+    ``Hf``, overwritten). Returns 0, or the SINGULAR status of the first body of the cluster whose
+    coordinate has a non-positive pivot."""
+    bad = cholesky_in_place(Hf)
+    if bad >= 0:
+        for k in range(1, ic[0, L.C0_NCL] + 1):
+            if ic[k, L.C_IV] <= bad < ic[k, L.C_IV] + ic[k, L.C_NV]:
+                return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+        return SINGULAR * STATUS_BASE
+    n = Hf.shape[0]
+    for r in range(n):
+        for c in range(n):
+            hinv[r, c] = 1.0 if r == c else 0.0
+            dq[r, c] = -dq[r, c]
+            dv[r, c] = -dv[r, c]
+    cholesky_solve(Hf, hinv)
+    cholesky_solve(Hf, dq)
+    cholesky_solve(Hf, dv)
+    return 0
+
+
+@kernel(
+    "int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1])"
+)
+def c_aba_derivatives_kernel(ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, Hf):
+    """ABA derivatives of a model with explicit clusters only: ÿ by C-ABA into ``ddy``, then the RNEA
+    derivatives at a = ÿ (H into ``Hf``) and ∂ÿ/∂x = −H⁻¹ ∂τ_y/∂x, ∂ÿ/∂τ = H⁻¹ (spec §2)."""
+    ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, Hf = borrowed(
+        (ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, Hf)
+    )
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
+    if st != 0:
+        return st
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    need = 3 * ic[0, L.C0_NVS] * ic[0, L.C0_NVS]
+    buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
+    st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
+    if st == 0:
+        st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, fext,
+                                     dq, dv, Hf, borrowed((buf,))[0])  # fmt: skip
+    if st == 0:
+        st = c_hinv_apply(ic, cb, Hf, dq, dv, hinv)
+    release(ints)
     return st
