@@ -28,7 +28,6 @@ from loopdyn.errors import (
     DataMismatchError,
     NonFiniteError,
     ShapeError,
-    UnsupportedFeatureError,
 )
 
 N_STATES = 4
@@ -281,17 +280,6 @@ def test_bad_input_raises_naming_the_argument_and_leaves_data_usable(floating, f
         assert np.array_equal(x, y)
 
 
-@pytest.mark.parametrize("robot", ["four_bar", "five_bar", "tello"])
-def test_models_with_implicit_loops_are_refused_clearly(robot):
-    model = getattr(loopdyn.robots, robot)()
-    d = model.create_data()
-    q = loopdyn.neutral(model)
-    z = np.zeros(model.nv)
-    for f in (loopdyn.rnea_derivatives, loopdyn.aba_derivatives):
-        with pytest.raises(UnsupportedFeatureError, match="implicit loops"):
-            f(model, d, q, z, z)
-
-
 # ------------------------------------------------------------------------------------------------
 # models with explicit clusters (constant G: geared rotors), in independent coordinates
 
@@ -397,6 +385,99 @@ def test_explicit_clusters_bad_input_names_the_argument():
         bad[4] = np.nan
         with pytest.raises(NonFiniteError):
             f(model, d, q, v, bad)
+        again = f(model, d, q, v, a, fext)
+        for x, y in zip(good, again, strict=True):
+            assert np.array_equal(x, y)
+
+
+# ------------------------------------------------------------------------------------------------
+# models with implicit loops (G(q), g(q, q̇)): the dense path of spec §2
+
+IMPLICIT_ROBOTS = ["four_bar", "five_bar", "planar_leg_linkage", "rssr_linkage", "delta_robot", "tello"]
+
+
+@pytest.fixture(scope="module", params=IMPLICIT_ROBOTS)
+def looped(request):
+    model = getattr(loopdyn.robots, request.param)()
+    return request.param, model
+
+
+def test_implicit_loops_match_central_differences(looped):
+    """Along ``integrate`` (which re-closes the loops), with external forces. Some of these linkages
+    have ∂τ/∂ẏ exactly or nearly zero at a state (a parallelogram four-bar), so the error is measured
+    against the model's mass scale max|H| (RNEA; states of unit size) or 1 (ABA) when that is larger."""
+    name, model = looped
+    d = model.create_data()
+    rng = np.random.default_rng(44)
+    for s in range(2):
+        q, v, a, fext = cluster_state(model, rng)
+        got = loopdyn.rnea_derivatives(model, d, q, v, a, fext)
+        scale = np.max(np.abs(got[2]))
+        expected = fd_rnea(model, d, q, v, a, fext)
+        for what, x, y in zip(("dtau_dq", "dtau_dv", "dtau_da"), got, expected, strict=True):
+            assert_rel(x, y, RTOL_FD, f"{name}, state {s}: {what}", scale)
+        got = loopdyn.aba_derivatives(model, d, q, v, a, fext)
+        expected = fd_aba(model, d, q, v, a, fext)
+        for what, x, y in zip(("dddq_dq", "dddq_dv", "dddq_dtau"), got, expected, strict=True):
+            assert_rel(x, y, RTOL_FD, f"{name}, state {s}: {what}", 1.0)
+
+
+def test_implicit_loops_identities(looped):
+    name, model = looped
+    d = model.create_data()
+    rng = np.random.default_rng(45)
+    q, v, tau, fext = cluster_state(model, rng)
+    ddy = loopdyn.aba(model, d, q, v, tau, fext)
+    H = loopdyn.crba(model, d, q)
+    Hinv = loopdyn.minverse(model, d, q)
+    dq, dv, da = loopdyn.rnea_derivatives(model, d, q, v, ddy, fext)
+    assert_rel(da, H, 1e-12, f"{name}: dtau_da == crba")
+    aq, av, at = loopdyn.aba_derivatives(model, d, q, v, tau, fext)
+    assert_rel(at, Hinv, 1e-9, f"{name}: dddq_dtau == minverse")
+    assert_rel(aq, -Hinv @ dq, 1e-9, f"{name}: dddq_dq == -H⁻¹ dtau_dq", 1.0)
+    assert_rel(av, -Hinv @ dv, 1e-9, f"{name}: dddq_dv == -H⁻¹ dtau_dv", 1.0)
+
+
+@pytest.mark.parametrize("robot", ["five_bar", "rssr_linkage", "tello"])
+def test_negative_control_freezing_g_fails(robot):
+    """Freezing G's configuration dependence (and g's), i.e. ``Gᵀ (∂τ_s/∂x) G`` with the spanning
+    tree's derivatives — exact for constant G — must fail the difference check on implicit loops,
+    which the full derivative passes (``test_implicit_loops_match_central_differences``)."""
+    model = getattr(loopdyn.robots, robot)()
+    d = model.create_data()
+    tree = loopdyn.spanning_tree(model)
+    td = tree.create_data()
+    rng = np.random.default_rng(46)
+    q, v, a, _ = cluster_state(model, rng)
+    G = dense_g(model, q)
+    Xq, Xv, _ = loopdyn.rnea_derivatives(tree, td, *loopdyn.to_spanning(model, q, v, a))
+    fq, fv, _ = fd_rnea(model, d, q, v, a, None)
+    dq, dv, H = loopdyn.rnea_derivatives(model, d, q, v, a)
+    scale = np.max(np.abs(H))
+    assert rel_error(dq, fq, scale) <= RTOL_FD
+    assert rel_error(G.T @ Xq @ G, fq, scale) > 1e3 * RTOL_FD
+    assert rel_error(G.T @ Xv @ G, fv, scale) > 1e3 * RTOL_FD
+
+
+def test_implicit_loops_bad_input():
+    model = loopdyn.robots.five_bar()
+    d = model.create_data()
+    rng = np.random.default_rng(47)
+    q, v, a, fext = cluster_state(model, rng)
+    for f in (loopdyn.rnea_derivatives, loopdyn.aba_derivatives):
+        good = f(model, d, q, v, a, fext)
+        with pytest.raises(ShapeError, match="v must be"):
+            f(model, d, q, v[:-1], a)
+        with pytest.raises(ShapeError, match="f_ext must have shape"):
+            f(model, d, q, v, a, fext[:, :3])
+        off = q.copy()
+        off[1] += 0.1  # a dependent coordinate: off the loop
+        with pytest.raises(ConfigurationError, match="violate its constraints"):
+            f(model, d, off, v, a)
+        bad = v.copy()
+        bad[0] = np.inf
+        with pytest.raises(NonFiniteError, match="v contains NaN"):
+            f(model, d, q, bad, a)
         again = f(model, d, q, v, a, fext)
         for x, y in zip(good, again, strict=True):
             assert np.array_equal(x, y)
