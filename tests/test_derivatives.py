@@ -28,6 +28,7 @@ from loopdyn.errors import (
     DataMismatchError,
     NonFiniteError,
     ShapeError,
+    SingularInertiaError,
 )
 
 N_STATES = 4
@@ -278,6 +279,22 @@ def test_bad_input_raises_naming_the_argument_and_leaves_data_usable(floating, f
     again = f(lm, ld, list(q), list(v), list(a))
     for x, y in zip(good, again, strict=True):
         assert np.array_equal(x, y)
+
+
+def test_singular_mass_matrix_raises_and_leaves_data_usable():
+    """A massless leaf: M is singular, so aba_derivatives raises SingularInertiaError (as aba does);
+    rnea_derivatives is fine (M need not be invertible), and the Data works afterwards."""
+    m = loopdyn.Model("massless")
+    inertia = loopdyn.Inertia(1.0, (0.1, 0.0, 0.0), np.eye(3) * 0.01)
+    m.add_body("a", 0, loopdyn.Revolute((0, 0, 1)), inertia=inertia)
+    m.add_body("b", "a", loopdyn.Revolute((0, 1, 0)))
+    d = m.create_data()
+    q, v, tau = np.array([0.3, -0.2]), np.array([0.5, 1.0]), np.array([0.0, 1.0])
+    with pytest.raises(SingularInertiaError):
+        loopdyn.aba_derivatives(m, d, q, v, tau)
+    dq, dv, M = loopdyn.rnea_derivatives(m, d, q, v, tau)
+    assert_rel(M, loopdyn.crba(m, d, q), 1e-12, "M of a massless leaf")
+    assert np.all(M[1] == 0.0)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ import numpy as np
 
 from .algorithms import derivatives as kernels
 from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
+from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 from .model import layout as L
 
@@ -76,7 +77,8 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None) -> tuple[np.ndarray, np.n
     if data.source_key is not model._key:
         check_data(model, data)
     nv = data.nv
-    dq, dv, M = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv))
+    out = np.empty((3, nv, nv))  # one allocation; the three results are its (contiguous) planes
+    dq, dv, M = out[0], out[1], out[2]
     fext = data.no_forces if f_ext is None else f_ext
     if model.has_constraints:
         if _has_implicit(data):
@@ -85,7 +87,13 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None) -> tuple[np.ndarray, np.n
     else:
         kern = kernels.rnea_derivatives_kernel
     m1, m2 = data.kernel_arrays
-    run(kern, model, STATE, (m1, m2, q, v, a, fext, dq, dv, M))
+    # run()'s three steps written out, as in loopdyn.dynamics (a Python frame less per call)
+    try:
+        st = kern(m1, m2, q, v, a, fext, dq, dv, M)
+    except TypeError:
+        st = kern(m1, m2, *STATE.coerce_user(model, (q, v, a, fext)), dq, dv, M)
+    if st:
+        raise_for_status(model, st, STATE.names)
     return dq, dv, M
 
 
@@ -113,7 +121,8 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.
         check_data(model, data)
     nv = data.nv
     ddq = np.empty(nv)
-    dq, dv, minv, scratch = (np.empty((nv, nv)) for _ in range(4))
+    out = np.empty((4, nv, nv))  # the three results, then the scratch for the factor of M
+    dq, dv, minv, scratch = out[0], out[1], out[2], out[3]
     fext = data.no_forces if f_ext is None else f_ext
     if model.has_constraints:
         if _has_implicit(data):
@@ -122,7 +131,12 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.
     else:
         kern = kernels.aba_derivatives_kernel
     m1, m2 = data.kernel_arrays
-    run(kern, model, FORWARD, (m1, m2, q, v, tau, fext, ddq, dq, dv, minv, scratch))
+    try:
+        st = kern(m1, m2, q, v, tau, fext, ddq, dq, dv, minv, scratch)
+    except TypeError:
+        st = kern(m1, m2, *FORWARD.coerce_user(model, (q, v, tau, fext)), ddq, dq, dv, minv, scratch)
+    if st:
+        raise_for_status(model, st, FORWARD.names)
     return dq, dv, minv
 
 

@@ -76,7 +76,7 @@ from .borrow import (
 from .cluster_dynamics import c_aba_core
 from .cluster_kinematics import cluster_coordinates, tapes, validate_cluster_state
 from .common import external_force, gravity_seed, jcalc, kernel, s_column
-from .crba import dof_parents, ltl_in_place, ltl_singular_body, ltl_solve, ltl_solve_transposed, zero_fill
+from .crba import dof_parents, ltl_in_place, ltl_singular_body, zero_fill
 from .rnea import validate_qva
 from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
@@ -309,10 +309,48 @@ def minv_apply(ib, ws, Lf, lam, dq, dv, minv):
             minv[r, c] = 1.0 if r == c else 0.0
             dq[r, c] = -dq[r, c]
             dv[r, c] = -dv[r, c]
-    for X in (minv, dq, dv):
-        ltl_solve_transposed(Lf, lam, X)
-        ltl_solve(Lf, lam, X)
+    ltl_solve3(Lf, lam, minv, dq, dv)
     return 0
+
+
+@njit(cache=True, fastmath={"contract"})
+def ltl_solve3(Lf, lam, A, B, C):
+    """``X ← L⁻¹ L⁻ᵀ X`` (= M⁻¹ X) for X = A, B, C in one pass over the λ chains (the LᵀL factor of
+    :func:`~.crba.ltl_in_place`, RBDA Table 6.3); A is the identity on entry: in the first sweep its
+    row i is non-zero only in the columns c ≥ i of i's subtree (coordinates are numbered parents
+    first), so only those are touched."""
+    Lf, lam, A, B, C = borrowed((Lf, lam, A, B, C))
+    n = Lf.shape[0]
+    for i in range(n - 1, -1, -1):  # X ← L⁻ᵀ X
+        d = 1.0 / Lf[i, i]
+        for c in range(n):
+            B[i, c] *= d
+            C[i, c] *= d
+        for c in range(i, n):
+            A[i, c] *= d
+        j = lam[i]
+        while j != -1:
+            lij = Lf[i, j]
+            for c in range(n):
+                B[j, c] -= lij * B[i, c]
+                C[j, c] -= lij * C[i, c]
+            for c in range(i, n):
+                A[j, c] -= lij * A[i, c]
+            j = lam[j]
+    for i in range(n):  # X ← L⁻¹ X
+        j = lam[i]
+        while j != -1:
+            lij = Lf[i, j]
+            for c in range(n):
+                A[i, c] -= lij * A[j, c]
+                B[i, c] -= lij * B[j, c]
+                C[i, c] -= lij * C[j, c]
+            j = lam[j]
+        d = 1.0 / Lf[i, i]
+        for c in range(n):
+            A[i, c] *= d
+            B[i, c] *= d
+            C[i, c] *= d
 
 
 @sequence
