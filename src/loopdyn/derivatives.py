@@ -39,9 +39,18 @@ STATE = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT), ("f_
 FORWARD = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
 
 
-def _has_implicit(data) -> bool:
-    """Whether the model of ``data`` has an implicit cluster (G(q), g(q, q̇): the dense path)."""
-    return bool((data.ic[1:, L.C_KIND] == L.IMPLICIT).any())
+_IMPLICIT: dict[int, tuple[object, bool]] = {}  # id(model._key) → (the key, has an implicit cluster)
+
+
+def _has_implicit(model, data) -> bool:
+    """Whether ``model`` has an implicit cluster (G(q), g(q, q̇): the dense path); cached per model
+    version (a dictionary look-up instead of a NumPy reduction on every call)."""
+    key = model._key
+    hit = _IMPLICIT.get(id(key))
+    if hit is None or hit[0] is not key:
+        hit = (key, bool((data.ic[1:, L.C_KIND] == L.IMPLICIT).any()))
+        _IMPLICIT[id(key)] = hit
+    return hit[1]
 
 
 def rnea_derivatives(model, data, q, v, a, f_ext=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -81,7 +90,7 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None) -> tuple[np.ndarray, np.n
     dq, dv, M = out[0], out[1], out[2]
     fext = data.no_forces if f_ext is None else f_ext
     if model.has_constraints:
-        if _has_implicit(data):
+        if _has_implicit(model, data):
             return _loop_rnea_derivatives(model, data, q, v, a, f_ext)
         kern = kernels.c_rnea_derivatives_kernel
     else:
@@ -125,7 +134,7 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.
     dq, dv, minv, scratch = out[0], out[1], out[2], out[3]
     fext = data.no_forces if f_ext is None else f_ext
     if model.has_constraints:
-        if _has_implicit(data):
+        if _has_implicit(model, data):
             return _loop_aba_derivatives(model, data, q, v, tau, f_ext)
         kern = kernels.c_aba_derivatives_kernel
     else:

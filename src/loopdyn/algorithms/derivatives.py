@@ -399,30 +399,36 @@ def aba_derivatives_kernel(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf):
 # not recursive.
 
 
-@njit(cache=True)
-def g_congruence(ic, cb, wc, X, out):
+@njit(cache=True, fastmath={"contract"})
+def g_congruence(ic, cb, wc, X, out, Z):
     """``out = Gᵀ X G`` (nv × nv) for the spanning nv_s × nv_s ``X``, through the sparse columns of G
-    (``ic[0, C0_GCOLS]``: per independent coordinate, pairs (spanning index, wc offset of the entry))."""
-    ic, cb, wc, X, out = borrowed((ic, cb, wc, X, out))
+    (``ic[0, C0_GCOLS]``: per independent coordinate, pairs (spanning index, wc offset of the entry)),
+    in two products: ``Z = Gᵀ X`` (rows of X, contiguous) into the nv × nv_s scratch ``Z``, then
+    ``out = Z G``: O(nnz(G) (nv_s + nv))."""
+    ic, cb, wc, X, out, Z = borrowed((ic, cb, wc, X, out, Z))
     GC = ic[0, L.C0_GCOLS]
-    n = out.shape[0]
+    n, ns = out.shape[0], X.shape[1]
+    for x in range(n):
+        for c in range(ns):
+            Z[x, c] = 0.0
+        for e in range(GC + cb[GC + x], GC + cb[GC + x + 1], 2):
+            r = cb[e]
+            g = wc[cb[e + 1]]
+            for c in range(ns):
+                Z[x, c] += g * X[r, c]
     for x in range(n):
         for y in range(n):
             acc = 0.0
-            for e in range(GC + cb[GC + x], GC + cb[GC + x + 1], 2):
-                r = cb[e]
-                inner = 0.0
-                for f in range(GC + cb[GC + y], GC + cb[GC + y + 1], 2):
-                    inner += X[r, cb[f]] * wc[cb[f + 1]]
-                acc += wc[cb[e + 1]] * inner
+            for f in range(GC + cb[GC + y], GC + cb[GC + y + 1], 2):
+                acc += Z[x, cb[f]] * wc[cb[f + 1]]
             out[x, y] = acc
 
 
 @inlined
 def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf):
     """RNEA derivatives in independent coordinates of a model whose clusters are single bodies or
-    explicit (see above), validated inputs; ``buf`` holds 3 nv_s² floats (the spanning tree's three
-    derivative matrices). Returns a status."""
+    explicit (see above), validated inputs; ``buf`` holds (3 nv_s + nv) nv_s floats (the spanning
+    tree's three derivative matrices and the congruence's scratch). Returns a status."""
     for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q, q̇ = G ẏ, q̈ = G ÿ
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
         if st != 0:
@@ -433,11 +439,13 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
     Xq = view(buf, 0, (nvs, nvs))
     Xv = view(buf, n2, (nvs, nvs))
     Xm = view(buf, 2 * n2, (nvs, nvs))
-    rnea_derivatives_core(ib, ws, wc[QS : QS + nqs], wc[QDS : QDS + nvs], wc[QDDS : QDDS + nvs], fext,
+    Z = view(buf, 3 * n2, (dq.shape[0], nvs))
+    # views built directly (C layout, as the tree kernel is compiled for)
+    rnea_derivatives_core(ib, ws, view(wc, QS, (nqs,)), view(wc, QDS, (nvs,)), view(wc, QDDS, (nvs,)), fext,
                           Xq, Xv, Xm)  # fmt: skip
-    g_congruence(ic, cb, wc, Xq, dq)
-    g_congruence(ic, cb, wc, Xv, dv)
-    g_congruence(ic, cb, wc, Xm, H)
+    g_congruence(ic, cb, wc, Xq, dq, Z)
+    g_congruence(ic, cb, wc, Xv, dv, Z)
+    g_congruence(ic, cb, wc, Xm, H, Z)
     return 0
 
 
@@ -455,7 +463,7 @@ def c_rnea_derivatives_kernel(ints, floats, q, v, a, fext, dq, dv, H):
         return st
     if not acquire(ints):
         return DATA_IN_USE * STATUS_BASE
-    need = 3 * ic[0, L.C0_NVS] * ic[0, L.C0_NVS]
+    need = (3 * ic[0, L.C0_NVS] + dq.shape[0]) * ic[0, L.C0_NVS]
     # the spanning matrices on the stack (no allocation) while they fit
     buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
     st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H,
@@ -544,7 +552,7 @@ def c_aba_derivatives_kernel(ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, H
         return st
     if not acquire(ints):
         return DATA_IN_USE * STATUS_BASE
-    need = 3 * ic[0, L.C0_NVS] * ic[0, L.C0_NVS]
+    need = (3 * ic[0, L.C0_NVS] + dq.shape[0]) * ic[0, L.C0_NVS]
     buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
     st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
     if st == 0:
