@@ -498,3 +498,12 @@ def test_implicit_loops_bad_input():
         again = f(model, d, q, v, a, fext)
         for x, y in zip(good, again, strict=True):
             assert np.array_equal(x, y)
+
+
+def test_readme_section_runs():
+    from test_readme import _run
+
+    ns: dict = {}
+    _run(ns, "### Derivatives of the dynamics")
+    assert ns["dtau_dq"].shape == (18, 18) and ns["Hinv"].shape == (18, 18)
+    assert np.allclose(ns["Minv"] @ ns["M"], np.eye(18), atol=1e-9)
