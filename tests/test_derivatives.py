@@ -281,6 +281,30 @@ def test_bad_input_raises_naming_the_argument_and_leaves_data_usable(floating, f
         assert np.array_equal(x, y)
 
 
+def test_far_from_the_origin():
+    """The derivatives of a free-flying robot do not depend on where it is (gravity is uniform, the
+    tangent is the body twist): 10 km from the origin they equal those at the origin to 1e-10 and
+    still match the differences. (Referred to the world origin, they lost five digits there.)"""
+    case = load_case("tree120-n20-floating", with_pinocchio=False)
+    lm = case.lm
+    ld = lm.create_data()
+    rng = case.rng(39)
+    q, v, a = trees.random_state(rng, lm)
+    fext = case.random_fext(rng)
+    near = loopdyn.rnea_derivatives(lm, ld, q, v, a, fext)
+    far_q = q.copy()
+    far_q[:3] += (1e4, -7e3, 3e3)
+    far = loopdyn.rnea_derivatives(lm, ld, far_q, v, a, fext)
+    fd = fd_rnea(lm, ld, far_q, v, a, fext)
+    for name, x, y, z in zip(("dtau_dq", "dtau_dv", "dtau_da"), far, near, fd, strict=True):
+        assert_rel(x, y, 1e-10, f"{name}: 10 km away vs at the origin")
+        assert_rel(x, z, RTOL_FD, f"{name}: 10 km away vs differences")
+    far_a = loopdyn.aba_derivatives(lm, ld, far_q, v, a, fext)
+    for name, x, y in zip(("dddq_dq", "dddq_dv", "dddq_dtau"), far_a,
+                          loopdyn.aba_derivatives(lm, ld, q, v, a, fext), strict=True):  # fmt: skip
+        assert_rel(x, y, 1e-10, f"{name}: 10 km away vs at the origin", 1.0)
+
+
 def test_singular_mass_matrix_raises_and_leaves_data_usable():
     """A massless leaf: M is singular, so aba_derivatives raises SingularInertiaError (as aba does);
     rnea_derivatives is fine (M need not be invertible), and the Data works afterwards."""
