@@ -281,6 +281,23 @@ def test_bad_input_raises_naming_the_argument_and_leaves_data_usable(floating, f
         assert np.array_equal(x, y)
 
 
+def test_large_tree_past_the_stack_buffers():
+    """60 coordinates: the ABA derivatives' n × 3n solve no longer fits the kernel's stack buffer
+    (STACK_FLOATS) and takes the heap; still Pinocchio's results."""
+    from loopdyn.algorithms.borrow import STACK_FLOATS
+
+    rng = np.random.default_rng(48)
+    lm, pm = trees.random_tree(rng, 55, floating=True, fixed_prob=0.0, joint_mix={"revolute": 1.0})
+    assert 3 * lm.nv * lm.nv > STACK_FLOATS
+    ld, pd = lm.create_data(), pm.createData()
+    q, v, tau = trees.random_state(rng, lm)
+    dq, dv, dt = loopdyn.aba_derivatives(lm, ld, q, v, tau)
+    pq, pv, pt = pin.computeABADerivatives(pm, pd, q, v, tau)
+    assert_rel(dq, pq, RTOL_PIN, "dddq_dq, 60 coordinates", 1.0)
+    assert_rel(dv, pv, RTOL_PIN, "dddq_dv, 60 coordinates", 1.0)
+    assert_rel(dt, symmetrized_upper(pt), RTOL_PIN, "dddq_dtau, 60 coordinates")
+
+
 def test_far_from_the_origin():
     """The derivatives of a free-flying robot do not depend on where it is (gravity is uniform, the
     tangent is the body twist): 10 km from the origin they equal those at the origin to 1e-10 and

@@ -301,11 +301,12 @@ def rnea_derivatives_kernel(ib, ws, q, v, a, fext, dq, dv, M):
 
 
 @njit(cache=True)
-def minv_apply(ib, ws, Lf, lam, dq, dv, minv):
+def minv_apply(ib, ws, Lf, lam, dq, dv, minv, X):
     """From M (in ``Lf``, overwritten by its LᵀL factor, RBDA Table 6.3): ``dq ← −M⁻¹ dq``,
-    ``dv ← −M⁻¹ dv``, ``minv ← M⁻¹`` by sparse back and forward substitution (M⁻¹ X = L⁻¹ L⁻ᵀ X).
-    Returns 0 or the SINGULAR status of the body whose pivot fails."""
-    ib, ws, Lf, lam, dq, dv, minv = borrowed((ib, ws, Lf, lam, dq, dv, minv))
+    ``dv ← −M⁻¹ dv``, ``minv ← M⁻¹``, solved together as the columns of ``X = [−dq | −dv | 1]``
+    (n × 3n scratch: one array, whose row updates LLVM vectorises; three arrays updated in one loop
+    took twice as long). Returns 0 or the SINGULAR status of the body whose pivot fails."""
+    ib, ws, Lf, lam, dq, dv, minv, X = borrowed((ib, ws, Lf, lam, dq, dv, minv, X))
     n = Lf.shape[0]
     dof_parents(ib, lam)
     bad = ltl_in_place(Lf, lam)
@@ -319,55 +320,48 @@ def minv_apply(ib, ws, Lf, lam, dq, dv, minv):
         return SINGULAR * STATUS_BASE + b
     for r in range(n):
         for c in range(n):
-            minv[r, c] = 1.0 if r == c else 0.0
-            dq[r, c] = -dq[r, c]
-            dv[r, c] = -dv[r, c]
-    ltl_solve3(Lf, lam, minv, dq, dv)
+            X[r, c] = -dq[r, c]
+            X[r, n + c] = -dv[r, c]
+            X[r, 2 * n + c] = 1.0 if r == c else 0.0
+    ltl_solve_rows(Lf, lam, X)
+    for r in range(n):
+        for c in range(n):
+            dq[r, c] = X[r, c]
+            dv[r, c] = X[r, n + c]
+            minv[r, c] = X[r, 2 * n + c]
     return 0
 
 
 @njit(cache=True, fastmath={"contract"})
-def ltl_solve3(Lf, lam, A, B, C):
-    """``X ← L⁻¹ L⁻ᵀ X`` (= M⁻¹ X) for X = A, B, C in one pass over the λ chains (the LᵀL factor of
-    :func:`~.crba.ltl_in_place`, RBDA Table 6.3); A is the identity on entry: in the first sweep its
-    row i is non-zero only in the columns c ≥ i of i's subtree (coordinates are numbered parents
-    first), so only those are touched."""
-    Lf, lam, A, B, C = borrowed((Lf, lam, A, B, C))
-    n = Lf.shape[0]
+def ltl_solve_rows(Lf, lam, X):
+    """``X ← L⁻¹ L⁻ᵀ X`` (= M⁻¹ X) with the LᵀL factor of :func:`~.crba.ltl_in_place` (RBDA Table
+    6.3): back substitution over each coordinate's λ chain, then forward, whole rows of X at a time."""
+    Lf, lam, X = borrowed((Lf, lam, X))
+    n, p = Lf.shape[0], X.shape[1]
     for i in range(n - 1, -1, -1):  # X ← L⁻ᵀ X
         d = 1.0 / Lf[i, i]
-        for c in range(n):
-            B[i, c] *= d
-            C[i, c] *= d
-        for c in range(i, n):
-            A[i, c] *= d
+        for c in range(p):
+            X[i, c] *= d
         j = lam[i]
         while j != -1:
             lij = Lf[i, j]
-            for c in range(n):
-                B[j, c] -= lij * B[i, c]
-                C[j, c] -= lij * C[i, c]
-            for c in range(i, n):
-                A[j, c] -= lij * A[i, c]
+            for c in range(p):
+                X[j, c] -= lij * X[i, c]
             j = lam[j]
     for i in range(n):  # X ← L⁻¹ X
         j = lam[i]
         while j != -1:
             lij = Lf[i, j]
-            for c in range(n):
-                A[i, c] -= lij * A[j, c]
-                B[i, c] -= lij * B[j, c]
-                C[i, c] -= lij * C[j, c]
+            for c in range(p):
+                X[i, c] -= lij * X[j, c]
             j = lam[j]
         d = 1.0 / Lf[i, i]
-        for c in range(n):
-            A[i, c] *= d
-            B[i, c] *= d
-            C[i, c] *= d
+        for c in range(p):
+            X[i, c] *= d
 
 
 @sequence
-def aba_derivatives_checked(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf, lam):
+def aba_derivatives_checked(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf, lam, X):
     """ABA derivatives after validating the inputs (C&M §IV-C): q̈ = ABA(q, v, τ), then the RNEA
     derivatives at a = q̈ (∂τ/∂a = M into ``Lf``), then ∂q̈/∂x = −M⁻¹ ∂τ/∂x and ∂q̈/∂τ = M⁻¹."""
     st = validate_qva(ib, q, v, tau, fext)
@@ -377,7 +371,7 @@ def aba_derivatives_checked(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf, lam)
     if st != 0:
         return st
     rnea_derivatives_core(ib, ws, q, v, ddq, fext, dq, dv, Lf)
-    return minv_apply(ib, ws, Lf, lam, dq, dv, minv)
+    return minv_apply(ib, ws, Lf, lam, dq, dv, minv, X)
 
 
 @kernel(
@@ -395,7 +389,8 @@ def aba_derivatives_kernel(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf):
     n = ib[0, L.I0_NV]
     # λ of every coordinate: on the stack (no allocation) up to STACK_INTS coordinates
     lam = view(stack_ints(), 0, (n,)) if n <= STACK_INTS else np.empty(n, np.int64)
-    st = aba_derivatives_checked(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf, lam)
+    X = view(stack_floats(), 0, (n, 3 * n)) if 3 * n * n <= STACK_FLOATS else np.empty((n, 3 * n))
+    st = aba_derivatives_checked(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf, lam, X)
     release(ib)
     return st
 
