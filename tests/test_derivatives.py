@@ -548,3 +548,64 @@ def test_readme_section_runs():
     _run(ns, "### Derivatives of the dynamics")
     assert ns["dtau_dq"].shape == (18, 18) and ns["Hinv"].shape == (18, 18)
     assert np.allclose(ns["Minv"] @ ns["M"], np.eye(18), atol=1e-9)
+
+
+# ------------------------------------------------------------------------------------------------
+# threads: a Data in use is refused, the flag comes down after failures, threads with their own Data
+
+
+@pytest.mark.parametrize("robot", ["tree", "mini_cheetah", "five_bar"])
+def test_data_in_use_is_refused_and_the_flag_comes_down(robot):
+    from loopdyn.errors import DataInUseError
+    from loopdyn.model import layout as L
+
+    if robot == "tree":
+        model = load_case("tree120-n20-floating", with_pinocchio=False).lm
+    else:
+        model = getattr(loopdyn.robots, robot)()
+    d = model.create_data()
+    rng = np.random.default_rng(49)
+    q = loopdyn.random_configuration(model, rng)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    floats = d.ws.copy() if d.cluster_arrays is None else d.cluster_arrays[1].copy()
+    d.ib[0, L.I0_BUSY] = 1
+    for f in (loopdyn.rnea_derivatives, loopdyn.aba_derivatives):
+        with pytest.raises(DataInUseError):
+            f(model, d, q, v, a)
+    now = d.ws if d.cluster_arrays is None else d.cluster_arrays[1]
+    np.testing.assert_array_equal(now, floats)
+    d.ib[0, L.I0_BUSY] = 0
+    bad = v.copy()
+    bad[0] = np.nan
+    for f in (loopdyn.rnea_derivatives, loopdyn.aba_derivatives):
+        with pytest.raises(NonFiniteError):
+            f(model, d, q, bad, a)
+        assert d.ib[0, L.I0_BUSY] == 0
+        f(model, d, q, v, a)
+        assert d.ib[0, L.I0_BUSY] == 0
+
+
+def test_threads_with_their_own_data_match_the_serial_run_bitwise():
+    from concurrent.futures import ThreadPoolExecutor
+
+    case = load_case("tree120-n20-floating", with_pinocchio=False)
+    lm = case.lm
+    states = case.states(16, salt=50)
+    serial_data = lm.create_data()
+
+    def both(d, s):
+        q, v, a = s
+        return np.concatenate([np.ravel(x) for x in (*loopdyn.rnea_derivatives(lm, d, q, v, a),
+                                                     *loopdyn.aba_derivatives(lm, d, q, v, a))])  # fmt: skip
+
+    reference = [both(serial_data, s) for s in states]
+
+    def worker(k):
+        d = lm.create_data()
+        return [both(d, states[(k + j) % len(states)]) for j in range(200)]
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(worker, range(4)))
+    for k, out in enumerate(results):
+        for j, x in enumerate(out):
+            assert np.array_equal(x, reference[(k + j) % len(states)]), (k, j)
