@@ -40,6 +40,7 @@ FORWARD = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), 
 
 
 _IMPLICIT: dict[int, tuple[object, bool]] = {}  # id(model._key) → (the key, has an implicit cluster)
+_CACHE_SIZE = 64  # models remembered by the caches of this module (then they start again)
 
 
 def _has_implicit(model, data) -> bool:
@@ -49,6 +50,8 @@ def _has_implicit(model, data) -> bool:
     hit = _IMPLICIT.get(id(key))
     if hit is None or hit[0] is not key:
         hit = (key, bool((data.ic[1:, L.C_KIND] == L.IMPLICIT).any()))
+        if len(_IMPLICIT) >= _CACHE_SIZE:
+            _IMPLICIT.clear()
         _IMPLICIT[id(key)] = hit
     return hit[1]
 
@@ -252,6 +255,8 @@ def _loop_terms(model, data) -> _LoopTerms:
     hit = _LOOP_TERMS.get(id(key))
     if hit is None or hit[0] is not key:
         hit = (key, _LoopTerms(model, data))
+        if len(_LOOP_TERMS) >= _CACHE_SIZE:
+            _LOOP_TERMS.clear()
         _LOOP_TERMS[id(key)] = hit
     return hit[1]
 
