@@ -640,3 +640,108 @@ def test_batch_rows_equal_the_single_state_functions(robot):
         bad[5, 0] = np.nan
         with pytest.raises(NonFiniteError, match="row 5:"):
             batch_f(model, Q, bad, X)
+
+
+# ------------------------------------------------------------------------------------------------
+# implicit loops against automatic differentiation of an independent dense implementation
+
+
+def _jax_oracle(model, q0):
+    """``τ_y(δ, ẏ, ÿ)`` of a model whose bodies are revolute joints forming one implicit cluster,
+    written here from the model's parameters alone: the spanning tree's RNEA (Featherstone, body
+    frames) in JAX, the loop closed by Newton's method on the sympy φ (lambdified to JAX) from the
+    independent coordinates moved by δ, G = [1; −K_d⁻¹K_i], g = [0; K_d⁻¹ k] with K and K̇q̇ by
+    JAX's own derivatives. Differentiating it with ``jax.jacfwd`` (through the converged Newton
+    iterations: the implicit-function derivative) is independent of loopdyn's formulas."""
+    import jax
+    import jax.numpy as jnp
+    import sympy
+
+    jax.config.update("jax_enable_x64", True)
+    (c,) = model.clusters().clusters
+    assert c.kind == 2 and list(c.bodies) == list(range(1, model.nbodies + 1))
+    ind, dep = np.array(c.independent), np.array(c.dependent)
+    n, m = c.n, c.m
+    phi_f = sympy.lambdify(c.symbols, list(c.phi_exprs), "jax")
+
+    def phi(q):
+        return jnp.stack([jnp.asarray(x, dtype=float) * jnp.ones(()) for x in phi_f(*q)])
+
+    bodies = model.bodies
+    grav = jnp.concatenate([jnp.zeros(3), -jnp.asarray(model.gravity)])
+
+    def skew(x):
+        return jnp.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+    def inertia6(b):
+        mass, com, Ic = b.inertia.mass, jnp.asarray(b.inertia.com), jnp.asarray(b.inertia.inertia)
+        C = skew(com)
+        return jnp.block([[Ic + mass * C @ C.T, mass * C], [mass * C.T, mass * jnp.eye(3)]])
+
+    def crm(v):
+        w, u = skew(v[:3]), skew(v[3:])
+        return jnp.block([[w, jnp.zeros((3, 3))], [u, w]])
+
+    def rnea(q, qd, qdd):
+        X, vel, acc, f = {}, {0: jnp.zeros(6)}, {0: grav}, {}
+        for i, b in enumerate(bodies, start=1):
+            a = jnp.asarray(b.joint.axis, dtype=float)
+            th = q[i - 1]
+            A = skew(a)
+            Rq = jnp.eye(3) + jnp.sin(th) * A + (1 - jnp.cos(th)) * A @ A
+            R = jnp.asarray(b.rotation) @ Rq  # child axes in the parent
+            p = jnp.asarray(b.translation)
+            Xm = jnp.block([[R.T, jnp.zeros((3, 3))], [-R.T @ skew(p), R.T]])  # parent → child motion
+            S = jnp.concatenate([a, jnp.zeros(3)])
+            X[i] = Xm
+            vel[i] = Xm @ vel[b.parent] + S * qd[i - 1]
+            acc[i] = Xm @ acc[b.parent] + S * qdd[i - 1] + crm(vel[i]) @ (S * qd[i - 1])
+            I6 = inertia6(b)
+            f[i] = I6 @ acc[i] - crm(vel[i]).T @ (I6 @ vel[i])
+        tau = [None] * len(bodies)
+        for i in range(len(bodies), 0, -1):
+            b = bodies[i - 1]
+            tau[i - 1] = jnp.concatenate([jnp.asarray(b.joint.axis, dtype=float), jnp.zeros(3)]) @ f[i]
+            if b.parent > 0:
+                f[b.parent] = f[b.parent] + X[i].T @ f[i]
+        return jnp.stack(tau)
+
+    def close(q_ind):
+        q = jnp.asarray(q0).at[ind].set(q_ind)
+        for _ in range(30):
+            K = jax.jacfwd(phi)(q)
+            q = q.at[dep].add(-jnp.linalg.solve(K[:, dep], phi(q)))
+        return q
+
+    def tau_y(delta, yd, ydd):
+        q = close(jnp.asarray(q0)[ind] + delta)
+        K = jax.jacfwd(phi)(q)
+        Kd, Ki = K[:, dep], K[:, ind]
+        G = jnp.zeros((n, m)).at[ind].set(jnp.eye(m)).at[dep].set(-jnp.linalg.solve(Kd, Ki))
+        qd = G @ yd
+        kdot = jax.jvp(lambda x: jax.jacfwd(phi)(x) @ qd, (q,), (qd,))[1]  # K̇ q̇
+        g = jnp.zeros(n).at[dep].set(jnp.linalg.solve(Kd, -kdot))
+        return G.T @ rnea(q, qd, G @ ydd + g)
+
+    return tau_y
+
+
+@pytest.mark.parametrize("robot", ["four_bar", "five_bar", "rssr_linkage"])
+def test_implicit_loops_match_automatic_differentiation(robot):
+    import jax
+
+    model = getattr(loopdyn.robots, robot)()
+    d = model.create_data()
+    rng = np.random.default_rng(52)
+    q = loopdyn.random_configuration(model, rng)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    tau_y = _jax_oracle(model, q)
+    zero = np.zeros(model.nv)
+    tau = loopdyn.rnea(model, d, q, v, a)
+    assert_rel(np.asarray(tau_y(zero, v, a)), tau, 1e-10, f"{robot}: the oracle's τ (the same model)")
+    jq, jv, ja = (np.asarray(j) for j in jax.jacfwd(tau_y, argnums=(0, 1, 2))(zero, v, a))
+    dq, dv, da = loopdyn.rnea_derivatives(model, d, q, v, a)
+    scale = np.max(np.abs(da))
+    assert_rel(dq, jq, 1e-9, f"{robot}: dtau_dq vs AD", scale)
+    assert_rel(dv, jv, 1e-9, f"{robot}: dtau_dv vs AD", scale)
+    assert_rel(da, ja, 1e-9, f"{robot}: dtau_da vs AD")
