@@ -298,6 +298,28 @@ def test_large_tree_past_the_stack_buffers():
     assert_rel(dt, symmetrized_upper(pt), RTOL_PIN, "dddq_dtau, 60 coordinates")
 
 
+def test_compound_joints_match_central_differences():
+    """Universal, gimbal and planar joints (chains of 1-DoF sub-hinges with massless bodies between
+    them) on a free-flying base, with external forces."""
+    m = loopdyn.Model("compound")
+    inertia = loopdyn.Inertia(1.3, (0.1, -0.05, 0.2), np.diag([0.1, 0.2, 0.15]))
+    m.add_body("base", 0, loopdyn.FreeFlyer(), None, inertia)
+    m.add_body("arm", "base", loopdyn.Universal((1, 0, 0), (0, 1, 0)), (np.eye(3), [0, 0, 0.5]), inertia)
+    m.add_body("hand", "arm", loopdyn.Gimbal(), (np.eye(3), [0.3, 0, 0.2]), inertia)
+    m.add_body("slider", "base", loopdyn.Planar((0.0, 0.0, 1.0)), (np.eye(3), [0.2, 0.1, 0]), inertia)
+    d = m.create_data()
+    rng = np.random.default_rng(53)
+    q = loopdyn.random_configuration(m, rng)
+    v, a = rng.normal(size=m.nv), rng.normal(size=m.nv)
+    fext = rng.normal(size=(m.njoints, 6))
+    for name, x, y in zip(("dtau_dq", "dtau_dv", "dtau_da"), loopdyn.rnea_derivatives(m, d, q, v, a, fext),
+                          fd_rnea(m, d, q, v, a, fext), strict=True):  # fmt: skip
+        assert_rel(x, y, RTOL_FD, f"compound joints: {name}")
+    for name, x, y in zip(("dddq_dq", "dddq_dv", "dddq_dtau"), loopdyn.aba_derivatives(m, d, q, v, a, fext),
+                          fd_aba(m, d, q, v, a, fext), strict=True):  # fmt: skip
+        assert_rel(x, y, RTOL_FD, f"compound joints: {name}", 1.0)
+
+
 def test_far_from_the_origin():
     """The derivatives of a free-flying robot do not depend on where it is (gravity is uniform, the
     tangent is the body twist): 10 km from the origin they equal those at the origin to 1e-10 and
