@@ -289,30 +289,26 @@ def _loop_rnea_derivatives(model, data, q, v, a, f_ext):
     for span_q, span_v, iv, m, ct in terms.clusters:
         K, T2, T3 = ct.tensors(qs[span_q])
         dep = ct.dep
-        Kd = K[:, dep]
+        Kd_inv = np.linalg.inv(K[:, dep])  # K_d is small (the cluster's constraint rows)
         Gl = G[span_v, iv : iv + m]
         qd = vs[span_v]
         gl = as_[span_v] - Gl @ a[iv : iv + m]  # g = q̈_s − G ÿ (zero on the independent rows)
-        T2qd = np.einsum("rab,a->rb", T2, qd)
-        for l in range(m):
+        T2qd = np.einsum("rab,a->rb", T2, qd)  # ∂²φ(q̇, ·)
+        T3qq = np.einsum("rabc,a,b->rc", T3, qd, qd)  # ∂³φ(q̇, q̇, ·)
+        Xv_c, Ms_c, Ms_d = Xv[:, span_v], Ms[:, span_v], Ms[:, span_v[dep]]
+        for l in range(m):  # only this cluster's block of G and g moves with its own δ_l, ẏ_l
             u = Gl[:, l]
             dK = np.einsum("rab,b->ra", T2, u)
             dG = np.zeros_like(Gl)
-            dG[dep] = -np.linalg.solve(Kd, dK @ Gl)
+            dG[dep] = -Kd_inv @ (dK @ Gl)
             w = dG @ v[iv : iv + m]
-            dk = -np.einsum("rabc,a,b,c->r", T3, qd, qd, u) - 2.0 * T2qd @ w
             dg = np.zeros(ct.n)
-            dg[dep] = np.linalg.solve(Kd, dk - dK @ gl)
-            DG = np.zeros((nvs, nv))
-            DG[span_v, iv : iv + m] = dG
-            dgs = np.zeros(nvs)
-            dgs[span_v] = dg
+            dg[dep] = Kd_inv @ (-T3qq @ u - 2.0 * T2qd @ w - dK @ gl)
             j = iv + l
-            dq[:, j] += DG.T @ taus + G.T @ (Xv @ (DG @ v) + Ms @ (DG @ a + dgs))
+            dq[iv : iv + m, j] += dG.T @ taus[span_v]
+            dq[:, j] += G.T @ (Xv_c @ w + Ms_c @ (dG @ a[iv : iv + m] + dg))
             # ∂g/∂ẏ_j: u = 0, w = G e_j
-            dgv = np.zeros(nvs)
-            dgv[span_v[dep]] = np.linalg.solve(Kd, -2.0 * T2qd @ u)
-            dv[:, j] += G.T @ (Ms @ dgv)
+            dv[:, j] += G.T @ (Ms_d @ (Kd_inv @ (-2.0 * T2qd @ u)))
     return dq, dv, H
 
 
