@@ -43,3 +43,21 @@ def test_mini_cheetah_crouch(tmp_path, capsys):
     # the two models give different torques (the rotors' masses and gyroscopic effects), not wildly so
     diff = np.max(np.abs(results["exact"]["tau"] - results["approximate"]["tau"]))
     assert 0.01 < diff < 2.0
+
+
+def test_ilqr_leg(tmp_path, capsys):
+    """iLQR on the MIT Humanoid leg (geared rotors) with ``aba_derivatives``: the cost falls by orders
+    of magnitude, the solver fed by central differences follows the same path (same costs), and the
+    analytical linearisation makes an iteration faster."""
+    import matplotlib  # noqa: F401 (the example plots: a test dependency)
+
+    example = _load("ilqr_leg")
+    results = example.main(tmp_path, horizon=30, iterations=6)
+    png = tmp_path / "ilqr_leg.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "wrote" in capsys.readouterr().out
+    exact, fd = results["aba_derivatives"], results["central differences"]
+    c = exact["costs"]
+    assert np.all(np.diff(c) <= 0.0) and c[-1] < 1e-2 * c[0]
+    assert np.allclose(fd["costs"], c, rtol=1e-6)
+    assert fd["seconds_per_iteration"] > 1.2 * exact["seconds_per_iteration"]

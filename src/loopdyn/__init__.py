@@ -14,6 +14,7 @@ from .compilation import compile
 from .constraint_rows import Constraint, constraint_jacobian
 from .contact import constrained_forward_dynamics
 from .delassus_methods import damped_delassus_inverse, delassus
+from .derivatives import aba_derivatives, rnea_derivatives
 from .dynamics import aba, crba, gravity, minverse, nonlinear_effects, rnea
 from .io import from_mujoco, load_mjcf, load_sdf, load_urdf, to_mujoco
 from .kinematics import (
@@ -98,6 +99,7 @@ __all__ = [
     "RevoluteUnbounded",
     "Spherical",
     "aba",
+    "aba_derivatives",
     "body_compliances",
     "mass_matrix_factor",
     "partition",
@@ -122,5 +124,6 @@ __all__ = [
     "minverse",
     "nonlinear_effects",
     "rnea",
+    "rnea_derivatives",
     "update_frame_placements",
 ]

@@ -1,5 +1,5 @@
 """Batched dynamics: many states in one call, spread over all cores (``rnea``, ``aba``, ``crba``,
-``constrained_forward_dynamics``).
+``constrained_forward_dynamics``, ``rnea_derivatives``, ``aba_derivatives``).
 
 Each function takes one state per row (``Q`` of shape (N, nq), ``V``/``A``/``TAU`` of shape (N, nv))
 and returns one result per row, equal to the single-state function's (:func:`loopdyn.rnea`,
@@ -39,7 +39,7 @@ from .constraint_rows import prepare
 from .contact import compiled_constraints, damping
 from .errors import InputError, NonFiniteError, ShapeError
 
-__all__ = ["aba", "constrained_forward_dynamics", "crba", "rnea"]
+__all__ = ["aba", "aba_derivatives", "constrained_forward_dynamics", "crba", "rnea", "rnea_derivatives"]
 
 # rows per chunk: enough chunks per thread that they balance (a thread slowed by another process
 # takes fewer), each long enough that handing it out (a few µs of Python) is negligible
@@ -264,3 +264,55 @@ def constrained_forward_dynamics(
     _run(kern, model, n, args, scratch=max(prog.size, 1), arrays=arrays)
     _check(model, status, ("q", "v", "tau", "f_ext"), (model.nq, model.nv, model.nv, model.njoints))
     return DDQ, LAM
+
+
+def _derivative_batch(single, tree_kern, cluster_kern, model, Q, V, X, names) -> tuple:
+    """Run a (Q, V, X) → three (N, nv, nv) derivative batch kernel with validated inputs. A model with
+    implicit loops (whose derivatives are a dense Python first version) takes the rows one after the
+    other through the single-state function ``single``, on the calling thread."""
+    from .model import layout as L
+
+    Q = _rows(Q, names[0], None, model.nq)
+    n = Q.shape[0]
+    V = _rows(V, names[1], n, model.nv)
+    X = _rows(X, names[2], n, model.nv)
+    nv = model.nv
+    out = np.empty((3, n, nv, nv))
+    if model.has_constraints:
+        arrays = _model_arrays(model)
+        data = model.create_data()
+        if (data.ic[1:, L.C_KIND] == L.IMPLICIT).any():
+            for k in range(n):
+                try:
+                    out[0, k], out[1, k], out[2, k] = single(model, data, Q[k], V[k], X[k])
+                except InputError as exc:
+                    raise type(exc)(f"row {k}: {exc}") from None
+            return out[0], out[1], out[2]
+        ns = model.spanning_nv
+        scratch, kern = (3 * ns + nv) * ns + nv * nv + nv, cluster_kern
+    else:
+        arrays, scratch, kern = None, 4 * nv * nv + nv, tree_kern
+    status = np.zeros(n, dtype=np.int64)
+    _run(kern, model, n, (Q, V, X, out, status), scratch=scratch, arrays=arrays)
+    _check(model, status, tuple(x.lower() for x in names), (model.nq, model.nv, model.nv))
+    return out[0], out[1], out[2]
+
+
+def rnea_derivatives(model, Q, V, A) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`loopdyn.rnea_derivatives` for N states: ``(dtau_dq, dtau_dv, dtau_da)``, each of shape
+    (N, nv, nv), ``[k]`` equal to the single-state function's at ``(Q[k], V[k], A[k])`` (no external
+    forces). Trees and explicit clusters on all cores; implicit loops row by row."""
+    from .derivatives import rnea_derivatives as single
+
+    kern, c_kern = kernels.rnea_derivatives_batch_kernel, kernels.c_rnea_derivatives_batch_kernel
+    return _derivative_batch(single, kern, c_kern, model, Q, V, A, ("Q", "V", "A"))
+
+
+def aba_derivatives(model, Q, V, TAU) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`loopdyn.aba_derivatives` for N states: ``(dddq_dq, dddq_dv, dddq_dtau)``, each of shape
+    (N, nv, nv), ``[k]`` equal to the single-state function's at ``(Q[k], V[k], TAU[k])`` (no
+    external forces). Trees and explicit clusters on all cores; implicit loops row by row."""
+    from .derivatives import aba_derivatives as single
+
+    kern, c_kern = kernels.aba_derivatives_batch_kernel, kernels.c_aba_derivatives_batch_kernel
+    return _derivative_batch(single, kern, c_kern, model, Q, V, TAU, ("Q", "V", "TAU"))

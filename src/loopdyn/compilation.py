@@ -33,6 +33,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "algorithms.cluster_delassus_world",
     ),
     "contact": ("algorithms.contact",),
+    "derivatives": ("algorithms.derivatives",),
     "batch": ("algorithms.batch",),
     "higher_order": (
         "higher_order.dynamics",

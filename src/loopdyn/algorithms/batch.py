@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model import layout as L
 from .aba import aba_core
-from .borrow import borrowed, model_views
+from .borrow import borrowed, model_views, view
 from .cluster_dynamics import c_aba_core, c_crba_core, c_rnea_core
 from .cluster_kinematics import tapes, validate_cluster_state
 from .common import check_configuration, kernel
 from .contact import contact_core, contact_loops_core
 from .crba import crba_core
+from .derivatives import c_hinv_apply, c_rnea_derivatives_core, minv_apply, rnea_derivatives_core
 from .rnea import rnea_core, validate_qva
 
 # ---------------------------------------------------------------------------------------------
@@ -179,4 +181,91 @@ def contact_loops_batch_kernel(
         if st == 0:
             st = contact_loops_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], TAU[k],
                                     F[k], mu, cf, ci, T, cemp, asm, sc, DDQ[k], LAM[k])  # fmt: skip
+        status[k] = st
+
+
+# ---------------------------------------------------------------------------------------------
+# derivatives (issue 30): out has shape (3, N, nv, nv) — out[0, k], out[1, k], out[2, k] are row k's
+# ∂/∂q, ∂/∂v and ∂/∂a (M, H) or ∂/∂τ (M⁻¹, H⁻¹)
+_SIGD = (
+    "void(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], "
+    "float64[:, :, :, ::1], int64[::1], int64, int64)"
+)
+_SIGCD = (
+    "void(" + _CLUSTER + "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], "
+    "float64[:, :, :, ::1], int64[::1], int64, int64)"
+)
+
+
+@kernel(_SIGD)
+def rnea_derivatives_batch_kernel(ib, ws, sc, Q, V, A, out, status, start, stop):
+    """RNEA derivatives (:mod:`.derivatives`) for rows start ≤ k < stop (``sc`` unused)."""
+    ib, ws, sc, Q, V, A, out, status = borrowed((ib, ws, sc, Q, V, A, out, status))
+    no_forces = np.zeros((0, 6))
+    for k in range(start, stop):
+        st = validate_qva(ib, Q[k], V[k], A[k], no_forces)
+        status[k] = st
+        if st == 0:
+            rnea_derivatives_core(ib, ws, Q[k], V[k], A[k], no_forces, out[0, k], out[1, k], out[2, k])
+
+
+@kernel(_SIGD)
+def aba_derivatives_batch_kernel(ib, ws, sc, Q, V, TAU, out, status, start, stop):
+    """ABA derivatives (:mod:`.derivatives`) for rows start ≤ k < stop; ``sc`` (4 nv² + nv floats, the
+    thread's own): the factor of M, the n × 3n solve and q̈."""
+    ib, ws, sc, Q, V, TAU, out, status = borrowed((ib, ws, sc, Q, V, TAU, out, status))
+    no_forces = np.zeros((0, 6))
+    n = ib[0, L.I0_NV]
+    Lf = view(sc, 0, (n, n))
+    X = view(sc, n * n, (n, 3 * n))
+    ddq = view(sc, 4 * n * n, (n,))
+    lam = np.empty(n, np.int64)
+    for k in range(start, stop):
+        st = validate_qva(ib, Q[k], V[k], TAU[k], no_forces)
+        if st == 0:
+            st = aba_core(ib, ws, Q[k], V[k], TAU[k], no_forces, ddq)
+        if st == 0:
+            rnea_derivatives_core(ib, ws, Q[k], V[k], ddq, no_forces, out[0, k], out[1, k], Lf)
+            st = minv_apply(ib, ws, Lf, lam, out[0, k], out[1, k], out[2, k], X)
+        status[k] = st
+
+
+@kernel(_SIGCD)
+def c_rnea_derivatives_batch_kernel(ints, floats, sc, Q, V, A, out, status, start, stop):
+    """RNEA derivatives of a model with explicit clusters for rows start ≤ k < stop; ``sc``: the
+    spanning matrices and scratch of :func:`~.derivatives.c_rnea_derivatives_core`."""
+    ints, floats, sc, Q, V, A, out, status = borrowed((ints, floats, sc, Q, V, A, out, status))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    no_forces = np.zeros((0, 6))
+    for k in range(start, stop):
+        st = validate_cluster_state(ib, ic, cb, Q[k], V[k], A[k], no_forces, True)
+        if st == 0:
+            st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], A[k],
+                                         no_forces, out[0, k], out[1, k], out[2, k], sc)  # fmt: skip
+        status[k] = st
+
+
+@kernel(_SIGCD)
+def c_aba_derivatives_batch_kernel(ints, floats, sc, Q, V, TAU, out, status, start, stop):
+    """ABA derivatives of a model with explicit clusters for rows start ≤ k < stop; ``sc``: the
+    spanning matrices and scratch, then H's factor (nv²) and ÿ (nv)."""
+    ints, floats, sc, Q, V, TAU, out, status = borrowed((ints, floats, sc, Q, V, TAU, out, status))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    no_forces = np.zeros((0, 6))
+    n, ns = out.shape[2], ic[0, L.C0_NVS]
+    o = (3 * ns + n) * ns
+    Hf = view(sc, o, (n, n))
+    ddy = view(sc, o + n * n, (n,))
+    for k in range(start, stop):
+        st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], no_forces, True)
+        if st == 0:
+            st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], TAU[k], no_forces,
+                            ddy)  # fmt: skip
+        if st == 0:
+            st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], ddy,
+                                         no_forces, out[0, k], out[1, k], Hf, sc)  # fmt: skip
+        if st == 0:
+            st = c_hinv_apply(ic, cb, Hf, out[0, k], out[1, k], out[2, k])
         status[k] = st

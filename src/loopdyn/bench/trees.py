@@ -1,6 +1,7 @@
 """``loopdyn bench``: tree dynamics, loopdyn against Pinocchio, called from Python.
 
-For each robot: per-call medians of ``rnea``, ``aba`` and ``crba`` for loopdyn and Pinocchio
+For each robot: per-call medians of ``rnea``, ``aba``, ``crba``, ``rnea_derivatives`` and
+``aba_derivatives`` (against ``computeRNEADerivatives`` / ``computeABADerivatives``) for loopdyn and Pinocchio
 measured interleaved in this process, and their ratio (loopdyn / Pinocchio; below 1 means loopdyn
 is faster). Then the throughput of ``loopdyn.batch`` on one thread and on all threads, interleaved,
 for two trees and two robots with loops (mini_cheetah, tello) — rnea, aba, crba and the constrained
@@ -24,6 +25,7 @@ import numpy as np
 from .. import batch, io, robots
 from ..algorithms.common import compile_all
 from ..constraint_rows import Constraint
+from ..derivatives import aba_derivatives, rnea_derivatives
 from ..dynamics import aba, crba, rnea
 from ..model.configuration import random_configuration
 from .timing import interleaved
@@ -142,7 +144,11 @@ def _calls(lm, ld_data, q, v, a, pin, pm, pd):
         ("rnea", lambda: rnea(lm, ld_data, q, v, a), lambda: pin.rnea(pm, pd, q, v, a)),
         ("aba", lambda: aba(lm, ld_data, q, v, a), lambda: pin.aba(pm, pd, q, v, a)),
         ("crba", lambda: crba(lm, ld_data, q), lambda: pin.crba(pm, pd, q)),
-    )
+        ("rnea_derivatives", lambda: rnea_derivatives(lm, ld_data, q, v, a),
+         lambda: pin.computeRNEADerivatives(pm, pd, q, v, a)),
+        ("aba_derivatives", lambda: aba_derivatives(lm, ld_data, q, v, a),
+         lambda: pin.computeABADerivatives(pm, pd, q, v, a)),
+    )  # fmt: skip
 
 
 def _feet(label: str) -> list:

@@ -1,0 +1,174 @@
+"""Analytical derivatives of the dynamics on trees (issue #30): cold compile time and speed against
+Pinocchio.
+
+1. Cold compile: each public function's first call in a fresh child process with empty Numba and
+   loopdyn caches (``NUMBA_CACHE_DIR``, ``LOOPDYN_CACHE_DIR`` set to new folders), CPU seconds
+   (``time.process_time()``) around that first call only — its kernel and every helper it compiles
+   (the ABA derivatives include the ABA and the LᵀL factorisation).
+2. Speed: µs per call, medians of interleaved blocks in one process
+   (:func:`loopdyn.bench.timing.interleaved`), ``loopdyn.rnea_derivatives`` against
+   ``pinocchio.computeRNEADerivatives`` and ``loopdyn.aba_derivatives`` against
+   ``pinocchio.computeABADerivatives`` (both without external forces), on solo12 and talos_reduced;
+   each row also checks that the two results agree (largest relative difference).
+
+3. Models with loops: on Mini Cheetah and the MIT Humanoid (explicit clusters: one kernel call) and
+   the four-bar and Tello (implicit loops: the dense first version), each function against the same
+   function on ``spanning_tree(model)`` (same bodies) and against central differences of C-ABA
+   (2 nv + 1 calls of ``loopdyn.aba``, what a user without derivatives pays).
+
+Note: loopdyn's calls allocate and return new arrays (three nv × nv, plus ddq and a scratch factor
+for ABA) and validate their inputs; Pinocchio's write into its Data.
+
+Usage: ``python benchmarks/derivatives.py [--quick] [--no-compile]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+import loopdyn as ld  # noqa: E402
+from loopdyn.bench.timing import interleaved  # noqa: E402
+
+ROBOTS = ("solo12", "talos_reduced")
+
+FIRST_CALL = r"""
+import sys, time
+import numpy as np
+import loopdyn as ld
+if sys.argv[2] == "solo12":
+    path, floating = ld.robots.example_robot_urdf("solo12")
+    m = ld.load_urdf(path, floating_base=floating)
+else:
+    m = getattr(ld.robots, sys.argv[2])()
+d = m.create_data()
+rng = np.random.default_rng(0)
+q = ld.random_configuration(m, rng)
+v, x = rng.normal(size=m.nv), rng.normal(size=m.nv)
+f = getattr(ld, sys.argv[1])
+t = time.process_time()
+f(m, d, q, v, x)
+print(time.process_time() - t)
+"""
+
+
+def cold_compile(name: str, robot: str) -> float:
+    """CPU seconds of the first call of ``loopdyn.<name>`` on ``robot`` in a fresh process with empty
+    caches."""
+    with tempfile.TemporaryDirectory() as numba_dir, tempfile.TemporaryDirectory() as loopdyn_dir:
+        env = dict(os.environ, NUMBA_CACHE_DIR=numba_dir, LOOPDYN_CACHE_DIR=loopdyn_dir)
+        out = subprocess.run(
+            [sys.executable, "-c", FIRST_CALL, name, robot],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def symmetrized_upper(M):
+    return np.triu(M) + np.triu(M, 1).T
+
+
+def rel(a, b) -> float:
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+def speed(pin, name: str, repeats: int, target: float) -> list[tuple]:
+    path, floating = ld.robots.example_robot_urdf(name)
+    lm = ld.load_urdf(path, floating_base=floating)
+    d = lm.create_data()
+    pm = pin.buildModelFromUrdf(path, *([pin.JointModelFreeFlyer()] if floating else []))
+    pd = pm.createData()
+    rng = np.random.default_rng(0)
+    q = ld.random_configuration(lm, rng)
+    v, x = rng.standard_normal(lm.nv), rng.standard_normal(lm.nv)
+    rows = []
+    for what, ours, theirs in (
+        ("rnea_derivatives", ld.rnea_derivatives, pin.computeRNEADerivatives),
+        ("aba_derivatives", ld.aba_derivatives, pin.computeABADerivatives),
+    ):
+        a = ours(lm, d, q, v, x)
+        b = [np.array(m) for m in theirs(pm, pd, q, v, x)]
+        b[2] = symmetrized_upper(b[2])
+        err = max(rel(s, t) for s, t in zip(a, b, strict=True))
+        t = interleaved(
+            {"loopdyn": lambda o=ours: o(lm, d, q, v, x), "pinocchio": lambda f=theirs: f(pm, pd, q, v, x)},
+            repeats=repeats,
+            target=target,
+        )
+        rows.append((name, what, t["loopdyn"] * 1e6, t["pinocchio"] * 1e6, err))
+    return rows
+
+
+def central_differences_of_aba(m, d, q, v, tau, h=1e-6):
+    """∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ by central differences of ``loopdyn.aba`` (along ``integrate`` for q)."""
+    cols = []
+    for j in range(m.nv):
+        e = np.zeros(m.nv)
+        e[j] = h
+        qp, qm = ld.integrate(m, q, e), ld.integrate(m, q, -e)
+        cols.append(ld.aba(m, d, qp, v, tau) - ld.aba(m, d, qm, v, tau))
+        cols.append(ld.aba(m, d, q, v + e, tau) - ld.aba(m, d, q, v - e, tau))
+        cols.append(ld.aba(m, d, q, v, tau + e) - ld.aba(m, d, q, v, tau - e))
+    return cols
+
+
+def loops(repeats: int, target: float) -> list[tuple]:
+    rows = []
+    for robot in ("mini_cheetah", "mit_humanoid", "four_bar", "tello"):
+        m = getattr(ld.robots, robot)()
+        d = m.create_data()
+        t = ld.spanning_tree(m)
+        td = t.create_data()
+        rng = np.random.default_rng(0)
+        q = ld.random_configuration(m, rng)
+        v, x = rng.standard_normal(m.nv), rng.standard_normal(m.nv)
+        qs, vs, xs = ld.to_spanning(m, q, v, x)
+        for what in ("rnea_derivatives", "aba_derivatives"):
+            f = getattr(ld, what)
+            f(m, d, q, v, x)
+            f(t, td, qs, vs, xs)
+            args, targs = (m, d, q, v, x), (t, td, qs, vs, xs)
+            fns = {"loops": lambda f=f, a=args: f(*a), "tree": lambda f=f, a=targs: f(*a)}
+            if what == "aba_derivatives":
+                fns["fd"] = lambda a=args: central_differences_of_aba(*a)
+            tm = interleaved(fns, repeats=repeats, target=target)
+            rows.append((robot, what, tm["loops"] * 1e6, tm["tree"] * 1e6, tm.get("fd", float("nan")) * 1e6))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer, shorter timing blocks")
+    parser.add_argument("--no-compile", action="store_true", help="skip the cold-compile measurements")
+    args = parser.parse_args()
+    if not args.no_compile:
+        print("cold first call (empty caches), CPU seconds:")
+        for robot, kind in (("solo12", "tree kernel"), ("mini_cheetah", "explicit-cluster kernel"),
+                            ("four_bar", "implicit loops: tree kernel + sympy terms")):  # fmt: skip
+            for name in ("rnea_derivatives", "aba_derivatives"):
+                print(f"  {name:18s} {robot:13s} {cold_compile(name, robot):6.1f} s  ({kind})")
+    import pinocchio as pin
+
+    repeats, target = (7, 1e-3) if args.quick else (21, 2e-3)
+    print("\nrobot          function           loopdyn µs  pinocchio µs  ratio  max rel. diff")
+    for name in ROBOTS:
+        for robot, what, ours, theirs, err in speed(pin, name, repeats, target):
+            print(f"{robot:14s} {what:18s} {ours:10.2f}  {theirs:12.2f}  {ours / theirs:5.2f}  {err:.1e}")
+    print("\nmodel with loops  function           loops µs  spanning tree µs  ratio  differences of C-ABA µs")
+    for robot, what, ours, tree, fd in loops(repeats, target):
+        print(f"{robot:17s} {what:18s} {ours:9.1f}  {tree:16.1f}  {ours / tree:5.2f}  {fd:10.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,572 @@
+"""Analytical derivatives of inverse and forward dynamics on kinematic trees.
+
+Carpentier & Mansard, "Analytical derivatives of rigid body dynamics algorithms", RSS 2018 (C&M):
+the RNEA's partial derivatives by one forward and one backward pass over the tree with every
+quantity in the world frame, O(n·d) for n bodies of depth d; the ABA's from them (C&M §IV-C).
+
+Conventions (Pinocchio's): the derivative with respect to q is taken in the tangent space,
+``∂f/∂q := ∂/∂δ f(integrate(q, δ))`` at δ = 0, with v, a (or τ) held fixed and the external forces
+held fixed in their body frames.
+
+The derivation (world frame, Featherstone's [ω; v] spatial vectors at a fixed origin)
+--------------------------------------------------------------------------------------
+Body i has world placement ᵒXᵢ, world motion-subspace columns ``S_i = ᵒXᵢ Sᵢᵇ`` (Sᵢᵇ constant in the
+body frame), velocity ``v_i = v_λ + S_i q̇_i``, acceleration ``a_i = a_λ + S_i q̈_i + (v_i × S_i) q̇_i``
+(``a_0 = −a_gravity``), world inertia ``I_i = ᵒXᵢ* Iᵢᵇ ᵒXᵢ⁻¹``, net force
+``f_i = I_i a_i + v_i ×* I_i v_i − f_ext,i`` and ``τ_i = S_iᵀ F_i`` with ``F_i = Σ_{k ⪰ i} f_k``.
+
+(D1) A tangent step δ_j on joint j (a column of S_j: the joint's integrate multiplies its body
+placement on the right by the exponential of the body-frame step) moves every body k ⪰ j rigidly
+by the world twist S_j: quantities *attached* to such a body change as ``∂X/∂δ_j = S_j × X``
+(motions: S_k for k ⪰ j — including the other columns of joint j itself —, f_ext in its body frame),
+``S_j ×* F`` (forces), ``S_j ×* I − I S_j ×`` (inertias). C&M eqs. (14)–(15).
+
+(D2) Velocities and accelerations are *not* attached: the parent's v_λ(j), a_λ(j) do not move. With
+``Ψ̇_j := v_λ(j) × S_j`` and ``Ψ̈_j := a_λ(j) × S_j + v_λ(j) × Ψ̇_j`` (C&M eq. 16, our notation):
+``∂v_k/∂δ_j = S_j × v_k + Ψ̇_j`` and ``∂a_k/∂δ_j = S_j × a_k + Ψ̈_j + Ψ̇_j × v_k`` for k ⪰ j
+(sum the attached columns along the path, then the Jacobi identity on ``(v_m × S_m) q̇_m``).
+
+(D3) Hence, for k ⪰ j, ``∂f_k/∂δ_j = S_j ×* f_k + I_k Ψ̈_j + B_k Ψ̇_j`` where the 6 × 6
+``B_k x := v_k ×* (I_k x) − I_k (v_k × x) + x ×* (I_k v_k)`` (C&M's B up to a factor): the terms that
+move with the body recombine into ``S_j ×* f_k`` (covariance), what is left comes from Ψ̇, Ψ̈.
+Summing over the subtree: ``∂F_i/∂δ_j = S_j ×* F_i + Ic_i Ψ̈_j + Bc_i Ψ̇_j`` (i ⪰ j), with the
+composite ``Ic_i = Σ_{k⪰i} I_k``, ``Bc_i = Σ_{k⪰i} B_k``.
+
+(D4) ``∂τ_i/∂δ_j``. If j ⪯ i (j = i included): ``∂S_i = S_j × S_i``, and since
+``(S_j × S_i)ᵀ F = −S_iᵀ (S_j ×* F)`` the two rigid terms cancel:
+``∂τ_i/∂δ_j = (Ic_i S_i)ᵀ Ψ̈_j + (Bc_iᵀ S_i)ᵀ Ψ̇_j``. If i ≺ j (strict ancestor): S_i does not move
+and only the subtree of j does: ``∂τ_i/∂δ_j = S_iᵀ (S_j ×* F_j + Ic_j Ψ̈_j + Bc_j Ψ̇_j)``.
+C&M Algorithm 1, lines 14–17.
+
+(D5) Velocity: ``∂v_k/∂q̇_j = S_j``, ``∂a_k/∂q̇_j = S_j × v_k + Ψ̇_j + Ṡ_j`` with ``Ṡ_j = v_j × S_j``,
+so ``∂f_k/∂q̇_j = I_k (Ψ̇_j + Ṡ_j) + B_k S_j`` and ``∂τ_i/∂q̇_j = (Ic_i S_i)ᵀ (Ψ̇_j + Ṡ_j) +
+(Bc_iᵀ S_i)ᵀ S_j`` (j ⪯ i), ``S_iᵀ (Ic_j (Ψ̇_j + Ṡ_j) + Bc_j S_j)`` (i ≺ j). Acceleration:
+``∂τ_i/∂q̈_j = S_iᵀ Ic_{max(i,j)} S_j = M_ij`` (+ armature on the diagonal).
+
+Every entry therefore needs only per-body 6-vectors and the composites, and each (body, ancestor)
+pair is visited once from the descendant's side: O(n·d). Bodies on different branches give zero.
+
+Workspace (ws rows, the columns of :mod:`loopdyn.model.layout` reused with the meanings below; row 0
+holds the universe's v = 0 and a = −a_g):
+D_OR, D_OP (W_TMP + 84, + 93) placement in the reference frame (world axes, origin at body 1);
+D_V, D_A (W_TMP + 72, + 78) world v_i, a_i; W_F f_i then F_i;
+W_IC I_i then Ic_i (compact); W_IA B_i then Bc_i (row-major 6 × 6); W_U the world S_i columns
+(column k at +6k); W_DINV Ψ̇ columns; D_PSIDD (W_TMP) Ψ̈ columns; D_VCOL (W_TMP + 36) the
+velocity columns Ψ̇ + Ṡ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import inlined, njit, sequence
+from ..model import layout as L
+from ..spatial import ops
+from .aba import aba_core
+from .borrow import (
+    STACK_FLOATS,
+    STACK_INTS,
+    acquire,
+    borrowed,
+    model_views,
+    release,
+    stack_floats,
+    stack_ints,
+    view,
+)
+from .cluster_dynamics import c_aba_core
+from .cluster_kinematics import cluster_coordinates, tapes, validate_cluster_state
+from .common import external_force, gravity_seed, jcalc, kernel, s_column
+from .crba import dof_parents, ltl_in_place, ltl_singular_body, zero_fill
+from .rnea import validate_qva
+from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
+
+# the derivative kernel's columns beyond the named ones (see the module docstring)
+D_S = L.W_U
+D_PSID = L.W_DINV
+D_PSIDD = L.W_TMP
+D_VCOL = L.W_TMP + 36
+D_B = L.W_IA
+D_V = L.W_TMP + 72  # world v_i (W_V keeps its body-frame meaning for Data.v)
+D_A = L.W_TMP + 78  # world a_i
+D_OR = L.W_TMP + 84  # placement in the reference frame (W_OR, W_OP keep Data.oMi's world placements)
+D_OP = L.W_TMP + 93
+
+
+@inlined
+def world_placement(ib, ws, i, R, p, ref):
+    """ᵒXᵢ = ᵒX_λ ᶫXᵢ in the reference frame (world axes, origin ``ref``) into D_OR, D_OP; returns
+    (oR, op)."""
+    par = ib[i, L.I_PARENT]
+    if par > 0:
+        Rp = ops.load9(ws, par, D_OR)
+        t = ops.rot_vec(Rp, p)
+        pp = ops.load3(ws, par, D_OP)
+        R, p = ops.rot_mul(Rp, R), (pp[0] + t[0], pp[1] + t[1], pp[2] + t[2])
+    else:
+        p = (p[0] - ref[0], p[1] - ref[1], p[2] - ref[2])
+    ops.store9(ws, i, D_OR, R)
+    ops.store3(ws, i, D_OP, p)
+    return R, p
+
+
+@inlined
+def store_b_matrix(ws, i, I, v, h):
+    """B_i (D3) row-major into W_IA: column c is ``v ×* (I e_c) − I (v × e_c) + e_c ×* h``."""
+    for c in range(6):
+        e = ops.unit6(c)
+        col = ops.add6(
+            ops.sub6(ops.cross_force(v, ops.inertia_mul(I, e)), ops.inertia_mul(I, ops.cross_motion(v, e))),
+            ops.cross_force(e, h),
+        )
+        for r in range(6):
+            ws[i, D_B + 6 * r + c] = col[r]
+
+
+@inlined
+def bt_mul(ws, i, x):
+    """Bc_iᵀ x for the row-major 6 × 6 at W_IA."""
+    o = D_B
+    return (
+        ws[i, o] * x[0] + ws[i, o + 6] * x[1] + ws[i, o + 12] * x[2]
+        + ws[i, o + 18] * x[3] + ws[i, o + 24] * x[4] + ws[i, o + 30] * x[5],
+        ws[i, o + 1] * x[0] + ws[i, o + 7] * x[1] + ws[i, o + 13] * x[2]
+        + ws[i, o + 19] * x[3] + ws[i, o + 25] * x[4] + ws[i, o + 31] * x[5],
+        ws[i, o + 2] * x[0] + ws[i, o + 8] * x[1] + ws[i, o + 14] * x[2]
+        + ws[i, o + 20] * x[3] + ws[i, o + 26] * x[4] + ws[i, o + 32] * x[5],
+        ws[i, o + 3] * x[0] + ws[i, o + 9] * x[1] + ws[i, o + 15] * x[2]
+        + ws[i, o + 21] * x[3] + ws[i, o + 27] * x[4] + ws[i, o + 33] * x[5],
+        ws[i, o + 4] * x[0] + ws[i, o + 10] * x[1] + ws[i, o + 16] * x[2]
+        + ws[i, o + 22] * x[3] + ws[i, o + 28] * x[4] + ws[i, o + 34] * x[5],
+        ws[i, o + 5] * x[0] + ws[i, o + 11] * x[1] + ws[i, o + 17] * x[2]
+        + ws[i, o + 23] * x[3] + ws[i, o + 29] * x[4] + ws[i, o + 35] * x[5],
+    )  # fmt: skip
+
+
+@inlined
+def forward_body(ib, ws, i, q, v, a, fext, ref):
+    """Forward pass for body i (C&M Algorithm 1, lines 2–9): world placement, S_i, v_i, a_i, Ψ̇, Ψ̈,
+    Ψ̇ + Ṡ, the world inertia I_i, the net force f_i and B_i."""
+    R, p = jcalc(ib, ws, i, q)
+    oR, op = world_placement(ib, ws, i, R, p, ref)
+    par = ib[i, L.I_PARENT]
+    vp = ops.load6(ws, par, D_V)
+    ap = ops.load6(ws, par, D_A)
+    nv = ib[i, L.I_NV]
+    iv = ib[i, L.I_IV]
+    vi = vp
+    ai = ap
+    for k in range(nv):
+        sk = ops.motion_to_parent(oR, op, s_column(ib, ws, i, k))
+        ops.store6(ws, i, D_S + 6 * k, sk)
+        vi = ops.add6(vi, ops.scale6(sk, v[iv + k]))
+        ai = ops.add6(ai, ops.scale6(sk, a[iv + k]))
+        psid = ops.cross_motion(vp, sk)  # Ψ̇ = v_λ × S
+        ops.store6(ws, i, D_PSID + 6 * k, psid)
+        ops.store6(ws, i, D_PSIDD + 6 * k, ops.add6(ops.cross_motion(ap, sk), ops.cross_motion(vp, psid)))
+    for k in range(nv):  # Ṡ = v_i × S needs the final v_i (all columns of a multi-DoF joint)
+        sk = ops.load6(ws, i, D_S + 6 * k)
+        sdot = ops.cross_motion(vi, sk)
+        ops.store6(ws, i, D_VCOL + 6 * k, ops.add6(ops.load6(ws, i, D_PSID + 6 * k), sdot))
+        ai = ops.add6(ai, ops.scale6(sdot, v[iv + k]))
+    ops.store6(ws, i, D_V, vi)
+    ops.store6(ws, i, D_A, ai)
+    I = ops.inertia_to_parent(oR, op, ops.load10(ws, i, L.W_INER))
+    ops.store10(ws, i, L.W_IC, I)
+    h = ops.inertia_mul(I, vi)
+    fx = ops.force_to_parent(oR, op, external_force(fext, i))
+    ops.store6(ws, i, L.W_F, ops.sub6(ops.add6(ops.inertia_mul(I, ai), ops.cross_force(vi, h)), fx))
+    store_b_matrix(ws, i, I, vi, h)
+
+
+@inlined
+def rows_of_body(ib, ws, i, dq, dv, M):
+    """Rows of body i's coordinates against every ancestor j ⪯ i (i itself included): (D4), (D5) and
+    M_ij, with Ic_i, Bc_i final. Writes M both ways (symmetric)."""
+    Ic = ops.load10(ws, i, L.W_IC)
+    ivi = ib[i, L.I_IV]
+    for k in range(ib[i, L.I_NV]):
+        s = ops.load6(ws, i, D_S + 6 * k)
+        ics = ops.inertia_mul(Ic, s)
+        bts = bt_mul(ws, i, s)
+        r = ivi + k
+        j = i
+        while j > 0:
+            ivj = ib[j, L.I_IV]
+            for l in range(ib[j, L.I_NV]):
+                c = ivj + l
+                dq[r, c] = ops.dot6(ics, ops.load6(ws, j, D_PSIDD + 6 * l)) + ops.dot6(
+                    bts, ops.load6(ws, j, D_PSID + 6 * l)
+                )
+                sjl = ops.load6(ws, j, D_S + 6 * l)
+                dv[r, c] = ops.dot6(ics, ops.load6(ws, j, D_VCOL + 6 * l)) + ops.dot6(bts, sjl)
+                m = ops.dot6(ics, sjl)
+                M[r, c] = m
+                M[c, r] = m
+            j = ib[j, L.I_PARENT]
+
+
+@inlined
+def columns_of_body(ib, ws, i, dq, dv):
+    """Columns of body i's coordinates in the rows of its strict ancestors (the i ≺ j cases of (D4)
+    and (D5), with the roles named the other way round here)."""
+    Ic = ops.load10(ws, i, L.W_IC)
+    F = ops.load6(ws, i, L.W_F)
+    ivi = ib[i, L.I_IV]
+    for k in range(ib[i, L.I_NV]):
+        s = ops.load6(ws, i, D_S + 6 * k)
+        psid = ops.load6(ws, i, D_PSID + 6 * k)
+        uq = ops.add6(
+            ops.add6(ops.cross_force(s, F), ops.inertia_mul(Ic, ops.load6(ws, i, D_PSIDD + 6 * k))),
+            ops.mat6_mul(ws, i, D_B, psid),
+        )
+        uv = ops.add6(ops.inertia_mul(Ic, ops.load6(ws, i, D_VCOL + 6 * k)), ops.mat6_mul(ws, i, D_B, s))
+        c = ivi + k
+        j = ib[i, L.I_PARENT]
+        while j > 0:
+            ivj = ib[j, L.I_IV]
+            for l in range(ib[j, L.I_NV]):
+                sjl = ops.load6(ws, j, D_S + 6 * l)
+                dq[ivj + l, c] = ops.dot6(sjl, uq)
+                dv[ivj + l, c] = ops.dot6(sjl, uv)
+            j = ib[j, L.I_PARENT]
+
+
+@inlined
+def to_parent(ws, i, par):
+    """Composites (world frame: plain sums): F_λ += F_i, Ic_λ += Ic_i, Bc_λ += Bc_i."""
+    ops.add_to6(ws, par, L.W_F, ops.load6(ws, i, L.W_F))
+    ops.store10(ws, par, L.W_IC, ops.add10(ops.load10(ws, par, L.W_IC), ops.load10(ws, i, L.W_IC)))
+    for r in range(36):
+        ws[par, D_B + r] += ws[i, D_B + r]
+
+
+@njit(cache=True, fastmath={"contract"})
+def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M):
+    """∂τ/∂q (tangent), ∂τ/∂v and ∂τ/∂a = M (full, armature included) of the RNEA at (q, v, a) with
+    the external forces ``fext`` ((0, 6): none), validated inputs, into the nv × nv ``dq``, ``dv``,
+    ``M`` (see the module docstring for the derivation)."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ws, q, v, a, fext, dq, dv, M = borrowed((ib, ws, q, v, a, fext, dq, dv, M))
+    nb = ib[0, L.I0_NBODIES]
+    zero_fill(dq)  # entries of bodies on different branches stay zero
+    zero_fill(dv)
+    zero_fill(M)
+    ops.store6(ws, 0, D_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    ops.store6(ws, 0, D_A, gravity_seed(ws))
+    # the reference frame: world axes, origin at body 1's (a root: parents come first) at this q, held
+    # fixed while differentiating — any inertial frame gives the same τ and derivatives, and one near
+    # the robot keeps the moments p × f small: referred to the world origin, a free-flying robot 10 km
+    # away lost 5 digits (relative error 4e-8 against differences)
+    if nb == 0:
+        return
+    ref = jcalc(ib, ws, 1, q)[1]
+    for i in range(1, nb + 1):
+        forward_body(ib, ws, i, q, v, a, fext, ref)
+    for i in range(nb, 0, -1):
+        rows_of_body(ib, ws, i, dq, dv, M)
+        columns_of_body(ib, ws, i, dq, dv)
+        par = ib[i, L.I_PARENT]
+        if par > 0:
+            to_parent(ws, i, par)
+    if ws[0, L.W_ARM] != 0.0:  # armature: constant, on M's diagonal only
+        for i in range(1, nb + 1):
+            iv = ib[i, L.I_IV]
+            for k in range(ib[i, L.I_NV]):
+                M[iv + k, iv + k] += ws[i, L.W_ARM + k]
+
+
+@sequence
+def rnea_derivatives_checked(ib, ws, q, v, a, fext, dq, dv, M):
+    """The RNEA derivatives after validating the inputs; returns the status (0: written)."""
+    st = validate_qva(ib, q, v, a, fext)
+    if st != 0:
+        return st
+    rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M)
+    return 0
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[:, ::1], float64[:, ::1], float64[:, ::1])"
+)
+def rnea_derivatives_kernel(ib, ws, q, v, a, fext, dq, dv, M):
+    """RNEA derivatives of a tree; ``fext`` (nbodies + 1, 6) or (0, 6) for none."""
+    ib, ws, q, v, a, fext, dq, dv, M = borrowed((ib, ws, q, v, a, fext, dq, dv, M))
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    st = rnea_derivatives_checked(ib, ws, q, v, a, fext, dq, dv, M)
+    release(ib)
+    return st
+
+
+@njit(cache=True)
+def minv_apply(ib, ws, Lf, lam, dq, dv, minv, X):
+    """From M (in ``Lf``, overwritten by its LᵀL factor, RBDA Table 6.3): ``dq ← −M⁻¹ dq``,
+    ``dv ← −M⁻¹ dv``, ``minv ← M⁻¹``, solved together as the columns of ``X = [−dq | −dv | 1]``
+    (n × 3n scratch: one array, whose row updates LLVM vectorises; three arrays updated in one loop
+    took twice as long). Returns 0 or the SINGULAR status of the body whose pivot fails."""
+    ib, ws, Lf, lam, dq, dv, minv, X = borrowed((ib, ws, Lf, lam, dq, dv, minv, X))
+    n = Lf.shape[0]
+    dof_parents(ib, lam)
+    bad = ltl_in_place(Lf, lam)
+    if bad >= 0:
+        for i in range(1, ib[0, L.I0_NBODIES] + 1):
+            if ib[i, L.I_IV] <= bad < ib[i, L.I_IV] + ib[i, L.I_NV]:
+                return SINGULAR * STATUS_BASE + i
+        return SINGULAR * STATUS_BASE
+    b = ltl_singular_body(ib, ws, Lf)
+    if b > 0:
+        return SINGULAR * STATUS_BASE + b
+    for r in range(n):
+        for c in range(n):
+            X[r, c] = -dq[r, c]
+            X[r, n + c] = -dv[r, c]
+            X[r, 2 * n + c] = 1.0 if r == c else 0.0
+    ltl_solve_rows(Lf, lam, X)
+    for r in range(n):
+        for c in range(n):
+            dq[r, c] = X[r, c]
+            dv[r, c] = X[r, n + c]
+            minv[r, c] = X[r, 2 * n + c]
+    return 0
+
+
+@njit(cache=True, fastmath={"contract"})
+def ltl_solve_rows(Lf, lam, X):
+    """``X ← L⁻¹ L⁻ᵀ X`` (= M⁻¹ X) with the LᵀL factor of :func:`~.crba.ltl_in_place` (RBDA Table
+    6.3): back substitution over each coordinate's λ chain, then forward, whole rows of X at a time."""
+    Lf, lam, X = borrowed((Lf, lam, X))
+    n, p = Lf.shape[0], X.shape[1]
+    for i in range(n - 1, -1, -1):  # X ← L⁻ᵀ X
+        d = 1.0 / Lf[i, i]
+        for c in range(p):
+            X[i, c] *= d
+        j = lam[i]
+        while j != -1:
+            lij = Lf[i, j]
+            for c in range(p):
+                X[j, c] -= lij * X[i, c]
+            j = lam[j]
+    for i in range(n):  # X ← L⁻¹ X
+        j = lam[i]
+        while j != -1:
+            lij = Lf[i, j]
+            for c in range(p):
+                X[i, c] -= lij * X[j, c]
+            j = lam[j]
+        d = 1.0 / Lf[i, i]
+        for c in range(p):
+            X[i, c] *= d
+
+
+@sequence
+def aba_derivatives_checked(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf, lam, X):
+    """ABA derivatives after validating the inputs (C&M §IV-C): q̈ = ABA(q, v, τ), then the RNEA
+    derivatives at a = q̈ (∂τ/∂a = M into ``Lf``), then ∂q̈/∂x = −M⁻¹ ∂τ/∂x and ∂q̈/∂τ = M⁻¹."""
+    st = validate_qva(ib, q, v, tau, fext)
+    if st != 0:
+        return st
+    st = aba_core(ib, ws, q, v, tau, fext, ddq)
+    if st != 0:
+        return st
+    rnea_derivatives_core(ib, ws, q, v, ddq, fext, dq, dv, Lf)
+    return minv_apply(ib, ws, Lf, lam, dq, dv, minv, X)
+
+
+@kernel(
+    "int64(int64[:, ::1], float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1])"
+)
+def aba_derivatives_kernel(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf):
+    """ABA derivatives of a tree: q̈ into ``ddq``, ∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ = M⁻¹ into ``dq``, ``dv``,
+    ``minv``; ``Lf`` (nv × nv) is scratch for the factor of M."""
+    ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf = borrowed(
+        (ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf)
+    )
+    if not acquire(ib):
+        return DATA_IN_USE * STATUS_BASE
+    n = ib[0, L.I0_NV]
+    # λ of every coordinate: on the stack (no allocation) up to STACK_INTS coordinates
+    lam = view(stack_ints(), 0, (n,)) if n <= STACK_INTS else np.empty(n, np.int64)
+    X = view(stack_floats(), 0, (n, 3 * n)) if 3 * n * n <= STACK_FLOATS else np.empty((n, 3 * n))
+    st = aba_derivatives_checked(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf, lam, X)
+    release(ib)
+    return st
+
+
+# ---------------------------------------------------------------------------------------------
+# models with loops whose clusters are all explicit (constant G: geared rotors, belts, gear trains)
+#
+# Independent coordinates y, spanning q_s = G y (1-DoF joints), q̇_s = G ẏ, q̈_s = G ÿ (g = 0), and
+# τ_y = Gᵀ τ_s(q_s, G ẏ, G ÿ) (Chignoli et al. 2024, eq. 29). A tangent step δ of y moves q_s by G δ,
+# so with the spanning tree's derivatives (the recursive kernel above on the spanning tree):
+# ∂τ_y/∂δ = Gᵀ (∂τ_s/∂q_s) G, ∂τ_y/∂ẏ = Gᵀ (∂τ_s/∂q̇_s) G, ∂τ_y/∂ÿ = Gᵀ M_s G = H (spec §2 with
+# ∂G = 0, g = 0). Implicit clusters (G(q), g(q, q̇)) need ∂G/∂q, ∂g/∂q: not here (the public layer
+# refuses them). The congruences Gᵀ X G are sums over the sparse columns of G (C0_GCOLS): O(nnz(G)²),
+# not recursive.
+
+
+@njit(cache=True, fastmath={"contract"})
+def g_congruence(ic, cb, wc, X, out, Z):
+    """``out = Gᵀ X G`` (nv × nv) for the spanning nv_s × nv_s ``X``, through the sparse columns of G
+    (``ic[0, C0_GCOLS]``: per independent coordinate, pairs (spanning index, wc offset of the entry)),
+    in two products: ``Z = Gᵀ X`` (rows of X, contiguous) into the nv × nv_s scratch ``Z``, then
+    ``out = Z G``: O(nnz(G) (nv_s + nv))."""
+    ic, cb, wc, X, out, Z = borrowed((ic, cb, wc, X, out, Z))
+    GC = ic[0, L.C0_GCOLS]
+    n, ns = out.shape[0], X.shape[1]
+    for x in range(n):
+        for c in range(ns):
+            Z[x, c] = 0.0
+        for e in range(GC + cb[GC + x], GC + cb[GC + x + 1], 2):
+            r = cb[e]
+            g = wc[cb[e + 1]]
+            for c in range(ns):
+                Z[x, c] += g * X[r, c]
+    for x in range(n):
+        for y in range(n):
+            acc = 0.0
+            for f in range(GC + cb[GC + y], GC + cb[GC + y + 1], 2):
+                acc += Z[x, cb[f]] * wc[cb[f + 1]]
+            out[x, y] = acc
+
+
+@inlined
+def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf):
+    """RNEA derivatives in independent coordinates of a model whose clusters are single bodies or
+    explicit (see above), validated inputs; ``buf`` holds (3 nv_s + nv) nv_s floats (the spanning
+    tree's three derivative matrices and the congruence's scratch). Returns a status."""
+    for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q, q̇ = G ẏ, q̈ = G ÿ
+        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
+        if st != 0:
+            return st
+    nqs, nvs = ic[0, L.C0_NQS], ic[0, L.C0_NVS]
+    QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
+    n2 = nvs * nvs
+    Xq = view(buf, 0, (nvs, nvs))
+    Xv = view(buf, n2, (nvs, nvs))
+    Xm = view(buf, 2 * n2, (nvs, nvs))
+    Z = view(buf, 3 * n2, (dq.shape[0], nvs))
+    # views built directly (C layout, as the tree kernel is compiled for)
+    rnea_derivatives_core(ib, ws, view(wc, QS, (nqs,)), view(wc, QDS, (nvs,)), view(wc, QDDS, (nvs,)), fext,
+                          Xq, Xv, Xm)  # fmt: skip
+    g_congruence(ic, cb, wc, Xq, dq, Z)
+    g_congruence(ic, cb, wc, Xv, dv, Z)
+    g_congruence(ic, cb, wc, Xm, H, Z)
+    return 0
+
+
+@kernel(
+    "int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[:, ::1], float64[:, ::1], float64[:, ::1])"
+)
+def c_rnea_derivatives_kernel(ints, floats, q, v, a, fext, dq, dv, H):
+    """RNEA derivatives of a model with explicit clusters only (independent coordinates)."""
+    ints, floats, q, v, a, fext, dq, dv, H = borrowed((ints, floats, q, v, a, fext, dq, dv, H))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    st = validate_cluster_state(ib, ic, cb, q, v, a, fext, True)
+    if st != 0:
+        return st
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    need = (3 * ic[0, L.C0_NVS] + dq.shape[0]) * ic[0, L.C0_NVS]
+    # the spanning matrices on the stack (no allocation) while they fit
+    buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
+    st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H,
+                                 borrowed((buf,))[0])  # fmt: skip
+    release(ints)
+    return st
+
+
+@njit(cache=True)
+def cholesky_in_place(A):
+    """The lower triangle of A ← its Cholesky factor (A = L Lᵀ, dense). Returns −1, or the first
+    coordinate whose pivot is not positive."""
+    A = borrowed((A,))[0]
+    n = A.shape[0]
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= A[j, k] * A[j, k]
+        if not d > 0.0:
+            return j
+        d = np.sqrt(d)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    return -1
+
+
+@njit(cache=True)
+def cholesky_solve(Lf, X):
+    """``X ← (L Lᵀ)⁻¹ X`` in place, L in the lower triangle of ``Lf`` (:func:`cholesky_in_place`)."""
+    Lf, X = borrowed((Lf, X))
+    n, p = X.shape
+    for c in range(p):
+        for i in range(n):
+            s = X[i, c]
+            for k in range(i):
+                s -= Lf[i, k] * X[k, c]
+            X[i, c] = s / Lf[i, i]
+        for i in range(n - 1, -1, -1):
+            s = X[i, c]
+            for k in range(i + 1, n):
+                s -= Lf[k, i] * X[k, c]
+            X[i, c] = s / Lf[i, i]
+
+
+@inlined
+def c_hinv_apply(ic, cb, Hf, dq, dv, hinv):
+    """``dq ← −H⁻¹ dq``, ``dv ← −H⁻¹ dv``, ``hinv ← H⁻¹`` by the dense Cholesky factor of H (in
+    ``Hf``, overwritten). Returns 0, or the SINGULAR status of the first body of the cluster whose
+    coordinate has a non-positive pivot."""
+    bad = cholesky_in_place(Hf)
+    if bad >= 0:
+        for k in range(1, ic[0, L.C0_NCL] + 1):
+            if ic[k, L.C_IV] <= bad < ic[k, L.C_IV] + ic[k, L.C_NV]:
+                return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+        return SINGULAR * STATUS_BASE
+    n = Hf.shape[0]
+    for r in range(n):
+        for c in range(n):
+            hinv[r, c] = 1.0 if r == c else 0.0
+            dq[r, c] = -dq[r, c]
+            dv[r, c] = -dv[r, c]
+    cholesky_solve(Hf, hinv)
+    cholesky_solve(Hf, dq)
+    cholesky_solve(Hf, dv)
+    return 0
+
+
+@kernel(
+    "int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], "
+    "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1])"
+)
+def c_aba_derivatives_kernel(ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, Hf):
+    """ABA derivatives of a model with explicit clusters only: ÿ by C-ABA into ``ddy``, then the RNEA
+    derivatives at a = ÿ (H into ``Hf``) and ∂ÿ/∂x = −H⁻¹ ∂τ_y/∂x, ∂ÿ/∂τ = H⁻¹ (spec §2)."""
+    ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, Hf = borrowed(
+        (ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, Hf)
+    )
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
+    if st != 0:
+        return st
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    need = (3 * ic[0, L.C0_NVS] + dq.shape[0]) * ic[0, L.C0_NVS]
+    buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
+    st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
+    if st == 0:
+        st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, fext,
+                                     dq, dv, Hf, borrowed((buf,))[0])  # fmt: skip
+    if st == 0:
+        st = c_hinv_apply(ic, cb, Hf, dq, dv, hinv)
+    release(ints)
+    return st
