@@ -13,6 +13,7 @@ from . import baselines, batch, errors, higher_order, robots
 from .compilation import compile
 from .constraint_rows import Constraint, constraint_jacobian
 from .contact import constrained_forward_dynamics
+from .contact_derivatives import constrained_forward_dynamics_derivatives
 from .delassus_methods import damped_delassus_inverse, delassus
 from .derivatives import aba_derivatives, rnea_derivatives
 from .dynamics import aba, crba, gravity, minverse, nonlinear_effects, rnea
@@ -100,6 +101,7 @@ __all__ = [
     "Spherical",
     "aba",
     "aba_derivatives",
+    "constrained_forward_dynamics_derivatives",
     "body_compliances",
     "mass_matrix_factor",
     "partition",

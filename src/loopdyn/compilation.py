@@ -33,7 +33,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "algorithms.cluster_delassus_world",
     ),
     "contact": ("algorithms.contact",),
-    "derivatives": ("algorithms.derivatives",),
+    "derivatives": ("algorithms.derivatives", "algorithms.contact_derivatives"),
     "batch": ("algorithms.batch",),
     "higher_order": (
         "higher_order.dynamics",

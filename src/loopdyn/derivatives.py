@@ -261,10 +261,14 @@ def _loop_terms(model, data) -> _LoopTerms:
     return hit[1]
 
 
-def _loop_rnea_derivatives(model, data, q, v, a, f_ext):
-    """∂τ_y/∂δ, ∂τ_y/∂ẏ, H of a model with implicit loops (see above), and the spanning M_s, G."""
+def loop_tangent_maps(model, data, q, v, a):
+    """The spanning state of a model with loops and how it moves with the independent coordinates,
+    as dense matrices (see above): ``(qs, vs, as_, G, W, Zq, Zv, dG)`` with the spanning
+    ``q_s``, ``q̇_s = G ẏ``, ``q̈_s = G ÿ + g`` at (q, v, a); G (nv_s × nv); per tangent step δ_j the
+    change of q̇_s, ``W[:, j] = (∂G/∂δ_j) ẏ``, and of q̈_s, ``Zq[:, j] = (∂G/∂δ_j) ÿ + ∂g/∂δ_j``; per
+    ẏ_j the change of q̈_s, ``Zv[:, j] = ∂g/∂ẏ_j`` (q_s moves by ``G e_j``, q̇_s by ``G e_j``); and
+    ``dG[j] = ∂G/∂δ_j`` (nv × nv_s × nv). W, Zq, Zv and dG are zero unless a cluster is implicit."""
     from .algorithms import cluster_kinematics
-    from .algorithms import rnea as tree_rnea
 
     terms = _loop_terms(model, data)
     ints, floats = data.cluster_arrays
@@ -278,14 +282,8 @@ def _loop_rnea_derivatives(model, data, q, v, a, f_ext):
     G[terms.g_rows, terms.g_cols] = wc[terms.g_offs]
     v = np.asarray(v, dtype=float)
     a = np.asarray(a, dtype=float)
-    fext = data.no_forces if f_ext is None else f_ext
-    Xq, Xv, Ms = np.empty((nvs, nvs)), np.empty((nvs, nvs)), np.empty((nvs, nvs))
-    run(kernels.rnea_derivatives_kernel, model, STATE, (data.ib, data.ws, qs, vs, as_, fext, Xq, Xv, Ms))
-    taus = np.empty(nvs)
-    run(tree_rnea.rnea_fext_kernel, model, STATE, (data.ib, data.ws, qs, vs, as_, fext, taus))
-    dq = G.T @ Xq @ G
-    dv = G.T @ Xv @ G
-    H = G.T @ Ms @ G
+    W, Zq, Zv = np.zeros((nvs, nv)), np.zeros((nvs, nv)), np.zeros((nvs, nv))
+    dG = np.zeros((nv, nvs, nv))
     for span_q, span_v, iv, m, ct in terms.clusters:
         K, T2, T3 = ct.tensors(qs[span_q])
         dep = ct.dep
@@ -295,20 +293,37 @@ def _loop_rnea_derivatives(model, data, q, v, a, f_ext):
         gl = as_[span_v] - Gl @ a[iv : iv + m]  # g = q̈_s − G ÿ (zero on the independent rows)
         T2qd = np.einsum("rab,a->rb", T2, qd)  # ∂²φ(q̇, ·)
         T3qq = np.einsum("rabc,a,b->rc", T3, qd, qd)  # ∂³φ(q̇, q̇, ·)
-        Xv_c, Ms_c, Ms_d = Xv[:, span_v], Ms[:, span_v], Ms[:, span_v[dep]]
+        dep_v = span_v[dep]
         for l in range(m):  # only this cluster's block of G and g moves with its own δ_l, ẏ_l
             u = Gl[:, l]
             dK = np.einsum("rab,b->ra", T2, u)
-            dG = np.zeros_like(Gl)
-            dG[dep] = -Kd_inv @ (dK @ Gl)
-            w = dG @ v[iv : iv + m]
+            dGl = np.zeros_like(Gl)
+            dGl[dep] = -Kd_inv @ (dK @ Gl)
+            w = dGl @ v[iv : iv + m]
             dg = np.zeros(ct.n)
             dg[dep] = Kd_inv @ (-T3qq @ u - 2.0 * T2qd @ w - dK @ gl)
             j = iv + l
-            dq[iv : iv + m, j] += dG.T @ taus[span_v]
-            dq[:, j] += G.T @ (Xv_c @ w + Ms_c @ (dG @ a[iv : iv + m] + dg))
-            # ∂g/∂ẏ_j: u = 0, w = G e_j
-            dv[:, j] += G.T @ (Ms_d @ (Kd_inv @ (-2.0 * T2qd @ u)))
+            dG[j][np.ix_(span_v, np.arange(iv, iv + m))] = dGl
+            W[span_v, j] = w
+            Zq[span_v, j] = dGl @ a[iv : iv + m] + dg
+            Zv[dep_v, j] = Kd_inv @ (-2.0 * T2qd @ u)  # ∂g/∂ẏ_j: u = 0, w = G e_j
+    return qs, vs, as_, G, W, Zq, Zv, dG
+
+
+def _loop_rnea_derivatives(model, data, q, v, a, f_ext):
+    """∂τ_y/∂δ, ∂τ_y/∂ẏ, H of a model with implicit loops (see above)."""
+    from .algorithms import rnea as tree_rnea
+
+    qs, vs, as_, G, W, Zq, Zv, dG = loop_tangent_maps(model, data, q, v, a)
+    nvs = model.spanning_nv
+    fext = data.no_forces if f_ext is None else f_ext
+    Xq, Xv, Ms = np.empty((nvs, nvs)), np.empty((nvs, nvs)), np.empty((nvs, nvs))
+    run(kernels.rnea_derivatives_kernel, model, STATE, (data.ib, data.ws, qs, vs, as_, fext, Xq, Xv, Ms))
+    taus = np.empty(nvs)
+    run(tree_rnea.rnea_fext_kernel, model, STATE, (data.ib, data.ws, qs, vs, as_, fext, taus))
+    dq = G.T @ (Xq @ G + Xv @ W + Ms @ Zq) + np.einsum("jsc,s->cj", dG, taus)
+    dv = G.T @ (Xv @ G + Ms @ Zv)
+    H = G.T @ Ms @ G
     return dq, dv, H
 
 
