@@ -1,5 +1,6 @@
 """Batched dynamics: many states in one call, spread over all cores (``rnea``, ``aba``, ``crba``,
-``constrained_forward_dynamics``, ``rnea_derivatives``, ``aba_derivatives``).
+``constrained_forward_dynamics``, ``rnea_derivatives``, ``aba_derivatives``,
+``constrained_forward_dynamics_derivatives``).
 
 Each function takes one state per row (``Q`` of shape (N, nq), ``V``/``A``/``TAU`` of shape (N, nv))
 and returns one result per row, equal to the single-state function's (:func:`loopdyn.rnea`,
@@ -39,7 +40,15 @@ from .constraint_rows import prepare
 from .contact import compiled_constraints, damping
 from .errors import InputError, NonFiniteError, ShapeError
 
-__all__ = ["aba", "aba_derivatives", "constrained_forward_dynamics", "crba", "rnea", "rnea_derivatives"]
+__all__ = [
+    "aba",
+    "aba_derivatives",
+    "constrained_forward_dynamics",
+    "constrained_forward_dynamics_derivatives",
+    "crba",
+    "rnea",
+    "rnea_derivatives",
+]
 
 # rows per chunk: enough chunks per thread that they balance (a thread slowed by another process
 # takes fewer), each long enough that handing it out (a few µs of Python) is negligible
@@ -316,3 +325,56 @@ def aba_derivatives(model, Q, V, TAU) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
     kern, c_kern = kernels.aba_derivatives_batch_kernel, kernels.c_aba_derivatives_batch_kernel
     return _derivative_batch(single, kern, c_kern, model, Q, V, TAU, ("Q", "V", "TAU"))
+
+
+def constrained_forward_dynamics_derivatives(
+    model, Q, V, TAU, constraints, desired=None, mu: float = 0.0, f_ext=None
+) -> tuple[np.ndarray, ...]:
+    """:func:`loopdyn.constrained_forward_dynamics_derivatives` for N states under one constraint set:
+    ``(DDQ, FORCES, DDDQ_DQ, DDDQ_DV, DDDQ_DTAU, DFORCES_DQ, DFORCES_DV, DFORCES_DTAU)`` of shapes
+    (N, nv), (N, m), three (N, nv, nv) and three (N, m, nv), row k equal to the single-state
+    function's at ``(Q[k], V[k], TAU[k])`` with ``desired`` (None, (m,) or (N, m)) and ``f_ext``
+    (None or (N, njoints, 6)) as in :func:`constrained_forward_dynamics`.
+
+    Trees on all cores, one kernel call per chunk of rows
+    (:func:`~loopdyn.algorithms.batch.contact_derivatives_batch_kernel`); models with clusters (a dense
+    first version) row by row on the calling thread. The six derivative arrays are views of two
+    buffers of shape (N, 3, ·, nv) (one contiguous block per state for the kernel). A bad row raises
+    the single-state function's exception, its message starting with ``row k:``.
+    """
+    from .algorithms.contact_derivatives import work_size
+    from .contact_derivatives import constrained_forward_dynamics_derivatives as single
+
+    mu = damping(mu)
+    rows = prepare(model, constraints)
+    Q = _rows(Q, "Q", None, model.nq)
+    n = Q.shape[0]
+    V = _rows(V, "V", n, model.nv)
+    TAU = _rows(TAU, "TAU", n, model.nv)
+    m, nv = rows.m, model.nv
+    LAM = _desired_rows(desired, n, m)
+    F = _force_rows(f_ext, n, model.njoints)
+    DDQ = np.empty((n, nv))
+    DA = np.empty((n, 3, nv, nv))
+    DL = np.empty((n, 3, m, nv))
+    if model.has_constraints or m == 0:
+        data = model.create_data()
+        for k in range(n):
+            try:
+                r = single(model, data, Q[k], V[k], TAU[k], constraints, LAM[k], mu,
+                           None if f_ext is None else F[k])  # fmt: skip
+            except InputError as exc:
+                raise type(exc)(f"row {k}: {exc}") from None
+            DDQ[k], LAM[k] = r.ddq, r.forces
+            DA[k] = r[2:5]
+            DL[k] = r[5:8]
+    else:
+        status = np.zeros(n, dtype=np.int64)
+        data = model.create_data()
+        prog = compiled_constraints(model, data, rows)
+        nb = data.ib.shape[0] - 1
+        args = (Q, V, TAU, F, mu, prog.cf, prog.ci, prog.size, DDQ, LAM, DA, DL, status)
+        _run(kernels.contact_derivatives_batch_kernel, model, n, args,
+             scratch=prog.size + work_size(nb, nv, m), arrays=(data.ib, data.ws))  # fmt: skip
+        _check(model, status, ("q", "v", "tau", "f_ext"), (model.nq, model.nv, model.nv, model.njoints))
+    return DDQ, LAM, DA[:, 0], DA[:, 1], DA[:, 2], DL[:, 0], DL[:, 1], DL[:, 2]

@@ -31,6 +31,7 @@ from .cluster_dynamics import c_aba_core, c_crba_core, c_rnea_core
 from .cluster_kinematics import tapes, validate_cluster_state
 from .common import check_configuration, kernel
 from .contact import contact_core, contact_loops_core
+from .contact_derivatives import contact_derivatives_core
 from .crba import crba_core
 from .derivatives import c_hinv_apply, c_rnea_derivatives_core, minv_apply, rnea_derivatives_core
 from .rnea import rnea_core, validate_qva
@@ -268,4 +269,32 @@ def c_aba_derivatives_batch_kernel(ints, floats, sc, Q, V, TAU, out, status, sta
                                          no_forces, out[0, k], out[1, k], Hf, sc)  # fmt: skip
         if st == 0:
             st = c_hinv_apply(ic, cb, Hf, out[0, k], out[1, k], out[2, k])
+        status[k] = st
+
+
+@kernel(
+    "void(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], "
+    "float64[:, :, ::1], float64, float64[:, ::1], int64[::1], int64, float64[:, ::1], float64[:, ::1], "
+    "float64[:, :, :, ::1], float64[:, :, :, ::1], int64[::1], int64, int64)"
+)
+def contact_derivatives_batch_kernel(
+    ib, ws, sc, Q, V, TAU, F, mu, cf, ci, nsc, DDQ, LAM, DA, DL, status, start, stop
+):
+    """Constrained forward dynamics and its derivatives
+    (:func:`~loopdyn.algorithms.contact_derivatives.contact_derivatives_core`) for rows
+    start ≤ k < stop: ``DDQ[k]``, ``LAM[k]`` (the desired accelerations on entry), ``DA[k]`` =
+    (∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ), ``DL[k]`` = (∂λ/∂q, ∂λ/∂v, ∂λ/∂τ). ``sc``: the thread's scratch, the
+    contact program's first ``nsc`` floats, then the derivative kernel's."""
+    ib, ws, sc, Q, V, TAU, F, cf, ci, DDQ, LAM, DA, DL, status = borrowed(
+        (ib, ws, sc, Q, V, TAU, F, cf, ci, DDQ, LAM, DA, DL, status)
+    )
+    n = ib[0, L.I0_NV]
+    lidx = np.empty(n, np.int64)
+    csc = sc[:nsc]
+    wk = sc[nsc:]
+    for k in range(start, stop):
+        st = validate_qva(ib, Q[k], V[k], TAU[k], F[k])
+        if st == 0:
+            st = contact_derivatives_core(ib, ws, Q[k], V[k], TAU[k], F[k], mu, cf, ci, csc, wk, lidx, DDQ[k],
+                                          LAM[k], DA[k], DL[k])  # fmt: skip
         status[k] = st
