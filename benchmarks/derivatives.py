@@ -9,7 +9,10 @@ Pinocchio.
    (:func:`loopdyn.bench.timing.interleaved`), ``loopdyn.rnea_derivatives`` against
    ``pinocchio.computeRNEADerivatives`` and ``loopdyn.aba_derivatives`` against
    ``pinocchio.computeABADerivatives`` (both without external forces), on solo12 and talos_reduced;
-   each row also checks that the two results agree (largest relative difference).
+   each row also checks that the two results agree (largest relative difference); and
+   ``loopdyn.constrained_forward_dynamics_derivatives`` against ``pinocchio.constraintDynamics`` +
+   ``computeConstraintDynamicsDerivatives`` (solo12's four feet as 3D contacts, talos_reduced's soles
+   as 6D contacts, LOCAL; Pinocchio's proximal solver with one iteration, μ = 1e-12).
 
 3. Models with loops: on Mini Cheetah and the MIT Humanoid (explicit clusters: one kernel call) and
    the four-bar and Tello (implicit loops: the dense first version), each function against the same
@@ -54,10 +57,19 @@ rng = np.random.default_rng(0)
 q = ld.random_configuration(m, rng)
 v, x = rng.normal(size=m.nv), rng.normal(size=m.nv)
 f = getattr(ld, sys.argv[1])
+extra = ()
+if sys.argv[1] == "constrained_forward_dynamics_derivatives":
+    extra = ([ld.Constraint(n, "3d") for n in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")],)
 t = time.process_time()
-f(m, d, q, v, x)
+f(m, d, q, v, x, *extra)
 print(time.process_time() - t)
 """
+
+#: the contact sets of the constrained rows (LOCAL frames, as Pinocchio's contact models below)
+CONTACTS = {
+    "solo12": [("FL_FOOT", "3d"), ("FR_FOOT", "3d"), ("HL_FOOT", "3d"), ("HR_FOOT", "3d")],
+    "talos_reduced": [("left_sole_link", "6d"), ("right_sole_link", "6d")],
+}
 
 
 def cold_compile(name: str, robot: str) -> float:
@@ -107,7 +119,38 @@ def speed(pin, name: str, repeats: int, target: float) -> list[tuple]:
             target=target,
         )
         rows.append((name, what, t["loopdyn"] * 1e6, t["pinocchio"] * 1e6, err))
+    rows.append(constrained_speed(pin, name, lm, d, pm, pd, q, v, x, repeats, target))
     return rows
+
+
+def constrained_speed(pin, name, lm, d, pm, pd, q, v, tau, repeats, target) -> tuple:
+    """``loopdyn.constrained_forward_dynamics_derivatives`` against Pinocchio's ``constraintDynamics``
+    followed by ``computeConstraintDynamicsDerivatives`` (LOCAL contact models on the same frames)."""
+    cons = [ld.Constraint(f, kind) for f, kind in CONTACTS[name]]
+    cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for f, kind in CONTACTS[name]:
+        fr = pm.frames[pm.getFrameId(f)]
+        ct = pin.ContactType.CONTACT_6D if kind == "6d" else pin.ContactType.CONTACT_3D
+        cm = pin.RigidConstraintModel(ct, pm, fr.parentJoint, fr.placement, pin.ReferenceFrame.LOCAL)
+        cms.append(cm)
+        cds.append(cm.createData())
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-12, 1e-12, 1)
+
+    def theirs():
+        pin.constraintDynamics(pm, pd, q, v, tau, cms, cds, prox)
+        pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, prox)
+
+    def ours():
+        return ld.constrained_forward_dynamics_derivatives(lm, d, q, v, tau, cons)
+
+    r = ours()
+    theirs()
+    expected = (pd.ddq, pd.lambda_c, pd.ddq_dq, pd.ddq_dv, pd.ddq_dtau, pd.dlambda_dq, pd.dlambda_dv,
+                pd.dlambda_dtau)  # fmt: skip
+    err = max(rel(a, np.asarray(b)) for a, b in zip(r, expected, strict=True))
+    t = interleaved({"loopdyn": ours, "pinocchio": theirs}, repeats=repeats, target=target)
+    return (name, "constrained fd+deriv", t["loopdyn"] * 1e6, t["pinocchio"] * 1e6, err)
 
 
 def central_differences_of_aba(m, d, q, v, tau, h=1e-6):
@@ -158,13 +201,16 @@ def main() -> None:
                             ("four_bar", "implicit loops: tree kernel + sympy terms")):  # fmt: skip
             for name in ("rnea_derivatives", "aba_derivatives"):
                 print(f"  {name:18s} {robot:13s} {cold_compile(name, robot):6.1f} s  ({kind})")
+        name = "constrained_forward_dynamics_derivatives"
+        secs = cold_compile(name, "solo12")
+        print(f"  {name} solo12 {secs:6.1f} s  (tree kernel: forward solve + derivatives)")
     import pinocchio as pin
 
     repeats, target = (7, 1e-3) if args.quick else (21, 2e-3)
-    print("\nrobot          function           loopdyn µs  pinocchio µs  ratio  max rel. diff")
+    print("\nrobot          function              loopdyn µs  pinocchio µs  ratio  max rel. diff")
     for name in ROBOTS:
         for robot, what, ours, theirs, err in speed(pin, name, repeats, target):
-            print(f"{robot:14s} {what:18s} {ours:10.2f}  {theirs:12.2f}  {ours / theirs:5.2f}  {err:.1e}")
+            print(f"{robot:14s} {what:21s} {ours:10.2f}  {theirs:12.2f}  {ours / theirs:5.2f}  {err:.1e}")
     print("\nmodel with loops  function           loops µs  spanning tree µs  ratio  differences of C-ABA µs")
     for robot, what, ours, tree, fd in loops(repeats, target):
         print(f"{robot:17s} {what:18s} {ours:9.1f}  {tree:16.1f}  {ours / tree:5.2f}  {fd:10.1f}")

@@ -258,7 +258,8 @@ def test_batch_rows_equal_the_single_state_function(case):
     K, F = rng.normal(size=(N, m)), rng.normal(size=(N, model.njoints, 6))
     out = loopdyn.batch.constrained_forward_dynamics_derivatives(model, Q, V, TAU, cons, K, 0.01, F)
     for k in (0, 33, N - 1):
-        r = loopdyn.constrained_forward_dynamics_derivatives(model, d, Q[k], V[k], TAU[k], cons, K[k], 0.01, F[k])
+        r = loopdyn.constrained_forward_dynamics_derivatives(model, d, Q[k], V[k], TAU[k], cons, K[k], 0.01,
+                                                             F[k])  # fmt: skip
         for x, y in zip(out, r, strict=True):
             assert np.allclose(x[k], y, rtol=1e-13, atol=1e-13 * np.abs(y).max(initial=1.0))
     Q[5, 0] = np.nan

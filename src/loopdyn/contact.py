@@ -109,7 +109,7 @@ def damping(mu) -> float:
     return mu
 
 
-def _desired(desired, m: int) -> np.ndarray:
+def desired_accelerations(desired, m: int) -> np.ndarray:
     """A new float array holding the desired constraint accelerations (zeros when None)."""
     if desired is None:
         return np.zeros(m)
@@ -178,7 +178,7 @@ def constrained_forward_dynamics(
         return _cluster_dynamics(model, data, q, v, tau, rows, desired, mu, f_ext)
     prog = rows.compiled.get("contact") or _program(data, rows)
     m = prog.m
-    lam = np.zeros(m) if desired is None else _desired(desired, m)
+    lam = np.zeros(m) if desired is None else desired_accelerations(desired, m)
     if m == 0:
         return aba(model, data, q, v, tau, f_ext), lam
     ddq = np.empty(data.nv)
@@ -218,7 +218,7 @@ def _cluster_dynamics(model, data, q, v, tau, rows: ConstraintRows, desired, mu:
     C-ABA, the bias by cluster forward kinematics, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA
     again with the constraint wrenches ``K_eᵀ λ_e`` among the external forces."""
     m = rows.m
-    k = _desired(desired, m)
+    k = desired_accelerations(desired, m)
     if m == 0:
         return aba(model, data, q, v, tau, f_ext), k
     prog = _loop_program(model, data, rows)

@@ -37,12 +37,10 @@ from .algorithms import derivatives as derivative_kernels
 from .algorithms import rnea as tree_rnea
 from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
 from .algorithms.contact import contact_program
-from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 from .constraint_rows import ConstraintRows, prepare
-from .contact import compiled_constraints, constrained_forward_dynamics, damping
+from .contact import compiled_constraints, constrained_forward_dynamics, damping, desired_accelerations
 from .derivatives import aba_derivatives, loop_tangent_maps
-from .errors import InputError, ShapeError
 
 __all__ = ["ConstrainedDynamicsDerivatives", "constrained_forward_dynamics_derivatives"]
 
@@ -62,18 +60,6 @@ class ConstrainedDynamicsDerivatives(NamedTuple):
 
 _ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
 _STATE = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT), ("f_ext", FORCES))
-
-
-def _desired(desired, m: int) -> np.ndarray:
-    """A new float array of the desired constraint accelerations (zeros for None), checked."""
-    if desired is None:
-        return np.zeros(m)
-    k = np.array(desired, dtype=float).reshape(-1) if np.ndim(desired) else None
-    if k is None or k.shape != (m,):
-        raise ShapeError(f"desired must have one entry per constraint row ({m}), got shape {np.shape(desired)}")
-    if not np.all(np.isfinite(k)):
-        raise InputError("desired contains NaN or inf")
-    return k
 
 
 def _work(data, prog, m: int):
@@ -106,7 +92,7 @@ def constrained_forward_dynamics_derivatives(
     mu = damping(mu)
     rows = prepare(model, constraints)
     m = rows.m
-    k = _desired(desired, m)
+    k = desired_accelerations(desired, m)
     if m == 0:
         ddq, *_ = constrained_forward_dynamics(model, data, q, v, tau, constraints, None, mu, f_ext)
         dq, dv, dt = aba_derivatives(model, data, q, v, tau, f_ext)
