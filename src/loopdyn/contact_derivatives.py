@@ -102,9 +102,10 @@ def constrained_forward_dynamics_derivatives(
         return _loop_derivatives(model, data, q, v, tau, constraints, rows, k, mu, f_ext)
     prog = compiled_constraints(model, data, rows)
     n = data.nv
-    ddq = np.empty(n)
-    dA = np.empty((3, n, n))
-    dL = np.empty((3, m, n))
+    out = np.empty(n + 3 * n * n + 3 * m * n)  # one allocation; the results are contiguous views of it
+    ddq = out[:n]
+    dA = out[n : n + 3 * n * n].reshape(3, n, n)
+    dL = out[n + 3 * n * n :].reshape(3, m, n)
     fext = data.no_forces if f_ext is None else f_ext
     args = (data.ib, data.ws, q, v, tau, fext, mu, prog.cf, prog.ci, prog.scratch(), _work(data, prog, m),
             ddq, k, dA, dL)  # fmt: skip

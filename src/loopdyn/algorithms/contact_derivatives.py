@@ -205,9 +205,9 @@ def wrenches_into(fext, cf, ci, lam, f2):
 @njit(cache=True, fastmath={"contract"})
 def kkt_sensitivities(Lc, Jm, dA, P, dL):
     """(5) and (6): with the Cholesky factor of Λ⁻¹ + μ I in the lower triangle of ``Lc`` (m × m),
-    J (m × n), ``dA`` = (Z_δ, Z_v, M⁻¹) and ``P`` (m × 3n) holding (∂α/∂δ, ∂α/∂v, 0): ``P ← J Z + P``,
-    ``dL[x] = −(Λ⁻¹ + μ I)⁻¹ P_x``, then ``dA[x] += (J M⁻¹)ᵀ dL[x]`` (J M⁻¹ = P's last block before the
-    solve, formed again from J and M⁻¹ into P after it)."""
+    J (m × n, overwritten), ``dA`` = (Z_δ, Z_v, M⁻¹) and ``P`` (m × 3n) holding (∂α/∂δ, ∂α/∂v, 0):
+    ``P ← J Z + P``, ``dL[x] = −(Λ⁻¹ + μ I)⁻¹ P_x``, then ``dA[x] += (J M⁻¹)ᵀ dL[x]`` (J M⁻¹ = P's last
+    block before the solve, kept in J's place)."""
     Lc, Jm, dA, P, dL = borrowed((Lc, Jm, dA, P, dL))
     m, n = Jm.shape
     for x in range(3):  # P_x += J Z_x
@@ -217,6 +217,9 @@ def kkt_sensitivities(Lc, Jm, dA, P, dL):
                 if jri != 0.0:
                     for c in range(n):
                         P[r, x * n + c] += jri * dA[x, i, c]
+    for r in range(m):  # J is not needed any more: keep J M⁻¹ (P's last block) in its place
+        for c in range(n):
+            Jm[r, c] = P[r, 2 * n + c]
     w = 3 * n
     for i in range(m):  # P ← (L Lᵀ)⁻¹ P, rows at a time: forward substitution ...
         for k in range(i):
@@ -238,16 +241,10 @@ def kkt_sensitivities(Lc, Jm, dA, P, dL):
         for r in range(m):
             for c in range(n):
                 dL[x, r, c] = -P[r, x * n + c]
-    for r in range(m):  # reuse P's first n columns of row r as the row (J M⁻¹)_r
-        for c in range(n):
-            s = 0.0
-            for i in range(n):
-                s += Jm[r, i] * dA[2, i, c]
-            P[r, c] = s
-    for x in range(3):
+    for x in range(3):  # (6)
         for r in range(m):
             for i in range(n):
-                jm = P[r, i]
+                jm = Jm[r, i]
                 for c in range(n):
                     dA[x, i, c] += jm * dL[x, r, c]
 
