@@ -265,3 +265,12 @@ def test_batch_rows_equal_the_single_state_function(case):
     Q[5, 0] = np.nan
     with pytest.raises(NonFiniteError, match="row 5"):
         loopdyn.batch.constrained_forward_dynamics_derivatives(model, Q, V, TAU, cons)
+
+
+def test_readme_section_runs():
+    from test_readme import _run
+
+    ns: dict = {}
+    _run(ns, "### Derivatives of the dynamics")
+    r = ns["r"]
+    assert r.dforces_dq.shape == (12, 18) and r.dddq_dtau.shape == (18, 18)
