@@ -29,6 +29,7 @@ from .algorithms import regressor as kernels
 from .algorithms.call import CONFIGURATION, TANGENT, KernelArgs, run
 from .algorithms.validation import check_data
 from .errors import InputError, ModelError
+from .model import layout as L
 from .model.configuration import random_configuration
 from .spatial.inertia import INERTIA_MODES, Inertia, check_physical_inertia
 
@@ -205,20 +206,39 @@ class BaseParameters:
         return "\n".join(f"β{i:<3d} = {e}" for i, e in enumerate(self.expressions))
 
 
+def _body_speeds(model) -> np.ndarray:
+    """Per body (1..nb), how fast its joint moves per unit of its cluster's independent velocity:
+    ``max_x |G[r, x]|`` over its row of an explicit cluster's constant G (a rotor geared 9:1 to its
+    link: 9 against the link's 1, whichever of the two is the independent coordinate), 1 elsewhere."""
+    speed = np.ones(model.nbodies + 1)
+    if not model.has_constraints:
+        return speed
+    data = model.create_data()
+    ic, cb, wc = data.ic, data.cb, data.wc
+    for k in range(1, ic.shape[0]):
+        if ic[k, L.C_KIND] != L.EXPLICIT:
+            continue
+        n, m, first = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_FIRST]
+        G = wc[ic[k, L.C_G] : ic[k, L.C_G] + n * m].reshape(n, m)
+        for j in range(n):
+            speed[cb[first + j]] = np.abs(G[j]).max()
+    return speed / speed[1:].min(initial=1.0)
+
+
 def _preference(model, armature: bool) -> np.ndarray:
     """The order in which parameters are tried as leaders of a base parameter: rotational inertias,
     then first moments, then masses, then armatures (masses and first moments regroup into the
-    inertias of the bodies that carry them, as in Khalil's regrouping rules); within a kind, bodies
-    on an independent coordinate before those on a dependent one (a link before its geared rotor),
-    then the bodies in tree order."""
+    inertias of the bodies that carry them, as in Khalil's regrouping rules); within a kind, the
+    slower bodies of a geared cluster before the faster ones (a link before its rotor, so that the
+    rotor's inertia appears multiplied by the square of the gear ratio), then the tree order."""
+    speed = _body_speeds(model)
     keys = []
-    for i, b in enumerate(model.bodies):
-        dependent = 0 if b.independent else 1
+    for i in range(model.nbodies):
         for c in range(10):
             kind = 0 if c >= 4 else (1 if c >= 1 else 2)
-            keys.append((kind, dependent, i, c))
+            keys.append((kind, round(float(speed[i + 1]), 9), i, c))
     if armature:
-        keys += [(3, 0, r, 0) for r in range(model.spanning_nv)]
+        keys += [(3, 0.0, r, 0) for r in range(model.spanning_nv)]
     return np.array(sorted(range(len(keys)), key=lambda j: keys[j]))
 
 
