@@ -104,9 +104,22 @@ def regressor_forward(ib, ws, q, v, a):
 
 
 @inlined
-def pair_entry(ws, j, k, b, c):
-    """Eq. (2): column c of ``S_jᵀ ʲX_bᵀ F_b`` for coordinate k of joint j (world-frame pairing)."""
-    return ops.dot6(ops.load6(ws, j, W_SW + 6 * k), ops.load6(ws, b, W_FB + 6 * c))
+def pair_row(ws, j, k, b):
+    """Eq. (2): the 10 entries ``S_jᵀ ʲX_bᵀ F_b`` for coordinate k of joint j and body b (world-frame
+    pairing of joint j's motion subspace column with each column of F_b)."""
+    s = ops.load6(ws, j, W_SW + 6 * k)
+    return (
+        ops.dot6(s, ops.load6(ws, b, W_FB)),
+        ops.dot6(s, ops.load6(ws, b, W_FB + 6)),
+        ops.dot6(s, ops.load6(ws, b, W_FB + 12)),
+        ops.dot6(s, ops.load6(ws, b, W_FB + 18)),
+        ops.dot6(s, ops.load6(ws, b, W_FB + 24)),
+        ops.dot6(s, ops.load6(ws, b, W_FB + 30)),
+        ops.dot6(s, ops.load6(ws, b, W_FB + 36)),
+        ops.dot6(s, ops.load6(ws, b, W_FB + 42)),
+        ops.dot6(s, ops.load6(ws, b, W_FB + 48)),
+        ops.dot6(s, ops.load6(ws, b, W_FB + 54)),
+    )
 
 
 @njit(cache=True)
@@ -121,8 +134,9 @@ def tree_regressor_fill(ib, ws, a, Y):
         while j > 0:
             iv = ib[j, L.I_IV]
             for k in range(ib[j, L.I_NV]):
+                y = pair_row(ws, j, k, b)
                 for c in range(NPARAM):
-                    Y[iv + k, col + c] = pair_entry(ws, j, k, b, c)
+                    Y[iv + k, col + c] = y[c]
             j = ib[j, L.I_PARENT]
     if Y.shape[1] > NPARAM * nb:  # armature: τ_r += armature_r a_r
         for r in range(a.shape[0]):
@@ -131,8 +145,9 @@ def tree_regressor_fill(ib, ws, a, Y):
 
 @njit(cache=True)
 def cluster_regressor_fill(ib, ws, ic, cb, wc, Y):
-    """Y_y = Gᵀ Y_s (eq. 3): each entry of Y_s, once formed (eq. 2), is added to the rows x of its
-    spanning row r's nonzeros G[r, x]; armature columns ``Gᵀ e_r q̈_s[r]`` if Y has them."""
+    """Y_y = Gᵀ Y_s (eq. 3): each row of Y_s's block (r, b), once formed (eq. 2), is added to the rows
+    x of the nonzeros G[r, x] of its spanning row r; armature columns ``Gᵀ e_r q̈_s[r]`` if Y has
+    them."""
     zero_fill(Y)
     nb = ib[0, L.I0_NBODIES]
     GM = ic[0, L.C0_GMAP]
@@ -143,11 +158,11 @@ def cluster_regressor_fill(ib, ws, ic, cb, wc, Y):
             iv = ib[j, L.I_IV]
             for k in range(ib[j, L.I_NV]):
                 r = iv + k
-                e0, e1 = GM + cb[GM + r], GM + cb[GM + r + 1]
-                for c in range(NPARAM):
-                    y = pair_entry(ws, j, k, b, c)
-                    for e in range(e0, e1, 2):
-                        Y[cb[e], col + c] += wc[cb[e + 1]] * y
+                y = pair_row(ws, j, k, b)
+                for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
+                    x, g = cb[e], wc[cb[e + 1]]
+                    for c in range(NPARAM):
+                        Y[x, col + c] += g * y[c]
             j = ib[j, L.I_PARENT]
     if Y.shape[1] > NPARAM * nb:
         QDDS = ic[0, L.C0_QDDS]
