@@ -384,3 +384,19 @@ def test_regressor_bad_input():
     # lists are converted
     np.testing.assert_array_equal(ld.regressor(model, data, list(q), [0.0] * model.nv, z),
                                   ld.regressor(model, data, q, z, z))  # fmt: skip
+
+
+def test_readme_section_runs():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index("### Identification")
+    block = re.findall(r"```python\n(.*?)```", text[start : text.index("\n### ", start + 5)], flags=re.S)[0]
+    ns: dict = {"np": np, "ld": ld}
+    exec(compile(block, "README Identification", "exec"), ns)
+    base = ns["base"]
+    assert base.rank == 11
+    assert base.expressions[0] == "link1.Izz + link2.m·(1/4) + rotor1.Izz·81 + rotor2.m·(1/4)"
+    Y, pi, Yb, beta = ns["Y"], ns["pi"], ns["Yb"], ns["beta"]
+    assert np.abs(Yb @ beta - Y @ pi).max() <= 1e-12 * rounding_scale(Y, pi)
