@@ -15,8 +15,9 @@ joint force of joint j is ``τ_j = S_jᵀ Σ_{b ⪰ j} ʲX_bᵀ f_b`` (RBDA eq. 
 
 Equation (2) is evaluated in the world frame, where the pairing of a motion and a force is invariant:
 ``S_jᵀ ʲX_bᵀ F_b = (⁰X_j S_j)ᵀ (⁰X_bᵀ F_b)``. Each body's F_b is carried to the world once and each
-joint's S_j once (a 6 × 10 and a 6 × n_j block, kept in the body's scratch row ``W_TMP``), and each
-(ancestor j, body b) pair costs 10 six-term dot products per coordinate of j.
+joint's S_j once (kept in the body's scratch row ``W_TMP``), and each (ancestor j, body b) pair costs
+four six-term and six three-term dot products per coordinate of j (the rotational inertias exert no
+net force, only moments).
 
 Models with loops (spec `derivatives-and-identification-on-loops.md` §5): the spanning tree's τ_s is
 ``Y_s(q, q̇, q̈) π`` at ``q̇ = G ẏ``, ``q̈ = G ÿ + g``, and τ_y = Gᵀ τ_s (cluster spec eq. 29), so
@@ -42,35 +43,51 @@ from .status import DATA_IN_USE, STATUS_BASE
 
 #: parameters per body
 NPARAM = 10
-#: where a body's scratch row keeps F_b in the world frame (column c of F_b at W_FB + 6 c) ...
+#: where a body's scratch row keeps F_b in the world frame: the 6-vector columns of m and of m c_x,
+#: m c_y, m c_z at W_FB + 6 c (c = 0 .. 3), then the rotational-inertia columns, whose force part is 0,
+#: as their 3 moments at W_FB + 24 + 3 (c − 4) ...
 W_FB = L.W_TMP
 #: ... and its joint's motion subspace in the world frame (column k at W_SW + 6 k, at most 6)
-W_SW = L.W_TMP + 6 * NPARAM
+W_SW = L.W_TMP + 42
 
 
 @inlined
-def force_column(I, v, a):
-    """One column of F_b (eq. 1): ``I a + v ×* (I v)`` for the unit inertia I = I(e_c)."""
-    return ops.add6(ops.inertia_mul(I, a), ops.cross_force(v, ops.inertia_mul(I, v)))
+def store_world_force(ws, b, o, R, p, n, f):
+    """The body-frame force (n, f) carried to the world frame (body at R, p), into ws[b, o:o + 6]."""
+    fw = ops.rot_vec(R, f)
+    nw = ops.rot_vec(R, n)
+    ops.store6(ws, b, o, (nw[0] + p[1] * fw[2] - p[2] * fw[1], nw[1] + p[2] * fw[0] - p[0] * fw[2],
+                          nw[2] + p[0] * fw[1] - p[1] * fw[0], fw[0], fw[1], fw[2]))  # fmt: skip
 
 
 @inlined
 def store_force_regressor(ws, b, R, p, v, a):
     """F_b (eq. 1) of body b, carried to the world frame (body placement R, p in the world), into
-    ``ws[b, W_FB:W_FB + 60]``. The unit inertias are written in the compact layout of ``W_INER``
-    (m, h, xx, yy, zz, xy, xz, yz) for the parameters in π's order (m, h, xx, xy, yy, xz, yz, zz)."""
+    ``ws[b, W_FB:W_FB + 42]``. With v = (ω, u), a = (α, β) and the classical linear acceleration
+    β' = β + ω × u, the columns of eq. (1) written out (I(e_c) of each parameter, the cross products
+    expanded; ``[a]×[b]× − [b]×[a]× = [a × b]×`` merges the moment of the first moments):
+
+    * m: (0, β');
+    * m c_k (unit vector e_k): (e_k × β', α × e_k + ω (ω·e_k) − |ω|² e_k);
+    * Ī entry with unit symmetric E: (E α + ω × E ω, 0).
+    """
+    w0, w1, w2, u0, u1, u2 = v
+    al0, al1, al2, be0, be1, be2 = a
+    b0, b1, b2 = be0 + w1 * u2 - w2 * u1, be1 + w2 * u0 - w0 * u2, be2 + w0 * u1 - w1 * u0
+    ww = w0 * w0 + w1 * w1 + w2 * w2
     z = 0.0
     o = W_FB
-    ops.store6(ws, b, o, ops.force_to_parent(R, p, force_column((1.0, z, z, z, z, z, z, z, z, z), v, a)))
-    ops.store6(ws, b, o + 6, ops.force_to_parent(R, p, force_column((z, 1.0, z, z, z, z, z, z, z, z), v, a)))
-    ops.store6(ws, b, o + 12, ops.force_to_parent(R, p, force_column((z, z, 1.0, z, z, z, z, z, z, z), v, a)))
-    ops.store6(ws, b, o + 18, ops.force_to_parent(R, p, force_column((z, z, z, 1.0, z, z, z, z, z, z), v, a)))
-    ops.store6(ws, b, o + 24, ops.force_to_parent(R, p, force_column((z, z, z, z, 1.0, z, z, z, z, z), v, a)))
-    ops.store6(ws, b, o + 30, ops.force_to_parent(R, p, force_column((z, z, z, z, z, z, z, 1.0, z, z), v, a)))
-    ops.store6(ws, b, o + 36, ops.force_to_parent(R, p, force_column((z, z, z, z, z, 1.0, z, z, z, z), v, a)))
-    ops.store6(ws, b, o + 42, ops.force_to_parent(R, p, force_column((z, z, z, z, z, z, z, z, 1.0, z), v, a)))
-    ops.store6(ws, b, o + 48, ops.force_to_parent(R, p, force_column((z, z, z, z, z, z, z, z, z, 1.0), v, a)))
-    ops.store6(ws, b, o + 54, ops.force_to_parent(R, p, force_column((z, z, z, z, z, z, 1.0, z, z, z), v, a)))
+    store_world_force(ws, b, o, R, p, (z, z, z), (b0, b1, b2))
+    store_world_force(ws, b, o + 6, R, p, (z, -b2, b1), (w0 * w0 - ww, al2 + w1 * w0, w2 * w0 - al1))
+    store_world_force(ws, b, o + 12, R, p, (b2, z, -b0), (w0 * w1 - al2, w1 * w1 - ww, al0 + w2 * w1))
+    store_world_force(ws, b, o + 18, R, p, (-b1, b0, z), (al1 + w0 * w2, w1 * w2 - al0, w2 * w2 - ww))
+    o = W_FB + 24  # xx, xy, yy, xz, yz, zz: moments only, rotated to the world
+    ops.store3(ws, b, o, ops.rot_vec(R, (al0, w2 * w0, -w1 * w0)))
+    ops.store3(ws, b, o + 3, ops.rot_vec(R, (al1 - w2 * w0, al0 + w2 * w1, w0 * w0 - w1 * w1)))
+    ops.store3(ws, b, o + 6, ops.rot_vec(R, (-w2 * w1, al1, w0 * w1)))
+    ops.store3(ws, b, o + 9, ops.rot_vec(R, (al2 + w0 * w1, w2 * w2 - w0 * w0, al0 - w1 * w2)))
+    ops.store3(ws, b, o + 12, ops.rot_vec(R, (w1 * w1 - w2 * w2, al2 - w0 * w1, al1 + w0 * w2)))
+    ops.store3(ws, b, o + 15, ops.rot_vec(R, (w1 * w2, -w0 * w2, al2)))
 
 
 @njit(cache=True)
@@ -106,19 +123,21 @@ def regressor_forward(ib, ws, q, v, a):
 @inlined
 def pair_row(ws, j, k, b):
     """Eq. (2): the 10 entries ``S_jᵀ ʲX_bᵀ F_b`` for coordinate k of joint j and body b (world-frame
-    pairing of joint j's motion subspace column with each column of F_b)."""
+    pairing of joint j's motion subspace column with each column of F_b; the rotational-inertia
+    columns have moments only)."""
     s = ops.load6(ws, j, W_SW + 6 * k)
+    o = W_FB + 24
     return (
         ops.dot6(s, ops.load6(ws, b, W_FB)),
         ops.dot6(s, ops.load6(ws, b, W_FB + 6)),
         ops.dot6(s, ops.load6(ws, b, W_FB + 12)),
         ops.dot6(s, ops.load6(ws, b, W_FB + 18)),
-        ops.dot6(s, ops.load6(ws, b, W_FB + 24)),
-        ops.dot6(s, ops.load6(ws, b, W_FB + 30)),
-        ops.dot6(s, ops.load6(ws, b, W_FB + 36)),
-        ops.dot6(s, ops.load6(ws, b, W_FB + 42)),
-        ops.dot6(s, ops.load6(ws, b, W_FB + 48)),
-        ops.dot6(s, ops.load6(ws, b, W_FB + 54)),
+        s[0] * ws[b, o] + s[1] * ws[b, o + 1] + s[2] * ws[b, o + 2],
+        s[0] * ws[b, o + 3] + s[1] * ws[b, o + 4] + s[2] * ws[b, o + 5],
+        s[0] * ws[b, o + 6] + s[1] * ws[b, o + 7] + s[2] * ws[b, o + 8],
+        s[0] * ws[b, o + 9] + s[1] * ws[b, o + 10] + s[2] * ws[b, o + 11],
+        s[0] * ws[b, o + 12] + s[1] * ws[b, o + 13] + s[2] * ws[b, o + 14],
+        s[0] * ws[b, o + 15] + s[1] * ws[b, o + 16] + s[2] * ws[b, o + 17],
     )
 
 
