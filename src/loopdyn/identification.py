@@ -307,7 +307,8 @@ def identifiable_parameters(
     sv = diag / diag[0] if diag.size and diag[0] > 0 else diag
     rank = int(np.count_nonzero(sv > tol))
     # leaders: the columns, in the order of preference, that are independent of those before them
-    order = [j for j in _preference(model, armature) if j in set(active.tolist())]
+    live = set(active.tolist())
+    order = [j for j in _preference(model, armature) if j in live]
     pos = {j: n for n, j in enumerate(active.tolist())}
     Ro = scipy.linalg.qr(Wn[:, [pos[j] for j in order]], mode="r")[0]
     do = np.abs(np.diag(Ro))
@@ -316,7 +317,8 @@ def identifiable_parameters(
         piv = scipy.linalg.qr(Wn, mode="r", pivoting=True)[1]
         leaders = sorted((int(active[p]) for p in piv[:rank]), key=order.index)
     leaders_arr = np.array(leaders, dtype=np.int64)
-    others = [j for j in range(P) if j not in set(leaders)]
+    lead_set = set(leaders)
+    others = [j for j in range(P) if j not in lead_set]
     B = np.zeros((rank, P))
     B[np.arange(rank), leaders_arr] = 1.0
     exprs_terms: list[list[tuple[int, object]]] = [[(j, 1)] for j in leaders]
