@@ -423,3 +423,22 @@ def test_identification_example(tmp_path, capsys):
     exact = example.main(tmp_path, noise=0.0)
     np.testing.assert_allclose(exact["beta"], exact["beta_true"], rtol=1e-6,
                                atol=1e-8 * np.abs(exact["beta_true"]).max())  # fmt: skip
+
+
+def test_identifiable_parameters_bad_input_and_busy_flag():
+    from loopdyn.errors import InputError
+    from loopdyn.model import layout as L
+
+    model = _geared_arm(ratios=None)
+    with pytest.raises(InputError, match="samples"):
+        ld.identifiable_parameters(model, samples=0)
+    with pytest.raises(InputError, match="tol"):
+        ld.identifiable_parameters(model, tol=2.0)
+    # a failed call leaves the Data usable (the kernel's in-use flag down)
+    for m in (model, ld.robots.five_bar()):
+        data = m.create_data()
+        q = ld.random_configuration(m, 0)
+        with pytest.raises(ld.errors.NonFiniteError):
+            ld.regressor(m, data, q, np.full(m.nv, np.nan), np.zeros(m.nv))
+        assert data.ib[0, L.I0_BUSY] == 0
+        ld.regressor(m, data, q, np.zeros(m.nv), np.zeros(m.nv))
