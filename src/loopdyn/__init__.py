@@ -17,6 +17,14 @@ from .contact_derivatives import constrained_forward_dynamics_derivatives
 from .delassus_methods import damped_delassus_inverse, delassus
 from .derivatives import aba_derivatives, rnea_derivatives
 from .dynamics import aba, crba, gravity, minverse, nonlinear_effects, rnea
+from .identification import (
+    BaseParameters,
+    identifiable_parameters,
+    inertial_parameters,
+    parameter_names,
+    regressor,
+    with_inertial_parameters,
+)
 from .io import from_mujoco, load_mjcf, load_sdf, load_urdf, to_mujoco
 from .kinematics import (
     forward_kinematics,
@@ -128,4 +136,10 @@ __all__ = [
     "rnea",
     "rnea_derivatives",
     "update_frame_placements",
+    "BaseParameters",
+    "identifiable_parameters",
+    "inertial_parameters",
+    "parameter_names",
+    "regressor",
+    "with_inertial_parameters",
 ]

@@ -1,6 +1,6 @@
 """Batched dynamics: many states in one call, spread over all cores (``rnea``, ``aba``, ``crba``,
 ``constrained_forward_dynamics``, ``rnea_derivatives``, ``aba_derivatives``,
-``constrained_forward_dynamics_derivatives``).
+``constrained_forward_dynamics_derivatives``, ``regressor``).
 
 Each function takes one state per row (``Q`` of shape (N, nq), ``V``/``A``/``TAU`` of shape (N, nv))
 and returns one result per row, equal to the single-state function's (:func:`loopdyn.rnea`,
@@ -46,6 +46,7 @@ __all__ = [
     "constrained_forward_dynamics",
     "constrained_forward_dynamics_derivatives",
     "crba",
+    "regressor",
     "rnea",
     "rnea_derivatives",
 ]
@@ -184,6 +185,22 @@ def crba(model, Q) -> np.ndarray:
     kern = kernels.c_crba_batch_kernel if model.has_constraints else kernels.crba_batch_kernel
     _run(kern, model, n, (Q, out, status))
     _check(model, status, ("q",), (model.nq,))
+    return out
+
+
+def regressor(model, Q, V, A, armature: bool = False) -> np.ndarray:
+    """:func:`loopdyn.regressor` for N states: shape (N, nv, 10 nbodies (+ spanning nv with
+    ``armature``)), ``[k]`` equal to ``loopdyn.regressor(model, data, Q[k], V[k], A[k], armature)``
+    (Atkeson et al. 1986; with loops ``Gᵀ Y_span``)."""
+    Q = _rows(Q, "Q", None, model.nq)
+    n = Q.shape[0]
+    V = _rows(V, "V", n, model.nv)
+    A = _rows(A, "A", n, model.nv)
+    out = np.empty((n, model.nv, 10 * model.nbodies + (model.spanning_nv if armature else 0)))
+    status = np.zeros(n, dtype=np.int64)
+    kern = kernels.c_regressor_batch_kernel if model.has_constraints else kernels.regressor_batch_kernel
+    _run(kern, model, n, (Q, V, A, out, status))
+    _check(model, status, ("q", "v", "a"), (model.nq, model.nv, model.nv))
     return out
 
 

@@ -34,6 +34,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     ),
     "contact": ("algorithms.contact",),
     "derivatives": ("algorithms.derivatives", "algorithms.contact_derivatives"),
+    "identification": ("algorithms.regressor",),
     "batch": ("algorithms.batch",),
     "higher_order": (
         "higher_order.dynamics",

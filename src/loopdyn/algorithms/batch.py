@@ -34,6 +34,7 @@ from .contact import contact_core, contact_loops_core
 from .contact_derivatives import contact_derivatives_core
 from .crba import crba_core
 from .derivatives import c_hinv_apply, c_rnea_derivatives_core, minv_apply, rnea_derivatives_core
+from .regressor import c_regressor_core, regressor_forward, tree_regressor_fill
 from .rnea import rnea_core, validate_qva
 
 # ---------------------------------------------------------------------------------------------
@@ -297,4 +298,40 @@ def contact_derivatives_batch_kernel(
         if st == 0:
             st = contact_derivatives_core(ib, ws, Q[k], V[k], TAU[k], F[k], mu, cf, ci, csc, wk, lidx, DDQ[k],
                                           LAM[k], DA[k], DL[k])  # fmt: skip
+        status[k] = st
+
+
+# ---------------------------------------------------------------------------------------------
+# the joint-torque regressor (issue 31, :mod:`.regressor`): out has shape (N, nv, ncols)
+_SIGR = (
+    "void(int64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], "
+    "float64[:, :, ::1], int64[::1], int64, int64)"
+)
+
+
+@kernel(_SIGR)
+def regressor_batch_kernel(ib, ws, Q, V, A, out, status, start, stop):
+    """Y[k] = Y(q_k, v_k, a_k) (:mod:`.regressor`, eq. 2) for rows start ≤ k < stop."""
+    ib, ws, Q, V, A, out, status = borrowed((ib, ws, Q, V, A, out, status))
+    no_forces = np.zeros((0, 6))
+    for k in range(start, stop):
+        st = validate_qva(ib, Q[k], V[k], A[k], no_forces)
+        status[k] = st
+        if st == 0:
+            regressor_forward(ib, ws, Q[k], V[k], A[k])
+            tree_regressor_fill(ib, ws, A[k], out[k])
+
+
+@kernel("void(" + _CLUSTER + "float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, :, ::1], "
+        "int64[::1], int64, int64)")
+def c_regressor_batch_kernel(ints, floats, Q, V, A, out, status, start, stop):
+    """Y_y[k] = Gᵀ Y_span(q_k, G ẏ_k, G ÿ_k + g) (:mod:`.regressor`, eq. 3) for rows start ≤ k < stop."""
+    ints, floats, Q, V, A, out, status = borrowed((ints, floats, Q, V, A, out, status))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    no_forces = np.zeros((0, 6))
+    for k in range(start, stop):
+        st = validate_cluster_state(ib, ic, cb, Q[k], V[k], A[k], no_forces, True)
+        if st == 0:
+            st = c_regressor_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], A[k], out[k])
         status[k] = st
