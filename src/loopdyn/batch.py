@@ -1,5 +1,6 @@
 """Batched dynamics: many states in one call, spread over all cores (``rnea``, ``aba``, ``crba``,
-``constrained_forward_dynamics``, ``rnea_derivatives``, ``aba_derivatives``).
+``constrained_forward_dynamics``, ``rnea_derivatives``, ``aba_derivatives``, ``coriolis_matrix``,
+``mass_matrix_derivative``).
 
 Each function takes one state per row (``Q`` of shape (N, nq), ``V``/``A``/``TAU`` of shape (N, nv))
 and returns one result per row, equal to the single-state function's (:func:`loopdyn.rnea`,
@@ -33,13 +34,23 @@ import numba
 import numpy as np
 
 from .algorithms import batch as kernels
+from .algorithms import coriolis as coriolis_kernels
 from .algorithms.common import compiled
 from .algorithms.status import raise_for_status
 from .constraint_rows import prepare
 from .contact import compiled_constraints, damping
 from .errors import InputError, NonFiniteError, ShapeError
 
-__all__ = ["aba", "aba_derivatives", "constrained_forward_dynamics", "crba", "rnea", "rnea_derivatives"]
+__all__ = [
+    "aba",
+    "aba_derivatives",
+    "constrained_forward_dynamics",
+    "coriolis_matrix",
+    "crba",
+    "mass_matrix_derivative",
+    "rnea",
+    "rnea_derivatives",
+]
 
 # rows per chunk: enough chunks per thread that they balance (a thread slowed by another process
 # takes fewer), each long enough that handing it out (a few µs of Python) is negligible
@@ -316,3 +327,34 @@ def aba_derivatives(model, Q, V, TAU) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
     kern, c_kern = kernels.aba_derivatives_batch_kernel, kernels.c_aba_derivatives_batch_kernel
     return _derivative_batch(single, kern, c_kern, model, Q, V, TAU, ("Q", "V", "TAU"))
+
+
+def _coriolis_batch(model, Q, V, what) -> np.ndarray:
+    """Run the Coriolis batch kernel (``what``: C or Ṁ) with validated inputs: (N, nv, nv)."""
+    Q = _rows(Q, "Q", None, model.nq)
+    n = Q.shape[0]
+    V = _rows(V, "V", n, model.nv)
+    nv = model.nv
+    out = np.empty((n, nv, nv))
+    status = np.zeros(n, dtype=np.int64)
+    if model.has_constraints:
+        data = model.create_data()
+        kern, arrays = coriolis_kernels.c_coriolis_batch_kernel, data.cluster_arrays
+        scratch = int(coriolis_kernels.cluster_buffer_size(data.ic, nv, what))
+    else:
+        kern, arrays, scratch = coriolis_kernels.coriolis_batch_kernel, None, 1
+    _run(kern, model, n, (Q, V, out, status, what), scratch=scratch, arrays=arrays)
+    _check(model, status, ("q", "v"), (model.nq, model.nv))
+    return out
+
+
+def coriolis_matrix(model, Q, V) -> np.ndarray:
+    """:func:`loopdyn.coriolis_matrix` for N states: (N, nv, nv), ``[k]`` equal to the single-state
+    function's at ``(Q[k], V[k])`` (trees and models with loops, on all cores)."""
+    return _coriolis_batch(model, Q, V, coriolis_kernels.CORIOLIS)
+
+
+def mass_matrix_derivative(model, Q, V) -> np.ndarray:
+    """:func:`loopdyn.mass_matrix_derivative` for N states: (N, nv, nv), ``[k]`` equal to the
+    single-state function's at ``(Q[k], V[k])``."""
+    return _coriolis_batch(model, Q, V, coriolis_kernels.MDOT)

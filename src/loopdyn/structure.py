@@ -77,15 +77,16 @@ def christoffel(model, data, q, symmetric: bool = False) -> np.ndarray:
     ``Γ[i, j, k] = ∂C_ij/∂v_k`` (C is linear in v).
 
     The returned Γ is that of the Echeandia–Wensing factorisation (on loops, of ``Gᵀ(C_s G + M_s Ġ)``),
-    which makes ``Ṁ − 2C`` skew but is **not** symmetric in its last two indices ``(j, k)``.
+    the one that makes ``Ṁ − 2C`` skew. It is **not symmetric in its last two indices (j, k) in
+    general**: with a free flyer or a ball joint (body-frame, tangent-space velocities) it is not.
+    On fixed-base models of revolute and prismatic joints, and on models with loops of them (in the
+    independent coordinates y), it is symmetric and equals the classical symbols of the first kind
+    ``½ (∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i)`` (the tests check both against differences of
+    :func:`loopdyn.crba`).
 
     With ``symmetric=True``, ``½ (Γ[i, j, k] + Γ[i, k, j])`` instead: the same quadratic form
-    ``Σ_jk Γ_ijk v_j v_k`` (so the same ``C(q, v) v``), symmetric in (j, k). On a model whose velocity
-    coordinates are derivatives of its configuration coordinates — fixed-base trees of revolute and
-    prismatic joints, and models with loops of such joints (in y) — this is the classical
-    ``½ (∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i)``, whose ``Σ_k Γ[:, :, k] v_k`` is again an admissible C
-    (``Ṁ − 2C`` skew). With a free flyer or a ball joint (tangent-space velocities), the classical
-    formula gains Lie-bracket terms and the two differ.
+    ``Σ_jk Γ_ijk v_j v_k`` (so the same ``C(q, v) v``), symmetric in (j, k) on every model; with
+    tangent-space velocities, ``Σ_k Γ_sym[:, :, k] v_k`` need not make ``Ṁ − 2C`` skew.
 
     Arguments and errors as :func:`coriolis_matrix` (no ``v``). One kernel call: nv Coriolis
     matrices at the unit velocities, O(nv · n · d).
