@@ -46,8 +46,9 @@ LOOP_ROBOTS = {
     "jvrc1": lambda: ld.robots.jvrc1(),  # its spanning matrices do not fit the stack: the heap path
     "gt_chain": lambda: ld.robots.gt_chain(4),
     "pbt_chain": lambda: ld.robots.pbt_chain(4),
-    "random_loops_fixed": lambda: random_cluster_model(7, 4, False, ("fourbar", "differential", "geared"),
-                                                       plain=("revolute", "prismatic")),
+    "random_loops_fixed": lambda: random_cluster_model(
+        7, 4, False, ("fourbar", "differential", "geared"), plain=("revolute", "prismatic")
+    ),
     "random_loops_floating": lambda: random_cluster_model(8, 4, True),
 }
 IMPLICIT = ["four_bar", "five_bar", "planar_leg_linkage", "rssr_linkage", "delta_robot", "tello",
@@ -155,10 +156,11 @@ def test_mdot_differences_are_not_vacuous():
 def check_christoffel_classical(model, q, what: str) -> None:
     data = model.create_data()
     n = model.nv
-    dM = np.stack(
-        [central(lambda t, k=k: ld.crba(model, data, ld.integrate(model, q, t * np.eye(n)[k]))) for k in range(n)],
-        axis=2,
-    )  # dM[i, j, k] = ∂M_ij/∂q_k
+
+    def along(k):
+        return central(lambda t: ld.crba(model, data, ld.integrate(model, q, t * np.eye(n)[k])))
+
+    dM = np.stack([along(k) for k in range(n)], axis=2)  # dM[i, j, k] = ∂M_ij/∂q_k
     classical = 0.5 * (dM + dM.transpose(0, 2, 1) - dM.transpose(2, 0, 1))
     Gs = ld.christoffel(model, data, q, symmetric=True)
     scale = np.abs(ld.crba(model, data, q)).max()  # Γ ~ ∂M/∂q: M per unit of q

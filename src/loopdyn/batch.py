@@ -339,10 +339,10 @@ def _coriolis_batch(model, Q, V, what) -> np.ndarray:
     status = np.zeros(n, dtype=np.int64)
     if model.has_constraints:
         data = model.create_data()
-        kern, arrays = coriolis_kernels.c_coriolis_batch_kernel, data.cluster_arrays
+        kern, arrays = kernels.c_coriolis_batch_kernel, data.cluster_arrays
         scratch = int(coriolis_kernels.cluster_buffer_size(data.ic, nv, what))
     else:
-        kern, arrays, scratch = coriolis_kernels.coriolis_batch_kernel, None, 1
+        kern, arrays, scratch = kernels.coriolis_batch_kernel, None, 1
     _run(kern, model, n, (Q, V, out, status, what), scratch=scratch, arrays=arrays)
     _check(model, status, ("q", "v"), (model.nq, model.nv))
     return out

@@ -34,6 +34,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     ),
     "contact": ("algorithms.contact",),
     "derivatives": ("algorithms.derivatives",),
+    "coriolis": ("algorithms.coriolis",),
     "batch": ("algorithms.batch",),
     "higher_order": (
         "higher_order.dynamics",
