@@ -62,7 +62,7 @@ two runs of the program's k part per independent coordinate, on the registers it
 (u = α G e_l, α = |q̇| / |G e_l| so that both terms are of one size: the difference then loses no
 digits to a large |u| or |q̇|). The products with G are sums over its sparse columns
 (``ic[0, C0_GCOLS]``, :func:`.derivatives.g_congruence`); ``Gᵀ M_s Ġ`` only over the implicit
-clusters' columns: O(nnz(G)(nv_s + nv)) after the O(n·d) spanning-tree pass.
+clusters' columns and Ġ's nonzero rows: O(nnz(G)(nv_s + nv)) after the O(n·d) spanning-tree pass.
 """
 
 from __future__ import annotations
@@ -169,12 +169,11 @@ def columns_of_body(ib, ws, i, C):
             j = ib[j, L.I_PARENT]
 
 
-@njit(cache=True, fastmath={"contract"})
-def coriolis_core(ib, ws, q, v, C, M, Md, which):
+@inlined
+def coriolis_pass(ib, ws, q, v, C, M, Md, which):
     """The tree's C (C2–C3), M and Ṁ (C4) at (q, v), validated inputs, into the nv × nv ``C``, ``M``,
     ``Md`` — those whose bit (WANT_C, WANT_M, WANT_MDOT) is set in ``which`` (the others are not
     touched: pass empty arrays). M includes the armature."""
-    ib, ws, q, v, C, M, Md = borrowed((ib, ws, q, v, C, M, Md))
     nb = ib[0, L.I0_NBODIES]
     if which & WANT_C:
         zero_fill(C)  # entries of bodies on different branches stay zero
@@ -202,6 +201,23 @@ def coriolis_core(ib, ws, q, v, C, M, Md, which):
             iv = ib[i, L.I_IV]
             for k in range(ib[i, L.I_NV]):
                 M[iv + k, iv + k] += ws[i, L.W_ARM + k]
+
+
+@njit(cache=True, fastmath={"contract"})
+def coriolis_core(ib, ws, q, v, C, M, Md, which):
+    """The tree's C (C2–C3), M and Ṁ (C4) at (q, v), validated inputs, into the nv × nv ``C``, ``M``,
+    ``Md`` — those whose bit (WANT_C, WANT_M, WANT_MDOT) is set in ``which`` (the others are not
+    touched: pass empty arrays). M includes the armature. One specialised copy of the pass per
+    combination the kernels use (the flags then cost nothing in the inner loops)."""
+    ib, ws, q, v, C, M, Md = borrowed((ib, ws, q, v, C, M, Md))
+    if which == WANT_C:
+        coriolis_pass(ib, ws, q, v, C, M, Md, WANT_C)
+    elif which == WANT_MDOT:
+        coriolis_pass(ib, ws, q, v, C, M, Md, WANT_MDOT)
+    elif which == WANT_C | WANT_M:
+        coriolis_pass(ib, ws, q, v, C, M, Md, WANT_C | WANT_M)
+    else:
+        coriolis_pass(ib, ws, q, v, C, M, Md, which)
 
 
 @njit(cache=True)
@@ -324,22 +340,6 @@ def implicit_gdot(ic, cb, wc, code, consts, table, outputs, k, gd, sc):
     return 0
 
 
-@njit(cache=True)
-def gt_mul(ic, cb, wc, X, Z):
-    """``Z = Gᵀ X`` (nv × nv_s) for the spanning nv_s × nv_s ``X``, over the sparse columns of G."""
-    ic, cb, wc, X, Z = borrowed((ic, cb, wc, X, Z))
-    GC = ic[0, L.C0_GCOLS]
-    ns = X.shape[1]
-    for x in range(Z.shape[0]):
-        for c in range(ns):
-            Z[x, c] = 0.0
-        for e in range(GC + cb[GC + x], GC + cb[GC + x + 1], 2):
-            r = cb[e]
-            g = wc[cb[e + 1]]
-            for c in range(ns):
-                Z[x, c] += g * X[r, c]
-
-
 @njit(cache=True, fastmath={"contract"})
 def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out, what, buf):
     """C_y (``what`` = CORIOLIS) or Ḣ (MDOT) of a model with clusters at (q, ẏ), validated inputs, into
@@ -383,18 +383,30 @@ def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out,
     g_congruence(ic, cb, wc, X, out, Z)  # Gᵀ C_s G or Gᵀ Ṁ_s G
     if not implicit:
         return 0
-    gt_mul(ic, cb, wc, Ms, Z)  # Z = Gᵀ M_s; then (Gᵀ M_s Ġ)[:, col] over the implicit clusters' columns
+    # Gᵀ M_s Ġ over the implicit clusters' columns: w = M_s Ġ e_col (Ġ's nonzero rows: the cluster's
+    # dependent coordinates; M_s symmetric, so its rows), then Gᵀ w over the sparse columns of G
+    w = view(buf, 2 * n2, (nvs,))
+    GC = ic[0, L.C0_GCOLS]
     gd = gd0
     for k in range(1, ncl + 1):
         if ic[k, L.C_KIND] != L.IMPLICIT:
             continue
         nn, m, iv, first = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_FIRST]
+        dep, nrow = ic[k, L.C_DEP], ic[k, L.C_NROW]
         for l in range(m):
             col = iv + l
+            for c in range(nvs):
+                w[c] = 0.0
+            for r in range(nrow):
+                j = cb[dep + r]
+                gjl = buf[gd + j * m + l]
+                sj = ib[cb[first + j], L.I_IV]
+                for c in range(nvs):
+                    w[c] += gjl * Ms[sj, c]
             for x in range(n):
                 acc = 0.0
-                for j in range(nn):
-                    acc += Z[x, ib[cb[first + j], L.I_IV]] * buf[gd + j * m + l]
+                for e in range(GC + cb[GC + x], GC + cb[GC + x + 1], 2):
+                    acc += wc[cb[e + 1]] * w[cb[e]]
                 out[x, col] += acc
                 if what == MDOT:  # Ḣ: + Ġᵀ M_s G, the transpose
                     out[col, x] += acc
