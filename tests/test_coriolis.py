@@ -327,3 +327,27 @@ def test_bad_input(name):
             ld.christoffel(model, data, off)
     # the Data stays usable, lists are accepted
     assert np.array_equal(ld.coriolis_matrix(model, data, list(q), list(v)), good)
+
+
+# ------------------------------------------------------------------------------------------------
+# the README section runs as written, and its claims hold
+
+
+def test_readme_section():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index("### Coriolis matrix and Christoffel symbols")
+    end = text.index("\n### ", start + 10)
+    (code,) = re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
+    ns: dict = {"np": np, "ld": ld}
+    exec(compile(code, "README", "exec"), ns)
+    q, v, C = ns["q"], ns["v"], ns["C"]
+    path, _ = ld.robots.example_robot_urdf("solo12")
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    assert rel_error(C, pin.computeCoriolisMatrix(pm, pm.createData(), q, v)) <= RTOL_PIN
+    assert rel_error(np.einsum("ijk,k->ij", ns["Gamma"], v), C) <= RTOL_ID
+    skew, td = ns["skew"], ns["td"]
+    scale = np.abs(ld.crba(ns["tello"], td, ns["y"])).max() * np.abs(ns["yd"]).max()
+    assert np.abs(skew + skew.T).max() <= RTOL_ID * scale
