@@ -98,7 +98,7 @@ def tree_row(pin, name: str, repeats: int, target: float) -> tuple:
 
 
 def loop_row(robot: str, repeats: int, target: float) -> tuple:
-    m = getattr(ld.robots, robot)()
+    m = getattr(ld.robots, robot)(*ARGS.get(robot, ()))
     d = m.create_data()
     t = ld.spanning_tree(m)
     td = t.create_data()

@@ -50,16 +50,24 @@ LOOP_ROBOTS = {
         7, 4, False, ("fourbar", "differential", "geared"), plain=("revolute", "prismatic")
     ),
     "random_loops_floating": lambda: random_cluster_model(8, 4, True),
+    "five_bar_armature": lambda: with_armature(ld.robots.five_bar()),  # armature enters M_s Ġ
+    "mini_cheetah_armature": lambda: with_armature(ld.robots.mini_cheetah()),
 }
-IMPLICIT = ["four_bar", "five_bar", "planar_leg_linkage", "rssr_linkage", "delta_robot", "tello",
-            "random_loops_fixed", "random_loops_floating"]  # fmt: skip
+IMPLICIT = ["four_bar", "five_bar", "five_bar_armature", "planar_leg_linkage", "rssr_linkage", "delta_robot",
+            "tello", "random_loops_fixed", "random_loops_floating"]  # fmt: skip
 FIXED_BASE = ["four_bar", "five_bar", "planar_leg_linkage", "rssr_linkage", "delta_robot",
               "mit_humanoid_leg", "gt_chain", "pbt_chain", "random_loops_fixed"]  # fmt: skip
 # implicit loops whose Gᵀ M_s Ġ has a symmetric part (in parallelograms — four_bar, the planar leg's
 # shank, the random models' four-bars — H is constant and that part vanishes)
-NEGATIVE = ["five_bar", "rssr_linkage", "delta_robot", "tello", "random_loops_fixed"]
+NEGATIVE = ["five_bar", "five_bar_armature", "rssr_linkage", "delta_robot", "tello", "random_loops_fixed"]
 
 _MODELS: dict[str, ld.Model] = {}
+
+
+def with_armature(model: ld.Model) -> ld.Model:
+    """``model`` with a random armature on every spanning coordinate."""
+    model.armature = np.random.default_rng(43).uniform(0.05, 0.5, size=model.spanning_nv)
+    return model
 
 
 def loop_model(name: str) -> ld.Model:
