@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from .algorithms import coriolis as kernels
-from .algorithms.call import CONFIGURATION, TANGENT, KernelArgs, run
+from .algorithms.call import CONFIGURATION, TANGENT, KernelArgs
+from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 
 __all__ = ["christoffel", "coriolis_matrix", "mass_matrix_derivative"]
@@ -28,14 +29,20 @@ __all__ = ["christoffel", "coriolis_matrix", "mass_matrix_derivative"]
 STATE = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT))
 
 
-def _kernel(model):
-    return kernels.c_coriolis_kernel if model.has_constraints else kernels.coriolis_kernel
-
-
 def _run(model, data, q, v, what, out) -> np.ndarray:
+    """The kernel call, written out as in :mod:`loopdyn.dynamics` (a Python frame less: a tenth of a
+    small robot's call): on a type mismatch the user arguments are coerced and the call repeated; a
+    status becomes its exception."""
     if data.source_key is not model._key:
         check_data(model, data)
-    run(_kernel(model), model, STATE, (*data.kernel_arrays, q, v, out, what))
+    m1, m2 = data.kernel_arrays
+    kern = kernels.c_coriolis_kernel if model.has_constraints else kernels.coriolis_kernel
+    try:
+        st = kern(m1, m2, q, v, out, what)
+    except TypeError:  # a list, another dtype, a read-only or strided array: converted, run again
+        st = kern(m1, m2, *STATE.coerce_user(model, (q, v)), out, what)
+    if st:
+        raise_for_status(model, st, STATE.names)
     return out
 
 
@@ -93,10 +100,7 @@ def christoffel(model, data, q, symmetric: bool = False) -> np.ndarray:
     """
     nv = data.nv
     out = np.empty((nv, nv, nv))
-    if data.source_key is not model._key:
-        check_data(model, data)
-    run(_kernel(model), model, STATE, (*data.kernel_arrays, q, np.zeros(0), out.reshape(nv * nv, nv),
-                                       kernels.CHRISTOFFEL))  # fmt: skip
+    _run(model, data, q, np.zeros(0), kernels.CHRISTOFFEL, out.reshape(nv * nv, nv))
     if symmetric:
         out = 0.5 * (out + out.transpose(0, 2, 1))
     return out
