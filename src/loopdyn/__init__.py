@@ -69,6 +69,7 @@ from .model.state import (
 )
 from .spatial import Inertia
 from .spatial_operators import MassMatrixFactor, body_compliances, mass_matrix_factor
+from .structure import christoffel, coriolis_matrix, mass_matrix_derivative
 
 __version__ = "0.1.0"
 
@@ -116,6 +117,9 @@ __all__ = [
     "PartitionMap",
     "MassMatrixFactor",
     "crba",
+    "christoffel",
+    "coriolis_matrix",
+    "mass_matrix_derivative",
     "errors",
     "forward_kinematics",
     "frame_acceleration",

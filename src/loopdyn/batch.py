@@ -1,6 +1,7 @@
 """Batched dynamics: many states in one call, spread over all cores (``rnea``, ``aba``, ``crba``,
 ``constrained_forward_dynamics``, ``rnea_derivatives``, ``aba_derivatives``,
-``constrained_forward_dynamics_derivatives``, ``regressor``).
+``constrained_forward_dynamics_derivatives``, ``regressor``, ``coriolis_matrix``,
+``mass_matrix_derivative``).
 
 Each function takes one state per row (``Q`` of shape (N, nq), ``V``/``A``/``TAU`` of shape (N, nv))
 and returns one result per row, equal to the single-state function's (:func:`loopdyn.rnea`,
@@ -34,6 +35,7 @@ import numba
 import numpy as np
 
 from .algorithms import batch as kernels
+from .algorithms import coriolis as coriolis_kernels
 from .algorithms.common import compiled
 from .algorithms.status import raise_for_status
 from .constraint_rows import prepare
@@ -45,7 +47,9 @@ __all__ = [
     "aba_derivatives",
     "constrained_forward_dynamics",
     "constrained_forward_dynamics_derivatives",
+    "coriolis_matrix",
     "crba",
+    "mass_matrix_derivative",
     "regressor",
     "rnea",
     "rnea_derivatives",
@@ -395,3 +399,34 @@ def constrained_forward_dynamics_derivatives(
              scratch=prog.size + work_size(nb, nv, m), arrays=(data.ib, data.ws))  # fmt: skip
         _check(model, status, ("q", "v", "tau", "f_ext"), (model.nq, model.nv, model.nv, model.njoints))
     return DDQ, LAM, DA[:, 0], DA[:, 1], DA[:, 2], DL[:, 0], DL[:, 1], DL[:, 2]
+
+
+def _coriolis_batch(model, Q, V, what) -> np.ndarray:
+    """Run the Coriolis batch kernel (``what``: C or Ṁ) with validated inputs: (N, nv, nv)."""
+    Q = _rows(Q, "Q", None, model.nq)
+    n = Q.shape[0]
+    V = _rows(V, "V", n, model.nv)
+    nv = model.nv
+    out = np.empty((n, nv, nv))
+    status = np.zeros(n, dtype=np.int64)
+    if model.has_constraints:
+        data = model.create_data()
+        kern, arrays = kernels.c_coriolis_batch_kernel, data.cluster_arrays
+        scratch = int(coriolis_kernels.cluster_buffer_size(data.ic, nv, what))
+    else:
+        kern, arrays, scratch = kernels.coriolis_batch_kernel, None, 1
+    _run(kern, model, n, (Q, V, out, status, what), scratch=scratch, arrays=arrays)
+    _check(model, status, ("q", "v"), (model.nq, model.nv))
+    return out
+
+
+def coriolis_matrix(model, Q, V) -> np.ndarray:
+    """:func:`loopdyn.coriolis_matrix` for N states: (N, nv, nv), ``[k]`` equal to the single-state
+    function's at ``(Q[k], V[k])`` (trees and models with loops, on all cores)."""
+    return _coriolis_batch(model, Q, V, coriolis_kernels.CORIOLIS)
+
+
+def mass_matrix_derivative(model, Q, V) -> np.ndarray:
+    """:func:`loopdyn.mass_matrix_derivative` for N states: (N, nv, nv), ``[k]`` equal to the
+    single-state function's at ``(Q[k], V[k])``."""
+    return _coriolis_batch(model, Q, V, coriolis_kernels.MDOT)

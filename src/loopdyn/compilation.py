@@ -35,6 +35,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "contact": ("algorithms.contact",),
     "derivatives": ("algorithms.derivatives", "algorithms.contact_derivatives"),
     "identification": ("algorithms.regressor",),
+    "coriolis": ("algorithms.coriolis",),
     "batch": ("algorithms.batch",),
     "higher_order": (
         "higher_order.dynamics",

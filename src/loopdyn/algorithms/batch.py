@@ -29,9 +29,10 @@ from .aba import aba_core
 from .borrow import borrowed, model_views, view
 from .cluster_dynamics import c_aba_core, c_crba_core, c_rnea_core
 from .cluster_kinematics import tapes, validate_cluster_state
-from .common import check_configuration, kernel
+from .common import check_configuration, check_vector, kernel
 from .contact import contact_core, contact_loops_core
 from .contact_derivatives import contact_derivatives_core
+from .coriolis import CORIOLIS, WANT_C, WANT_MDOT, c_coriolis_core, coriolis_core
 from .crba import crba_core
 from .derivatives import c_hinv_apply, c_rnea_derivatives_core, minv_apply, rnea_derivatives_core
 from .regressor import c_regressor_core, regressor_forward, tree_regressor_fill
@@ -334,4 +335,47 @@ def c_regressor_batch_kernel(ints, floats, Q, V, A, out, status, start, stop):
         st = validate_cluster_state(ib, ic, cb, Q[k], V[k], A[k], no_forces, True)
         if st == 0:
             st = c_regressor_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], A[k], out[k])
+        status[k] = st
+
+
+# ---------------------------------------------------------------------------------------------
+# the Coriolis matrix and Ṁ (issue 31, :mod:`.coriolis`): out (N, nv, nv); ``what`` CORIOLIS or MDOT
+
+
+@kernel(
+    "void(int64[:, ::1], float64[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1], "
+    "float64[:, :, ::1], int64[::1], int64, int64, int64)"
+)
+def coriolis_batch_kernel(ib, ws, sc, Q, V, out, status, what, start, stop):
+    """A tree's C or Ṁ for rows start ≤ k < stop (``sc`` unused)."""
+    ib, ws, sc, Q, V, out, status = borrowed((ib, ws, sc, Q, V, out, status))
+    none = view(sc, 0, (0, 0))
+    for k in range(start, stop):
+        st = check_configuration(ib, Q[k])
+        if st == 0:
+            st = check_vector(V[k], ib[0, L.I0_NV], 1)
+        status[k] = st
+        if st == 0:
+            if what == CORIOLIS:
+                coriolis_core(ib, ws, Q[k], V[k], out[k], none, none, WANT_C)
+            else:
+                coriolis_core(ib, ws, Q[k], V[k], none, none, out[k], WANT_MDOT)
+
+
+@kernel(
+    "void(int64[::1], float64[::1], float64[::1], float64[:, ::1], float64[:, ::1], "
+    "float64[:, :, ::1], int64[::1], int64, int64, int64)"
+)
+def c_coriolis_batch_kernel(ints, floats, sc, Q, V, out, status, what, start, stop):
+    """C_y or Ḣ of a model with clusters for rows start ≤ k < stop; ``sc``: the thread's scratch of
+    :func:`cluster_buffer_size` floats."""
+    ints, floats, sc, Q, V, out, status = borrowed((ints, floats, sc, Q, V, out, status))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    no_forces = view(wc, 0, (0, 6))
+    for k in range(start, stop):
+        st = validate_cluster_state(ib, ic, cb, Q[k], V[k], V[k][0:0], no_forces, False)
+        if st == 0:
+            st = c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], out[k], what,
+                                 sc)  # fmt: skip
         status[k] = st
