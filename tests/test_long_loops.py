@@ -346,3 +346,22 @@ def test_small_loops_keep_their_composed_tapes(robot):
         assert np.array_equal(program.K, old.K) and np.array_equal(program.kbias, old.kbias)
         counts.append(program.n_instr)
     assert counts == MAIN_N_INSTR[robot]
+
+
+def test_baselines_constraint_rows_through_jets():
+    """The baselines' K and k of a long loop (third-order jets, :mod:`loopdyn.baselines`) equal the
+    kernels' tape (forward mode) at random spanning states."""
+    from loopdyn.baselines import constraint_jacobians
+
+    model = long_loop_model(9, "weld")
+    (c,) = _implicit(model)
+    program = compile_constraint(list(c.phi_exprs), c.symbols, c.definitions)
+    rng = np.random.default_rng(8)
+    cols = np.array([model.bodies[b - 1].idx_v for b in c.bodies])
+    for _ in range(2):
+        qs, vs = rng.uniform(-np.pi, np.pi, model.spanning_nq), rng.normal(size=model.spanning_nv)
+        K, k = constraint_jacobians(model, qs, vs)
+        _, K_t, k_t = program.evaluate(qs[cols], vs[cols])
+        assert np.abs(K[:, cols] - K_t).max() < 1e-12 * max(1.0, np.abs(K_t).max())
+        assert np.abs(np.delete(K, cols, axis=1)).max() == 0.0
+        assert np.abs(k - k_t).max() < 1e-12 * max(1.0, np.abs(k_t).max())

@@ -28,13 +28,13 @@ import numpy as np
 
 __all__ = ["Definitions", "Formulas", "Jet3", "jet_function"]
 
-#: a loop's frames are composed through symbols once the rows they make would exceed this size
-#: (:func:`loopdyn.constraints.geometry.loop_frames`: operations counted before multiplying, an
-#: upper bound of sympy's ``count_ops``). Today's loops stay below it — Cassie's SDF 4338, its v2
-#: 3306, the delta robot 1734, the five-bar 525, the four-bar 180, the RSSR linkage 75 — so their
-#: formulas, tapes and symbolic-cache keys are unchanged; general axes pass it after about 6 joints
-#: (a weld loop after 4 or 5).
-SIZE_THRESHOLD = 6000
+#: a loop's frames are composed through symbols once ``n ×`` the size of the rows they make would
+#: exceed this (:func:`loopdyn.constraints.geometry.loop_frames`: operations counted before
+#: multiplying, an upper bound of sympy's ``count_ops``; n the loop's joints, as K has n columns and
+#: k sums n² second derivatives). Today's loops stay below it — Cassie's SDF 21 690, its v2 16 530,
+#: the delta robot 13 872, the five-bar 2100, the four-bar 540, the RSSR linkage 375 — so their
+#: formulas, tapes and symbolic-cache keys are unchanged; general axes pass it after about 5 joints.
+SIZE_THRESHOLD = 24000
 
 
 @dataclass

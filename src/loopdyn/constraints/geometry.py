@@ -94,9 +94,9 @@ def loop_frames(model, loop, nca: int, symbols: dict, definitions: Definitions |
     """``(Ra, pa, Rb, pb)``: the loop joint's frames A and B in the NCA's frame.
 
     Without ``definitions``, composed expressions. With ``definitions``, the same composed expressions
-    while the rows they make stay small: ``|pa| + |pb| + w (|Ra| + |Rb|)`` (sizes by
+    while the rows they make stay small: ``n (|pa| + |pb| + w (|Ra| + |Rb|))`` (sizes by
     :func:`step_size`, ``w`` the number of times the rows use the rotations: 0 for point and
-    spherical loops, 1 universal, 2 otherwise) at most
+    spherical loops, 1 universal, 2 otherwise; ``n`` the joints of the loop, K's columns) at most
     :data:`~loopdyn.constraints.formulas.SIZE_THRESHOLD`, true of every loop of today's robots (their
     rows, tapes and cache keys are unchanged); otherwise both sides through symbols of
     ``definitions`` (see :func:`frame_in_ancestor`). The composition stops as soon as the bound is
@@ -115,7 +115,8 @@ def loop_frames(model, loop, nca: int, symbols: dict, definitions: Definitions |
     got = definitions.frames.get(loop.name)
     if got is None:
         w = _rows_weight(loop.kind)
-        budget = formulas.SIZE_THRESHOLD
+        # K has n columns and k = −K̇q̇ sums n² second derivatives of the rows: the bound is on size × n
+        budget = formulas.SIZE_THRESHOLD // max(len(sides[0][0]) + len(sides[1][0]), 1)
         composed = []
         for path, pl in sides:
             R, p, used = _compose(model, path, *pl, symbols, (budget, w), None, rotation=w > 0)
