@@ -365,3 +365,21 @@ def test_baselines_constraint_rows_through_jets():
         assert np.abs(K[:, cols] - K_t).max() < 1e-12 * max(1.0, np.abs(K_t).max())
         assert np.abs(np.delete(K, cols, axis=1)).max() == 0.0
         assert np.abs(k - k_t).max() < 1e-12 * max(1.0, np.abs(k_t).max())
+
+
+def test_long_programs_are_interpreted_not_compiled():
+    """A program past ``MAX_NATIVE_INSTRUCTIONS`` is not compiled natively (LLVM's time on one long
+    straight-line function: ~50 s for 10 000 instructions): its address is 0 and the kernels interpret
+    it, with the same results as a Data that interprets every program."""
+    from loopdyn.constraints.native import MAX_NATIVE_INSTRUCTIONS
+    from loopdyn.constraints.tape import T_CODE_LEN, T_NATIVE_K, T_NATIVE_PHI_K
+
+    model = long_loop_model(9, "weld")
+    d = model.create_data()
+    assert d.table[0, T_CODE_LEN] > MAX_NATIVE_INSTRUCTIONS
+    assert d.table[0, T_NATIVE_PHI_K] == 0 and d.table[0, T_NATIVE_K] == 0
+    ref = model.create_data(native_programs=False)
+    rng = np.random.default_rng(9)
+    q = loopdyn.integrate(model, loopdyn.neutral(model), 0.3 * rng.normal(size=model.nv))
+    v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    assert np.array_equal(loopdyn.aba(model, d, q, v, tau), loopdyn.aba(model, ref, q, v, tau))
