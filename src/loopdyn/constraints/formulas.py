@@ -30,10 +30,11 @@ __all__ = ["Definitions", "Formulas", "Jet3", "jet_function"]
 
 #: a loop's frames are composed through symbols once ``n ×`` the size of the rows they make would
 #: exceed this (:func:`loopdyn.constraints.geometry.loop_frames`: operations counted before
-#: multiplying, an upper bound of sympy's ``count_ops``; n the loop's joints, as K has n columns and
-#: k sums n² second derivatives). Today's loops stay below it — Cassie's SDF 21 690, its v2 16 530,
-#: the delta robot 13 872, the five-bar 2100, the four-bar 540, the RSSR linkage 375 — so their
-#: formulas, tapes and symbolic-cache keys are unchanged; general axes pass it after about 5 joints.
+#: multiplying, an upper bound of sympy's ``count_ops``, rotations weighted by how the rows multiply
+#: them; n the loop's joints, as K has n columns and k sums n² second derivatives). Today's loops stay
+#: below it — Cassie's SDF 21 690, its v2 16 530, the delta robot 13 872, the five-bar 7092, Cassie's
+#: prismatic loops 1938, the four-bar 1836, the RSSR linkage 375 — so their formulas, tapes and
+#: symbolic-cache keys are unchanged (tested); general axes pass it after about 5 joints.
 SIZE_THRESHOLD = 24000
 
 

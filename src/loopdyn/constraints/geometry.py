@@ -86,8 +86,11 @@ def _path(model, body: int, ancestor: int) -> list[int]:
 
 
 def _rows_weight(kind: str) -> int:
-    """How many times a loop joint's rows use its frames' rotations (0: position rows only)."""
-    return {"point": 0, "spherical": 0, "universal": 1}.get(kind, 2)
+    """The weight of the frames' rotations in the size of a loop joint's rows: 0 for position rows
+    only (point, spherical), 1 for universal loops (one product of two rotated axes), 8 for rows that
+    multiply the two rotations entry by entry (revolute, prismatic, weld: their derivatives expand
+    those products; a 7-joint weld loop of a fuzzed fruit fly, weighted 2, took 80 s to compile)."""
+    return {"point": 0, "spherical": 0, "universal": 1}.get(kind, 8)
 
 
 def loop_frames(model, loop, nca: int, symbols: dict, definitions: Definitions | None = None) -> tuple:
@@ -96,7 +99,8 @@ def loop_frames(model, loop, nca: int, symbols: dict, definitions: Definitions |
     Without ``definitions``, composed expressions. With ``definitions``, the same composed expressions
     while the rows they make stay small: ``n (|pa| + |pb| + w (|Ra| + |Rb|))`` (sizes by
     :func:`step_size`, ``w`` the number of times the rows use the rotations: 0 for point and
-    spherical loops, 1 universal, 2 otherwise; ``n`` the joints of the loop, K's columns) at most
+    spherical loops, 1 universal, 8 otherwise: :func:`_rows_weight`; ``n`` the joints of the loop,
+    K's columns) at most
     :data:`~loopdyn.constraints.formulas.SIZE_THRESHOLD`, true of every loop of today's robots (their
     rows, tapes and cache keys are unchanged); otherwise both sides through symbols of
     ``definitions`` (see :func:`frame_in_ancestor`). The composition stops as soon as the bound is
