@@ -383,3 +383,26 @@ def test_long_programs_are_interpreted_not_compiled():
     q = loopdyn.integrate(model, loopdyn.neutral(model), 0.3 * rng.normal(size=model.nv))
     v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
     assert np.array_equal(loopdyn.aba(model, d, q, v, tau), loopdyn.aba(model, ref, q, v, tau))
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["tape-forward-mode", "sympy-fallback"])
+def test_compile_constraint_with_definitions(fallback):
+    """``compile_constraint(rows, q, definitions)`` on small hand-written formulas: φ equals the
+    expanded rows (sympy, evaluated independently), K and k match central differences. An ``atan2``
+    (no forward-mode rule on the tape) takes the sympy path over the definitions."""
+    x, y, z = sp.symbols("x y z", real=True)
+    t0, t1 = sp.symbols("t0 t1", real=True)
+    defs = ((t0, sp.sin(x) * y + sp.cos(z) ** 2), (t1, t0 * sp.exp(y) - sp.sqrt(1 + z**2) * x))
+    rows = [t1 * t0 - z, t1 / (2 + sp.cos(t0)) + (sp.atan2(t0, 2 + y) if fallback else sp.log(3 + t0**2))]
+    program = compile_constraint(rows, [x, y, z], defs)
+    expanded = sp.lambdify([x, y, z], Formulas(defs, tuple(rows), (x, y, z)).expanded())
+    rng = np.random.default_rng(10)
+    h = 1e-5
+    for _ in range(3):
+        q, qd = rng.uniform(-1, 1, 3), rng.normal(size=3)
+        phi, K, k = program.evaluate(q, qd)
+        assert np.abs(phi - np.array(expanded(*q), float)).max() < 1e-14
+        K_fd = central_jacobian(lambda d, q=q: program.evaluate(q + d)[0], 3, 1e-3)
+        assert np.abs(K - K_fd).max() < 1e-9
+        Kdot = (program.evaluate(q + h * qd)[1] - program.evaluate(q - h * qd)[1]) / (2 * h)
+        assert np.abs(k + Kdot @ qd).max() < 1e-8
