@@ -33,6 +33,7 @@ from .algorithms import derivatives as kernels
 from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
 from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
+from .constraints.formulas import Formulas, jet_function
 from .model import layout as L
 
 STATE = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT), ("f_ext", FORCES))
@@ -167,8 +168,10 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.
 #     ∂τ_y/∂ẏ = Gᵀ (X_v G + M_s ∂g/∂ẏ),   ∂τ_y/∂ÿ = Gᵀ M_s G = H,
 # with X_q, X_v, M_s the spanning tree's derivatives from the recursive tree kernel (run on the
 # model's own spanning arrays). The second and third derivatives of φ come from the cluster's sympy
-# rows (differentiated once per model and lambdified), independently of the compiled programs that
-# give the kernels K and k. What is not recursive here: the dense products with G (O(nv_s² nv)), the
+# rows (differentiated once per model and lambdified; for a long loop written through definitions,
+# constraints.formulas, third-order jets evaluated definition by definition, whose size is linear in
+# the loop's length), independently of the compiled programs that give the kernels K and k. What is
+# not recursive here: the dense products with G (O(nv_s² nv)), the
 # per-cluster terms in Python, and, for the ABA, the Cholesky solve with H.
 
 FK_ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT))
@@ -185,6 +188,10 @@ class _ClusterTerms:
         n, rows = len(x), list(c.phi_exprs)
         self.n, self.nrow = n, len(rows)
         self.dep = np.array(c.dependent, dtype=np.int64)
+        self.jets = None
+        if c.definitions:  # a long loop: third-order jets through its definitions (linear in its length)
+            self.jets = jet_function(Formulas(tuple(c.definitions), tuple(rows), tuple(x)))
+            return
         exprs, idx1, idx2, idx3 = [], [], [], []
         for r, f in enumerate(rows):
             free = [j for j in range(n) if x[j] in f.free_symbols]
@@ -214,6 +221,11 @@ class _ClusterTerms:
 
     def tensors(self, q):
         """``(K, T2, T3)`` at the cluster's spanning coordinates ``q``: ∂φ/∂q, ∂²φ/∂q², ∂³φ/∂q³."""
+        if self.jets is not None:
+            rows = self.jets(np.asarray(q, dtype=float))
+            return (np.array([r.g for r in rows]).reshape(self.nrow, self.n),
+                    np.array([r.H for r in rows]).reshape(self.nrow, self.n, self.n),
+                    np.array([r.T for r in rows]).reshape(self.nrow, self.n, self.n, self.n))  # fmt: skip
         vals = np.array([float(e) for e in self.f(*q)]) if len(self.i1) else np.zeros(0)
         n, nrow = self.n, self.nrow
         K, T2, T3 = np.zeros((nrow, n)), np.zeros((nrow, n, n)), np.zeros((nrow, n, n, n))

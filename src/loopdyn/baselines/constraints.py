@@ -6,7 +6,8 @@ Everything here is deliberately simple and written independently of the cluster 
 
 * explicit clusters use their constant ``K`` (``cluster.K_const``), ``k = 0``;
 * implicit clusters use sympy: ``K = ∂φ/∂q`` and ``k = −K̇ q̇ = −∂(K q̇)/∂q · q̇`` are derived from
-  ``cluster.phi_exprs`` and lambdified once per model (cached);
+  ``cluster.phi_exprs`` and lambdified once per model (cached); a long loop written through
+  definitions (:mod:`loopdyn.constraints.formulas`) uses third-order jets instead (``k = −q̇ᵀ∂²φ q̇``);
 * ``G`` and ``g`` come from ``K`` and ``k`` by the partition formula (spec §1.2):
   ``G = P[1; −K_d⁻¹K_i]``, ``g = P[0; K_d⁻¹k]`` with each cluster's ``independent`` / ``dependent``
   lists; single-body clusters contribute identity blocks.
@@ -91,6 +92,19 @@ def _lambdify_implicit(c):
     import sympy as sp
 
     q = list(c.symbols)
+    if c.definitions:  # a long loop written through definitions: jets (constraints.formulas), no expansion
+        from ..constraints.formulas import Formulas, jet_function
+
+        jets = jet_function(Formulas(tuple(c.definitions), tuple(c.phi_exprs), tuple(q)))
+
+        def K_jet(x):
+            return np.array([r.g for r in jets(np.asarray(x, float))]).reshape(len(c.phi_exprs), len(q))
+
+        def k_jet(x, xd):
+            xd = np.asarray(xd, float)
+            return np.array([-(xd @ r.H @ xd) for r in jets(np.asarray(x, float))])
+
+        return K_jet, k_jet
     qd = list(sp.symbols(f"qd0:{len(q)}", real=True))
     phi = sp.Matrix(c.phi_exprs)
     K = phi.jacobian(q)

@@ -221,10 +221,18 @@ def _load(key: str, source: str, folder: Path) -> tuple[int, int]:
     return int(module.phi_K.address), int(module.k_part.address)
 
 
+#: programs longer than this are interpreted (addresses 0): LLVM's time on one straight-line function
+#: grows faster than its length (a 2143-instruction program ~10 s, a 9900-instruction one ~50 s on the
+#: shared machine), and only long loops (:mod:`loopdyn.constraints.formulas`) make such programs;
+#: today's longest, the delta robot's (2182) and Cassie's (1747), stay native
+MAX_NATIVE_INSTRUCTIONS = 4000
+
+
 def native_addresses(code, table, outputs) -> np.ndarray | None:
     """``(n_programs, 2)`` int64: the addresses of each packed program's ``phi_K`` and ``k_part``,
-    compiling (or loading from the cache) what this process has not loaded yet; None when native
-    programs are off or no cache folder is writable. Arguments: those arrays of a
+    compiling (or loading from the cache) what this process has not loaded yet, 0 for a program of
+    more than :data:`MAX_NATIVE_INSTRUCTIONS` (interpreted); None when native programs are off or
+    no cache folder is writable. Arguments: those arrays of a
     :class:`~loopdyn.constraints.tape.PackedPrograms` (the constants are read at run time, so they
     take no part)."""
     code, table, outputs = np.asarray(code), np.asarray(table), np.asarray(outputs)
@@ -236,6 +244,8 @@ def native_addresses(code, table, outputs) -> np.ndarray | None:
     addresses = np.zeros((table.shape[0], 2), dtype=np.int64)
     for p, row in enumerate(table.tolist()):
         n, c = row[T_N], row[T_C]
+        if row[T_CODE_LEN] > MAX_NATIVE_INSTRUCTIONS:
+            continue
         prog_code = code[row[T_CODE_START] : row[T_CODE_START] + row[T_CODE_LEN]]
         prog_out = outputs[row[T_OUT_START] : row[T_OUT_START] + 2 * c + c * n]
         key = _program_key(prog_code, prog_out, n, c, row[T_PHI_LEN], row[T_K_LEN])

@@ -647,7 +647,9 @@ def _check_supported(expr, where: str) -> None:
         )
 
 
-def compile_constraint(phi: Sequence[sympy.Expr], q: Sequence[sympy.Symbol]) -> ConstraintProgram:
+def compile_constraint(
+    phi: Sequence[sympy.Expr], q: Sequence[sympy.Symbol], definitions: Sequence = ()
+) -> ConstraintProgram:
     """Compile the constraint ``φ(q) = 0`` into a :class:`ConstraintProgram`.
 
     Args:
@@ -658,6 +660,12 @@ def compile_constraint(phi: Sequence[sympy.Expr], q: Sequence[sympy.Symbol]) -> 
             ``pi``, ``E``, constant subexpressions such as ``cos(pi/9)``).
         q: the ``n`` distinct coordinate symbols, in the column order of ``K``. They are treated
             as real (``|x|`` has derivative ``sign(x)``).
+        definitions: ordered ``(t_i, f_i)`` pairs (:class:`~loopdyn.constraints.formulas.Formulas`):
+            ``phi`` may use the symbols ``t_i``, each standing for its formula ``f_i`` over q and the
+            earlier ``t``. They are differentiated by the chain rule without being substituted
+            (:func:`_differentiate_definitions`), so the tape grows with the number of definitions,
+            not with the size of the expanded formulas. Without definitions the program is the one
+            the composed rows always gave.
 
     Returns:
         The program computing ``φ``, ``K = ∂φ/∂q`` and ``k = −K̇ q̇`` (see the module docstring).
@@ -685,6 +693,15 @@ def compile_constraint(phi: Sequence[sympy.Expr], q: Sequence[sympy.Symbol]) -> 
         raise ModelError(f"constraint rows must be sympy expressions: {exc}") from None
     n, c = len(q), len(rows)
     qset = set(q)
+    defs = [(t, sympy.sympify(f)) for t, f in definitions]
+    for i, (t, f) in enumerate(defs):
+        if not isinstance(t, sympy.Symbol) or t in qset:
+            raise ModelError(f"definition {i}: {t!r} must be a new sympy Symbol")
+        _check_supported(f, f"definition {i} ({t})")
+        stray = sorted((s for s in f.free_symbols if s not in qset), key=str)
+        if stray:
+            raise ModelError(f"definition {i} ({t}) uses {', '.join(map(str, stray))}, not defined before it")
+        qset.add(t)
     for r, e in enumerate(rows):
         if not isinstance(e, sympy.Expr):
             raise ModelError(f"constraint row {r} is not a scalar expression: {e!r}")
@@ -694,7 +711,13 @@ def compile_constraint(phi: Sequence[sympy.Expr], q: Sequence[sympy.Symbol]) -> 
             names = ", ".join(str(s) for s in stray)
             raise ModelError(f"constraint row {r} uses symbol(s) {names} that are not coordinates q")
 
-    arrays = cached_arrays(key("tape", rows, q), lambda: _differentiate_and_emit(S, rows, q))
+    if defs:
+        ts, fs = [t for t, _ in defs], [f for _, f in defs]
+        arrays = cached_arrays(
+            key("tape-definitions", ts, fs, rows, q), lambda: _differentiate_definitions(S, defs, rows, q)
+        )
+    else:
+        arrays = cached_arrays(key("tape", rows, q), lambda: _differentiate_and_emit(S, rows, q))
     return ConstraintProgram(
         n=n, c=c, code=arrays["code"], consts=arrays["consts"], n_reg=int(arrays["sizes"][0]),
         phi=arrays["phi"], K=arrays["K"], kbias=arrays["kbias"],
@@ -749,6 +772,335 @@ def _differentiate_and_emit(S, rows: list, q: list) -> dict[str, np.ndarray]:
         "K": regs[n_phi:n_K].reshape(c, n),
         "kbias": regs[n_K:],
         "sizes": np.array([em.n_reg, phi_len, K_len], dtype=np.int64),
+    }
+
+
+def _differentiate_definitions(S, defs: list, rows: list, q: list) -> dict[str, np.ndarray]:
+    """:func:`compile_constraint`'s work when the rows use definitions ``t_i = f_i``.
+
+    φ is flattened into the tape as usual, each definition's formula where it is first used. K and k
+    are then derived from φ's part of the tape itself, instruction by instruction, in forward mode
+    (:class:`_TapeDerivatives`): no sympy differentiation, no expansion of the definitions, so the
+    tape stays linear in the size of the definitions (for long loops, in the loop's length)."""
+    import sys
+
+    sympy = S.sp
+    n, c = len(q), len(rows)
+    x = [sympy.Dummy(f"q{j}") for j in range(n)]
+    sub = dict(zip(q, x, strict=True))
+    sub.update({t: sympy.Dummy(str(t)) for t, _ in defs})
+
+    def real(e):
+        return e.xreplace(sub).replace(sympy.Abs, S.RealAbs).replace(sympy.sign, S.RealSign)
+
+    em = _Emitter(n, {s: j for j, s in enumerate(x)})
+    em.pending = {sub[t]: real(f) for t, f in defs}
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))  # a definition's formula refers to the previous one
+    try:
+        phi = [em.emit(e) if e != 0 else -1 for e in (real(r) for r in rows)]
+    finally:
+        sys.setrecursionlimit(limit)
+    phi_len = len(em.code)
+    try:
+        D = _TapeDerivatives(em, n, phi_len)
+        K = D.jacobian(phi)
+        K_len = len(em.code)
+        kbias = D.bias(phi)
+    except _NoRule:
+        return _differentiate_definitions_sympy(S, defs, rows, q)
+    return {
+        "code": np.array(em.code, dtype=np.int64).reshape(-1, 4),
+        "consts": np.array(em.consts, dtype=np.float64),
+        "phi": np.array(phi, dtype=np.int64),
+        "K": np.array(K, dtype=np.int64).reshape(c, n),
+        "kbias": np.array(kbias, dtype=np.int64),
+        "sizes": np.array([em.n_reg, phi_len, K_len], dtype=np.int64),
+    }
+
+
+class _NoRule(Exception):
+    """An instruction :class:`_TapeDerivatives` has no rule for."""
+
+
+_ONE = -2  # the derivative value 1 (a seed), kept symbolic so that products by it cost nothing
+
+
+class _TapeDerivatives:
+    """Forward-mode differentiation of the first ``stop`` instructions of an emitter's tape, emitting
+    the derivative instructions into the same tape (with its value numbering and constant pool).
+
+    A derivative value is ``None`` (a structural zero), :data:`_ONE` or a register.
+
+    * :meth:`jacobian`: every register's gradient ``{j: ∂r/∂q_j}`` (its nonzero entries only), by the
+      chain rule per instruction (``∂(ab) = a ∂b + b ∂a``, ``∂(a/b) = (∂a − (a/b) ∂b)/b``,
+      ``∂f(a) = f′(a) ∂a``); K's rows are the gradients of φ's registers.
+    * :meth:`bias`: along ``q(τ) = q + τ q̇`` (so ``q̈ = 0``) every register's first and second rates
+      ``ṙ``, ``r̈`` (``(ab)¨ = a b̈ + 2 ȧ ḃ + ä b``, ``(a/b)¨ = (ä − 2 (a/b)˙ ḃ − (a/b) b̈)/b``,
+      ``f(a)¨ = f′(a) ä + f″(a) ȧ²``); ``k = −K̇q̇ = −φ̈`` (``(K q̇)˙ = K̇q̇ + K q̈``).
+    """
+
+    def __init__(self, em: _Emitter, n: int, stop: int):
+        self.em, self.n = em, n
+        self.prefix = list(em.code[:stop])
+
+    # -- arithmetic on derivative values
+    def _reg(self, x):
+        return self.em.const(1.0) if x == _ONE else x
+
+    def mul(self, x, y):
+        if x is None or y is None:
+            return None
+        if x == _ONE:
+            return y
+        if y == _ONE:
+            return x
+        return self.em.op(MUL, x, y)
+
+    def add(self, x, y):
+        if x is None:
+            return y
+        if y is None:
+            return x
+        return self.em.op(ADD, self._reg(x), self._reg(y))
+
+    def sub(self, x, y):
+        if y is None:
+            return x
+        if x is None:
+            return self.neg(y)
+        return self.em.op(SUB, self._reg(x), self._reg(y))
+
+    def neg(self, x):
+        return None if x is None else self.em.op(NEG, self._reg(x))
+
+    def div(self, x, b):
+        return None if x is None else self.em.op(DIV, self._reg(x), b)
+
+    # -- f′ and f″ of the unary operations, as registers (f″ only when ``second``)
+    def coefficients(self, op, d, a, b, second: bool):
+        em = self.em
+        if op == SIN:
+            return em.op(COS, a), (em.op(NEG, d) if second else None)
+        if op == COS:
+            return em.op(NEG, em.op(SIN, a)), (em.op(NEG, d) if second else None)
+        if op == POW_INT:
+            e = int(b)
+            if e == 0:
+                return None, None
+            f1 = a if e == 2 else (_ONE if e == 1 else em.op(POW_INT, a, e - 1))
+            f1 = self.mul(em.const(float(e)), f1) if e != 1 else _ONE
+            if not second or e == 1:
+                return f1, None
+            if e == 2:
+                return f1, em.const(2.0)
+            return f1, self.mul(em.const(float(e * (e - 1))), a if e == 3 else em.op(POW_INT, a, e - 2))
+        if op == SQRT:  # (√a)′ = 1/(2√a), (√a)″ = −1/(4 a √a)
+            f1 = em.op(DIV, em.const(0.5), d)
+            return f1, (em.op(NEG, em.op(DIV, f1, em.op(MUL, em.const(2.0), a))) if second else None)
+        if op == EXP:
+            return d, d
+        if op == LOG:
+            f1 = em.op(DIV, em.const(1.0), a)
+            return f1, (em.op(NEG, em.op(MUL, f1, f1)) if second else None)
+        if op == TAN:  # 1 + t², 2 t (1 + t²)
+            f1 = em.op(ADD, em.const(1.0), em.op(MUL, d, d))
+            return f1, (em.op(MUL, em.const(2.0), em.op(MUL, d, f1)) if second else None)
+        if op == ATAN:  # 1/(1 + a²), −2a/(1 + a²)²
+            f1 = em.op(DIV, em.const(1.0), em.op(ADD, em.const(1.0), em.op(MUL, a, a)))
+            if not second:
+                return f1, None
+            return f1, em.op(NEG, em.op(MUL, em.const(2.0), em.op(MUL, a, em.op(MUL, f1, f1))))
+        if op == ABS:
+            return em.op(SIGN, a), None
+        if op == SIGN:
+            return None, None
+        raise _NoRule(_OPNAMES[op])
+
+    # -- K
+    def jacobian(self, phi: list) -> list:
+        grad: dict = {j: {j: _ONE} for j in range(self.n)}
+        for op, d, a, b in self.prefix:
+            if op == CONST:
+                continue
+            ga = grad.get(a, {})
+            gb = grad.get(b, {}) if op in _BINARY else {}
+            if op in (ADD, SUB):
+                g = dict(ga)
+                for j, v in gb.items():
+                    g[j] = self.add(g.get(j), v) if op == ADD else self.sub(g.get(j), v)
+            elif op == NEG:
+                g = {j: self.neg(v) for j, v in ga.items()}
+            elif op == COPY:
+                g = dict(ga)
+            elif op == MUL:
+                g = {j: self.mul(b, v) for j, v in ga.items()}
+                for j, v in gb.items():
+                    g[j] = self.add(g.get(j), self.mul(a, v))
+            elif op == DIV:
+                g = dict(ga)
+                for j, v in gb.items():
+                    g[j] = self.sub(g.get(j), self.mul(d, v))
+                g = {j: self.div(v, b) for j, v in g.items()}
+            elif op in _BINARY:  # ATAN2, POW
+                raise _NoRule(_OPNAMES[op])
+            else:
+                if not ga:
+                    continue
+                f1, _ = self.coefficients(op, d, a, b, second=False)
+                g = {j: self.mul(f1, v) for j, v in ga.items()}
+            g = {j: v for j, v in g.items() if v is not None}
+            if g:
+                grad[d] = g
+        K = []
+        for r in phi:
+            g = grad.get(r, {}) if r >= 0 else {}
+            K.extend(self._reg(g[j]) if j in g else -1 for j in range(self.n))
+        return K
+
+    # -- k
+    def bias(self, phi: list) -> list:
+        n = self.n
+        dot: dict = {j: n + j for j in range(n)}  # ṙ (q̇_j for q_j)
+        acc: dict = {}  # r̈ (0 for q_j)
+        for op, d, a, b in self.prefix:
+            if op == CONST:
+                continue
+            ad, aa = dot.get(a), acc.get(a)
+            bd, ba = (dot.get(b), acc.get(b)) if op in _BINARY else (None, None)
+            if op in (ADD, SUB):
+                f = self.add if op == ADD else self.sub
+                rd, ra = f(ad, bd), f(aa, ba)
+            elif op == NEG:
+                rd, ra = self.neg(ad), self.neg(aa)
+            elif op == COPY:
+                rd, ra = ad, aa
+            elif op == MUL:
+                rd = self.add(self.mul(a, bd), self.mul(ad, b))
+                cross = self.mul(ad, bd)
+                ra = self.add(self.add(self.mul(a, ba), self.mul(aa, b)), self.add(cross, cross))
+            elif op == DIV:
+                rd = self.div(self.sub(ad, self.mul(d, bd)), b)
+                bd_rd = self.mul(rd, bd)
+                ra = self.div(self.sub(self.sub(aa, self.add(bd_rd, bd_rd)), self.mul(d, ba)), b)
+            elif op in _BINARY:
+                raise _NoRule(_OPNAMES[op])
+            else:
+                if ad is None:
+                    continue
+                f1, f2 = self.coefficients(op, d, a, b, second=True)
+                rd = self.mul(f1, ad)
+                ra = self.add(self.mul(f1, aa), self.mul(f2, self.mul(ad, ad)))
+            if rd is not None:
+                dot[d] = rd
+            if ra is not None:
+                acc[d] = ra
+        return [self.em.op(NEG, self._reg(acc[r])) if r >= 0 and acc.get(r) is not None else -1 for r in phi]
+
+
+def _differentiate_definitions_sympy(S, defs: list, rows: list, q: list) -> dict[str, np.ndarray]:
+    """:func:`_differentiate_definitions` for rows whose tape uses an operation without a rule in
+    :class:`_TapeDerivatives` (``asin``, ``acos``, ``atan2``, a general power): forward mode over
+    the definitions by sympy (slower to build: sympy differentiates every definition).
+
+    For every symbol ``s`` (a coordinate or a ``t_i``) three things are known, as small formulas over
+    earlier symbols, each a new symbol of its own unless it is a number or a symbol already:
+
+    * its gradient ``∂s/∂q_j`` for the ``j`` it depends on (structural zeros are absent):
+      ``∂t/∂q_j = Σ_a ∂f/∂a · ∂a/∂q_j`` over the arguments ``a`` of ``f`` (chain rule);
+    * its rate along ``q(τ) = q + τ q̇``: ``ṫ = Σ_a ∂f/∂a · ȧ`` (``q̇_j`` for a coordinate);
+    * its second rate along the same line (``q̈ = 0``):
+      ``ẗ = Σ_a ∂f/∂a · ä + Σ_{a,b} ∂²f/∂a∂b · ȧ ḃ`` (0 for a coordinate).
+
+    A row ``φ_r = g(a…)`` then has ``K_rj = Σ_a ∂g/∂a · ∂a/∂q_j`` and ``k_r = −K̇q̇ = −φ̈_r`` (since
+    ``(K q̇)˙ = K̇ q̇ + K q̈`` and ``q̈ = 0``), the same sums. Every formula is as small as a definition,
+    and there are at most ``(n + 2)`` per definition: the tape grows linearly with the loop. The
+    formulas are flattened into the tape in the usual stage order (φ, then K, then k); a symbol's
+    formula is emitted where it is first used (so φ's prefix reads q only)."""
+    import sys
+
+    sympy = S.sp
+    n, c = len(q), len(rows)
+    # symbols without assumptions: sympy's assumption queries on real symbols dominate otherwise
+    x = [sympy.Dummy(f"q{j}") for j in range(n)]
+    xd = [sympy.Dummy(f"qd{j}") for j in range(n)]
+    sub = dict(zip(q, x, strict=True))
+    sub.update({t: sympy.Dummy(str(t)) for t, _ in defs})
+
+    def real(e):
+        return e.xreplace(sub).replace(sympy.Abs, S.RealAbs).replace(sympy.sign, S.RealSign)
+
+    pending: dict = {}  # symbol → formula, emitted on first use
+    order: dict = {s: i for i, s in enumerate(x)}  # symbol → position (deterministic argument order)
+    grad: dict = {s: {j: sympy.S.One} for j, s in enumerate(x)}
+    vel: dict = {s: xd[j] for j, s in enumerate(x)}
+    acc: dict = {s: sympy.S.Zero for s in x}
+    counter = [0]
+
+    def name(e):
+        if e.is_number or e.is_Symbol:
+            return e
+        s = sympy.Dummy(f"d{counter[0]}")
+        counter[0] += 1
+        pending[s] = e
+        return s
+
+    def chain(f):
+        """(∂f/∂q_j by j, ḟ, f̈) of a formula over known symbols."""
+        args = sorted((a for a in f.free_symbols if a in order), key=order.__getitem__)
+        partial = {a: sympy.diff(f, a) for a in args}
+        g: dict = {}
+        for a in args:
+            for j, ga in grad[a].items():
+                g[j] = g.get(j, 0) + partial[a] * ga
+        rate = sympy.Add(*[partial[a] * vel[a] for a in args])
+        second = [partial[a] * acc[a] for a in args]
+        for ia, a in enumerate(args):
+            for b in args[ia:]:
+                h = sympy.diff(partial[a], b)
+                if h != 0:
+                    second.append((1 if a == b else 2) * h * vel[a] * vel[b])
+        return g, rate, sympy.Add(*second)
+
+    for t, f in defs:
+        t, f = sub[t], real(f)
+        pending[t] = f
+        g, rate, second = chain(f)
+        grad[t] = {j: name(e) for j, e in sorted(g.items()) if e != 0}
+        vel[t], acc[t] = name(rate), name(second)
+        order[t] = len(order)
+
+    rows = [real(e) for e in rows]
+    Phi, K, kb = list(rows), [sympy.S.Zero] * (c * n), []
+    for r, e in enumerate(rows):
+        g, _, second = chain(e)
+        for j, v in g.items():
+            K[r * n + j] = v
+        kb.append(-second)
+
+    outputs = Phi + K + kb
+    em = _Emitter(n, {**{s: j for j, s in enumerate(x)}, **{s: n + j for j, s in enumerate(xd)}})
+    em.pending = pending
+    regs = np.full(len(outputs), -1, dtype=np.int64)
+    n_phi, n_K = c, c + c * n
+    stage_len = []
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))  # a definition's formula refers to the previous one
+    try:
+        for lo, hi in ((0, n_phi), (n_phi, n_K), (n_K, len(outputs))):
+            for i in range(lo, hi):
+                if outputs[i] != 0:
+                    regs[i] = em.emit(outputs[i])
+            stage_len.append(len(em.code))
+    finally:
+        sys.setrecursionlimit(limit)
+    return {
+        "code": np.array(em.code, dtype=np.int64).reshape(-1, 4),
+        "consts": np.array(em.consts, dtype=np.float64),
+        "phi": regs[:n_phi],
+        "K": regs[n_phi:n_K].reshape(c, n),
+        "kbias": regs[n_K:],
+        "sizes": np.array([em.n_reg, stage_len[0], stage_len[1]], dtype=np.int64),
     }
 
 

@@ -55,6 +55,8 @@ class Cluster:
     phi_exprs: list | None = None  # implicit clusters: sympy φ rows (kept rows)
     check_exprs: list = field(default_factory=list)  # implicit: rows that vanish on the assembly branch
     symbols: list | None = None  # implicit clusters: the sympy coordinate symbols
+    # implicit clusters: ((t, formula), ...) the rows use (long loops, constraints.formulas), else ()
+    definitions: tuple = ()
     q_ref: np.ndarray | None = None  # a configuration of the cluster that satisfies the constraints
     iq: int = 0  # offsets in the cluster state
     nq: int = 0
@@ -362,6 +364,7 @@ def _setup_constrained(model, c: Cluster) -> None:
     import sympy as sp
 
     from ..constraints.definitions import ImplicitConstraint, LoopJoint
+    from ..constraints.formulas import Definitions
     from ..constraints.geometry import loop_joint_branch, loop_joint_phi
     from ..constraints.symbolic_cache import cached_arrays, key
 
@@ -369,11 +372,12 @@ def _setup_constrained(model, c: Cluster) -> None:
     by_body = {b: syms[local[b]] for b in c.bodies}
     exprs = []
     checks = []  # assembly-branch rows of loop joints (zero on the branch, checked, never kept)
+    defs = Definitions()  # intermediate symbols of long loops (none for short ones)
     for con in c.constraints:
         if isinstance(con, LoopJoint):
             _, nca = _constraint_bodies(model, con)
-            exprs += loop_joint_phi(model, con, nca, by_body)
-            checks += loop_joint_branch(model, con, nca, by_body)
+            exprs += loop_joint_phi(model, con, nca, by_body, defs)
+            checks += loop_joint_branch(model, con, nca, by_body, defs)
         elif isinstance(con, ImplicitConstraint):
             args = [by_body[model.joint_id(j)] for j in con.joints]
             try:
@@ -403,25 +407,43 @@ def _setup_constrained(model, c: Cluster) -> None:
     ref = model.reference_configuration
     center = np.zeros(c.n) if ref is None else np.array([ref[model.bodies[b - 1].idx_q] for b in c.bodies])
     flags = [model.bodies[b - 1].independent for b in c.bodies]
+    definitions = defs.used_by(exprs + checks)
+    # (the key of a cluster without definitions is the one it always had)
+    parts = (exprs, checks, syms, center, flags) + ((list(definitions),) if definitions else ())
     found = cached_arrays(
-        key("cluster-assembly", exprs, checks, syms, center, flags),
-        lambda: _assemble(c, names, exprs, checks, syms, center, flags),
+        key("cluster-assembly", *parts),
+        lambda: _assemble(c, names, exprs, checks, syms, center, flags, definitions),
     )
     q_ref, K, c.rows = found["q_ref"].copy(), found["K"], [int(r) for r in found["rows"]]
     c.phi_exprs = [exprs[r] for r in c.rows]
     c.check_exprs = checks
+    c.definitions = defs.used_by(c.phi_exprs + checks)
     c.q_ref = q_ref
     _choose_partition(model, c, K[c.rows], names)
 
 
-def _assemble(c: Cluster, names, exprs: list, checks: list, syms: list, center, flags) -> dict:
+def _assemble(
+    c: Cluster, names, exprs: list, checks: list, syms: list, center, flags, definitions=()
+) -> dict:
     """The assembly configuration of an implicit cluster, K there and the kept rows (as arrays, for
-    :mod:`~loopdyn.constraints.symbolic_cache`): candidates from Gauss–Newton on the lambdified φ."""
-    import sympy as sp
+    :mod:`~loopdyn.constraints.symbolic_cache`): candidates from Gauss–Newton on φ and K evaluated by
+    the constraint program of all the rows and the branch rows (the kernels' tape compiler; the same
+    program as the kernels' when every row is kept)."""
+    from ..constraints.tape import compile_constraint
 
-    phi_f = sp.lambdify([syms], exprs, modules="numpy")
-    K_f = sp.lambdify([syms], sp.Matrix(exprs).jacobian(syms), modules="numpy")
-    branch_f = sp.lambdify([syms], checks, modules="numpy") if checks else None
+    program = compile_constraint(list(exprs) + list(checks), syms, definitions)
+    nphi = len(exprs)
+
+    def phi_f(q):
+        return program.evaluate(q)[0][:nphi]
+
+    def K_f(q):
+        return program.evaluate(q)[1][:nphi]
+
+    def branch_f(q):
+        return program.evaluate(q)[0][nphi:]
+
+    branch_f = branch_f if checks else None
     # rows and partition at a generic configuration: the rank drops at singular ones (a four-bar's
     # collinear toggle). Among several solutions keep those of maximal rank that are well conditioned,
     # and of these the one nearest zero (the mechanism's assembly branch for most models).
@@ -822,7 +844,7 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray, ws: np.ndarray) -
             row[L.C_STAR] = _is_star(model, c)
         else:
             row[L.C_PROG] = len(programs)
-            programs.append(compile_constraint(c.phi_exprs + c.check_exprs, c.symbols))
+            programs.append(compile_constraint(c.phi_exprs + c.check_exprs, c.symbols, c.definitions))
         if not row[L.C_STAR]:
             row[L.C_ONEPORT] = _is_one_port(tree, c)
     nqs, nvs = model.spanning_nq, model.spanning_nv

@@ -49,7 +49,7 @@ def cluster_functions(c):
         from ..constraints.tape import compile_constraint
 
         # the same program as the kernels' (compile_clusters): φ's kept rows, then the branch rows
-        program = compile_constraint(list(c.phi_exprs) + list(c.check_exprs), c.symbols)
+        program = compile_constraint(list(c.phi_exprs) + list(c.check_exprs), c.symbols, c.definitions)
         nphi = len(c.phi_exprs)
 
         def phi(q):
