@@ -201,14 +201,11 @@ def test_dynamics_match_pinocchio_kkt(long_model):
         assert np.abs(ddy - ddy_n).max() > 1e3 * TOL * scale
 
 
-ABA_LIMIT = (
-    "C-ABA inverts a cluster's D (m × m) with spatial.ops.spd_inverse, written for m <= 6 (stride 6, "
-    "72 floats of scratch): a point loop over 12 joints has m = 9"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=loopdyn.errors.SingularInertiaError, reason=ABA_LIMIT)
-def test_aba_with_more_than_six_independent_coordinates():
+def test_aba_on_more_than_six_independent_coordinates_names_the_limit_and_crba_solves_it():
+    """C-ABA inverts each cluster's articulated inertia 𝖣 (m × m) with a solver written for m ≤ 6: a
+    point loop over 12 joints (m = 9) gets UnsupportedFeatureError naming the cluster and its size (not
+    a SingularInertiaError, which would call a sound mechanism singular), the Data stays usable, and
+    the way the message points to — crba and nonlinear_effects — gives the oracle's accelerations."""
     model = long_loop_model(12, "point")
     (c,) = _implicit(model)
     assert c.m == 9
@@ -217,7 +214,13 @@ def test_aba_with_more_than_six_independent_coordinates():
     q = loopdyn.integrate(model, loopdyn.neutral(model), 0.3 * rng.normal(size=model.nv))
     v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
     ddy_ref, _ = SpanningPinocchio(model).forward_dynamics(q, v, tau)
-    assert np.abs(loopdyn.aba(model, d, q, v, tau) - ddy_ref).max() < TOL * max(1.0, np.abs(ddy_ref).max())
+    too_large = loopdyn.errors.UnsupportedFeatureError
+    with pytest.raises(too_large, match=r"has 9 independent coordinates") as info:
+        loopdyn.aba(model, d, q, v, tau)
+    assert model.bodies[c.bodies[0] - 1].name in str(info.value)
+    H = loopdyn.crba(model, d, q)
+    ddy = np.linalg.solve(H, tau - loopdyn.nonlinear_effects(model, d, q, v))
+    assert np.abs(ddy - ddy_ref).max() < TOL * max(1.0, np.abs(ddy_ref).max())
 
 
 @pytest.mark.parametrize("case", [(9, "weld"), (12, "point")], ids=["weld9", "point12"])

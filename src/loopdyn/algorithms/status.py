@@ -16,6 +16,7 @@ from ..errors import (
     RedundantConstraintsError,
     ShapeError,
     SingularInertiaError,
+    UnsupportedFeatureError,
 )
 
 STATUS_BASE = 1_000_000
@@ -87,6 +88,8 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
         if model.has_constraints:
             tree = model.clusters()
             c = tree.clusters[tree.body_cluster[index]]
+            if c.m > MAX_CLUSTER_DOF:
+                _raise_cluster_too_large(model, c)
             if len(c.bodies) > 1:
                 _raise_singular_cluster(model, c)
         label = model.joint_label(index) if hasattr(model, "joint_label") else repr(b.joint_name)
@@ -122,6 +125,24 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
             f"q: cluster {bodies} is at a singular configuration: K_d (dependent joints {dep}) is singular"
         )
     raise InputError(f"kernel failed with status {status}")
+
+
+#: the most independent coordinates a cluster may have in the algorithms that invert its articulated
+#: inertia 𝖣 = 𝖲ᵀ𝖨ᴬ𝖲 (C-ABA and those built on it): :func:`loopdyn.spatial.ops.spd_inverse` is written
+#: for the m ≤ 6 of every mechanism the papers treat (fixed 6 × 6 scratch)
+MAX_CLUSTER_DOF = 6
+
+
+def _raise_cluster_too_large(model, c) -> None:
+    """A cluster with more than :data:`MAX_CLUSTER_DOF` independent coordinates reached an algorithm that
+    inverts its 𝖣 (m × m): not a singular mechanism, an unsupported size — say so and what works."""
+    bodies = [model.bodies[b - 1].name for b in c.bodies]
+    raise UnsupportedFeatureError(
+        f"cluster {bodies} has {c.m} independent coordinates; C-ABA and the algorithms built on it "
+        f"(contact dynamics, Delassus matrices, operational-space inertias) invert a cluster's articulated "
+        f"inertia of at most {MAX_CLUSTER_DOF} × {MAX_CLUSTER_DOF}. rnea, crba, nonlinear_effects and the "
+        "derivatives of rnea work on it; for the accelerations solve crba(q) ÿ = τ − nonlinear_effects(q, ẏ)"
+    )
 
 
 def _raise_singular_cluster(model, c) -> None:
