@@ -357,9 +357,9 @@ def coriolis_batch_kernel(ib, ws, sc, Q, V, out, status, what, start, stop):
         status[k] = st
         if st == 0:
             if what == CORIOLIS:
-                coriolis_core(ib, ws, Q[k], V[k], out[k], none, none, WANT_C)
+                coriolis_core(ib, ws, Q[k], V[k], out[k], none, none, np.int64(WANT_C))
             else:
-                coriolis_core(ib, ws, Q[k], V[k], none, none, out[k], WANT_MDOT)
+                coriolis_core(ib, ws, Q[k], V[k], none, none, out[k], np.int64(WANT_MDOT))
 
 
 @kernel(

@@ -18,6 +18,8 @@ Single-body clusters use the tree recursion unchanged.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..constraints.tape import TABLE_WIDTH, evaluate_k, evaluate_phi_K
 from ..jit import inlined, njit
 from ..model import layout as L
@@ -306,7 +308,8 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
             for c in range(nrow):
                 wc[lu + r * nrow + c] = wc[K + r * n + cb[dep + c]]
             wc[rhs + r] = wc[kb + r]
-        if not lu_solve_inplace(wc, lu, nrow, wc, rhs, 1):
+        # np.int64: a bare 1 would be typed as a literal and compile a second lu_solve_inplace
+        if not lu_solve_inplace(wc, lu, nrow, wc, rhs, np.int64(1)):
             return SINGULAR_CLUSTER * STATUS_BASE + k
     for j in range(n):
         wc[gb + j] = 0.0

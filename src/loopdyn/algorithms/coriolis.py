@@ -207,17 +207,11 @@ def coriolis_pass(ib, ws, q, v, C, M, Md, which):
 def coriolis_core(ib, ws, q, v, C, M, Md, which):
     """The tree's C (C2–C3), M and Ṁ (C4) at (q, v), validated inputs, into the nv × nv ``C``, ``M``,
     ``Md`` — those whose bit (WANT_C, WANT_M, WANT_MDOT) is set in ``which`` (the others are not
-    touched: pass empty arrays). M includes the armature. One specialised copy of the pass per
-    combination the kernels use (the flags then cost nothing in the inner loops)."""
+    touched: pass empty arrays). M includes the armature. One compiled pass for every ``which``: the
+    flag is a run-time int64 (call sites pass ``np.int64(...)``: a bare global constant would be
+    typed as a literal and compile a copy of this function per value)."""
     ib, ws, q, v, C, M, Md = borrowed((ib, ws, q, v, C, M, Md))
-    if which == WANT_C:
-        coriolis_pass(ib, ws, q, v, C, M, Md, WANT_C)
-    elif which == WANT_MDOT:
-        coriolis_pass(ib, ws, q, v, C, M, Md, WANT_MDOT)
-    elif which == WANT_C | WANT_M:
-        coriolis_pass(ib, ws, q, v, C, M, Md, WANT_C | WANT_M)
-    else:
-        coriolis_pass(ib, ws, q, v, C, M, Md, which)
+    coriolis_pass(ib, ws, q, v, C, M, Md, which)
 
 
 @njit(cache=True)
@@ -241,7 +235,7 @@ def christoffel_core(ib, ws, q, out, C, e):
         for x in range(n):
             e[x] = 0.0
         e[k] = 1.0
-        coriolis_core(ib, ws, q, e, C, none, none, WANT_C)
+        coriolis_core(ib, ws, q, e, C, none, none, np.int64(WANT_C))
         scatter_christoffel(C, out, k)
 
 
@@ -259,9 +253,9 @@ def coriolis_kernel(ib, ws, q, v, out, what):
         return DATA_IN_USE * STATUS_BASE
     n = ib[0, L.I0_NV]
     if what == CORIOLIS:
-        coriolis_core(ib, ws, q, v, out, view(v, 0, (0, 0)), view(v, 0, (0, 0)), WANT_C)
+        coriolis_core(ib, ws, q, v, out, view(v, 0, (0, 0)), view(v, 0, (0, 0)), np.int64(WANT_C))
     elif what == MDOT:
-        coriolis_core(ib, ws, q, v, view(v, 0, (0, 0)), view(v, 0, (0, 0)), out, WANT_MDOT)
+        coriolis_core(ib, ws, q, v, view(v, 0, (0, 0)), view(v, 0, (0, 0)), out, np.int64(WANT_MDOT))
     else:
         need = n * n + n
         buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
@@ -377,9 +371,9 @@ def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out,
     qds = view(wc, ic[0, L.C0_QDS], (nvs,))
     none = view(buf, 0, (0, 0))
     if what == CORIOLIS:
-        coriolis_core(ib, ws, qs, qds, X, Ms, none, WANT_C | (WANT_M if implicit else 0))
+        coriolis_core(ib, ws, qs, qds, X, Ms, none, np.int64(WANT_C | (WANT_M if implicit else 0)))
     else:
-        coriolis_core(ib, ws, qs, qds, none, Ms, X, WANT_MDOT | (WANT_M if implicit else 0))
+        coriolis_core(ib, ws, qs, qds, none, Ms, X, np.int64(WANT_MDOT | (WANT_M if implicit else 0)))
     g_congruence(ic, cb, wc, X, out, Z)  # Gᵀ C_s G or Gᵀ Ṁ_s G
     if not implicit:
         return 0
@@ -431,7 +425,9 @@ def c_christoffel_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, out,
         for x in range(nv):
             e[x] = 0.0
         e[k] = 1.0
-        st = c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, e, C, CORIOLIS, inner)
+        st = c_coriolis_core(
+            ib, ws, ic, cb, wc, code, consts, table, outputs, q, e, C, np.int64(CORIOLIS), inner
+        )
         if st != 0:
             return st
         scatter_christoffel(C, out, k)
