@@ -87,9 +87,10 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
         b = model.bodies[index - 1]
         if model.has_constraints:
             tree = model.clusters()
+            for big in tree.clusters:  # its 𝖣 was not inverted: the failure may show at another body
+                if big.m > MAX_CLUSTER_DOF:
+                    _raise_cluster_too_large(model, big)
             c = tree.clusters[tree.body_cluster[index]]
-            if c.m > MAX_CLUSTER_DOF:
-                _raise_cluster_too_large(model, c)
             if len(c.bodies) > 1:
                 _raise_singular_cluster(model, c)
         label = model.joint_label(index) if hasattr(model, "joint_label") else repr(b.joint_name)
