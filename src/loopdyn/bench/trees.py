@@ -1,14 +1,17 @@
 """``loopdyn bench``: tree dynamics, loopdyn against Pinocchio, called from Python.
 
 For each robot: per-call medians of ``rnea``, ``aba``, ``crba``, ``rnea_derivatives`` and
-``aba_derivatives`` (against ``computeRNEADerivatives`` / ``computeABADerivatives``) for loopdyn and Pinocchio
-measured interleaved in this process, and their ratio (loopdyn / Pinocchio; below 1 means loopdyn
-is faster). Then the throughput of ``loopdyn.batch`` on one thread and on all threads, interleaved,
-for two trees and two robots with loops (mini_cheetah, tello) — rnea, aba, crba and the constrained
-forward dynamics with the feet in contact ("contact fd"), with the load average (the machine
-may be shared: other processes take cores away from the "all threads" column). The first-call (compile or
-cache-load) time of the kernels is reported separately. Pinocchio is optional: without it only
-loopdyn's times are shown.
+``aba_derivatives`` (against ``computeRNEADerivatives`` / ``computeABADerivatives``), ``regressor``
+(against ``computeJointTorqueRegressor``) and ``coriolis_matrix`` (against ``computeCoriolisMatrix``),
+loopdyn and Pinocchio measured interleaved in this process, and their ratio (loopdyn / Pinocchio; below 1
+means loopdyn is faster); ``mass_matrix_derivative`` and ``christoffel`` (no Pinocchio counterpart) are
+timed alone. Then the same identification and structure functions on two robots with loops against the
+same function on their spanning tree (same bodies, loops ignored). Then the throughput of
+``loopdyn.batch`` on one thread and on all threads, interleaved, for two trees and two robots with loops
+(mini_cheetah, tello) — rnea, aba, crba and the constrained forward dynamics with the feet in contact
+("contact fd"), with the load average (the machine may be shared: other processes take cores away from
+the "all threads" column). The first-call (compile or cache-load) time of the kernels is reported
+separately. Pinocchio is optional: without it only loopdyn's times are shown.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ from ..algorithms.common import compile_all
 from ..constraint_rows import Constraint
 from ..derivatives import aba_derivatives, rnea_derivatives
 from ..dynamics import aba, crba, rnea
+from ..identification import regressor
 from ..model.configuration import random_configuration
+from ..model.state import spanning_tree, to_spanning
+from ..structure import christoffel, coriolis_matrix, mass_matrix_derivative
 from .timing import interleaved
 
 ALGORITHMS = ("rnea", "aba", "crba")
@@ -109,11 +115,11 @@ def run(quick: bool = False, out_dir: str | None = None, batch_states: int | Non
                     if pin is not None:
                         fp()
         for alg, fl, fp in _calls(lm, ld_data, q, v, a, pin, pm, pd):
-            fns = {"loopdyn": fl} if pin is None else {"loopdyn": fl, "pinocchio": fp}
+            fns = {"loopdyn": fl} if pin is None or fp is None else {"loopdyn": fl, "pinocchio": fp}
             t = interleaved(fns, repeats=repeats)
             rec = {"loopdyn_s": t["loopdyn"]}
             cols = f"{t['loopdyn'] * 1e6:.2f} | "
-            if pin is not None:
+            if "pinocchio" in t:
                 rec["pinocchio_s"] = t["pinocchio"]
                 rec["ratio"] = t["loopdyn"] / t["pinocchio"]
                 cols += f"{t['pinocchio'] * 1e6:.2f} | {rec['ratio']:.2f} |"
@@ -124,6 +130,7 @@ def run(quick: bool = False, out_dir: str | None = None, batch_states: int | Non
             sys.stdout.flush()
         results["robots"].append(entry)
 
+    results["structure_on_loops"] = _structure_on_loops(quick, repeats, rng)
     n = batch_states or (2000 if quick else 20000)
     results["batch"] = _batch_section(results, quick, n, rng)
     results["total_seconds"] = time.perf_counter() - t0
@@ -148,7 +155,57 @@ def _calls(lm, ld_data, q, v, a, pin, pm, pd):
          lambda: pin.computeRNEADerivatives(pm, pd, q, v, a)),
         ("aba_derivatives", lambda: aba_derivatives(lm, ld_data, q, v, a),
          lambda: pin.computeABADerivatives(pm, pd, q, v, a)),
+        ("regressor", lambda: regressor(lm, ld_data, q, v, a),
+         lambda: pin.computeJointTorqueRegressor(pm, pd, q, v, a)),
+        ("coriolis_matrix", lambda: coriolis_matrix(lm, ld_data, q, v),
+         lambda: pin.computeCoriolisMatrix(pm, pd, q, v)),
+        ("mass_matrix_derivative", lambda: mass_matrix_derivative(lm, ld_data, q, v), None),
+        ("christoffel", lambda: christoffel(lm, ld_data, q), None),
     )  # fmt: skip
+
+
+STRUCTURE = ("regressor", "coriolis_matrix", "mass_matrix_derivative", "christoffel")
+
+
+def _structure_calls(model, data, q, v, a) -> dict:
+    return {
+        "regressor": lambda: regressor(model, data, q, v, a),
+        "coriolis_matrix": lambda: coriolis_matrix(model, data, q, v),
+        "mass_matrix_derivative": lambda: mass_matrix_derivative(model, data, q, v),
+        "christoffel": lambda: christoffel(model, data, q),
+    }
+
+
+def _structure_on_loops(quick: bool, repeats: int, rng) -> dict:
+    """The identification and structure functions on robots with loops (in independent coordinates)
+    against the same function on the spanning tree (the same bodies in spanning coordinates, loops
+    ignored), interleaved; ratio = loops / spanning tree."""
+    print("\n## Identification and structure on loops: each model against its spanning tree (median)\n")
+    print("| robot | nv | spanning nv | function | loops µs | spanning tree µs | ratio |")
+    print("|---|---:|---:|---|---:|---:|---:|")
+    out: dict = {}
+    names = ("mini_cheetah",) if quick else ("mini_cheetah", "tello")
+    for label in names:
+        model = robots.build(label)
+        st = spanning_tree(model)
+        q = random_configuration(model, rng)
+        v = rng.standard_normal(model.nv)
+        a = rng.standard_normal(model.nv)
+        qs, vs = to_spanning(model, q, v)
+        as_ = rng.standard_normal(st.nv)
+        loops = _structure_calls(model, model.create_data(), q, v, a)
+        tree = _structure_calls(st, st.create_data(), qs, vs, as_)
+        out[label] = {}
+        for fn in STRUCTURE:
+            t = interleaved({"loops": loops[fn], "tree": tree[fn]}, repeats=repeats)
+            ratio = t["loops"] / t["tree"]
+            out[label][fn] = {"loops_s": t["loops"], "spanning_tree_s": t["tree"], "ratio": ratio}
+            print(
+                f"| {label} | {model.nv} | {st.nv} | {fn} | {t['loops'] * 1e6:.2f} | "
+                f"{t['tree'] * 1e6:.2f} | {ratio:.2f} |"
+            )
+            sys.stdout.flush()
+    return out
 
 
 def _feet(label: str) -> list:
