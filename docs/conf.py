@@ -51,3 +51,4 @@ napoleon_numpy_docstring = True
 html_theme = "furo"
 html_title = "loopdyn"
 napoleon_use_ivar = True  # a class's "Attributes" section as fields, not a second description
+nb_execution_in_temp = True  # files a cell writes (MuJoCo logs, figures) stay out of docs/
