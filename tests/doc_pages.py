@@ -74,7 +74,9 @@ def code_blocks(page: str, heading: str | None = None, executed: bool = True) ->
 
 def run(page: str, heading: str | None = None, ns: dict | None = None, executed: bool = True) -> dict:
     """Run the blocks of a page (or of one of its sections) in one namespace, as the build does."""
-    ns = {} if ns is None else ns
+    if ns is None:  # a section read alone starts, as every page does, from these two imports
+        ns = {}
+        exec("import numpy as np\nimport loopdyn as ld\n", ns)
     blocks = code_blocks(page, heading, executed)
     assert blocks, (page, heading)
     for k, code in enumerate(blocks):

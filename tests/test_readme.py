@@ -13,7 +13,11 @@ from doc_pages import code_blocks, page_text, run
 
 def _spanning_G(oracle, robot):
     """G of a model whose loops are couplings (constant K), from the oracle's rows alone."""
-    G = _spanning_G(oracle, robot)
+    K, ind = oracle.K_const, oracle.ind
+    G = np.zeros((robot.spanning_nv, robot.nv))
+    G[ind, np.arange(robot.nv)] = 1.0
+    dep = np.setdiff1d(np.arange(robot.spanning_nv), ind)
+    G[dep] = -np.linalg.solve(K[:, dep], K[:, ind])
     return G
 
 
