@@ -268,9 +268,8 @@ def test_batch_rows_equal_the_single_state_function(case):
 
 
 def test_readme_section_runs():
-    from test_readme import _run
+    from doc_pages import run
 
-    ns: dict = {}
-    _run(ns, "### Derivatives of the dynamics")
+    ns = run("tutorials/derivatives")
     r = ns["r"]
     assert r.dforces_dq.shape == (12, 18) and r.dddq_dtau.shape == (18, 18)

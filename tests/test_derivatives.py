@@ -564,10 +564,9 @@ def test_implicit_loops_bad_input():
 
 
 def test_readme_section_runs():
-    from test_readme import _run
+    from doc_pages import run
 
-    ns: dict = {}
-    _run(ns, "### Derivatives of the dynamics")
+    ns = run("tutorials/derivatives")
     assert ns["dtau_dq"].shape == (18, 18) and ns["Hinv"].shape == (18, 18)
     assert np.allclose(ns["Minv"] @ ns["M"], np.eye(18), atol=1e-9)
 

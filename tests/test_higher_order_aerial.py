@@ -140,17 +140,14 @@ def test_bench_section_smoke(tmp_path, monkeypatch, capsys):
 
 
 def test_readme_higher_order_section_runs():
-    import re
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    start = text.index("### Higher-order time derivatives")
-    end = re.search(r"\n##+ ", text[start + 4 :]).start() + start + 4  # the next heading
-    blocks = re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
+    from doc_pages import code_blocks
+
+    blocks = code_blocks("tutorials/higher-order")
     assert blocks
     ns = {"ld": ld}
     for code in blocks:
-        exec(compile(code, "README higher-order", "exec"), ns)
+        exec(compile(code, "docs/tutorials/higher-order.md", "exec"), ns)
     assert ns["dtau"].shape == (6, 12)
     np.testing.assert_allclose(ns["back"], ns["dv"][1:], atol=1e-10 * np.abs(ns["dtau"]).max())
     np.testing.assert_allclose(ns["tau_out"], ns["dtau"], atol=1e-10 * np.abs(ns["dtau"]).max())

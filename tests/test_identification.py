@@ -387,14 +387,12 @@ def test_regressor_bad_input():
 
 
 def test_readme_section_runs():
-    import re
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    start = text.index("### Identification")
-    block = re.findall(r"```python\n(.*?)```", text[start : text.index("\n### ", start + 5)], flags=re.S)[0]
+    from doc_pages import code_blocks
+
+    block = code_blocks("tutorials/identification", "## Identification")[0]
     ns: dict = {"np": np, "ld": ld}
-    exec(compile(block, "README Identification", "exec"), ns)
+    exec(compile(block, "docs/tutorials/identification.md", "exec"), ns)
     base = ns["base"]
     assert base.rank == 11
     assert base.expressions[0] == "link1.Izz + link2.m·(1/4) + rotor1.Izz·81 + rotor2.m·(1/4)"

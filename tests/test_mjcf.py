@@ -16,7 +16,6 @@ Oracles, all computed by MuJoCo from the same file (never by loopdyn):
 from __future__ import annotations
 
 import importlib.util
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -582,18 +581,17 @@ def test_cli_info_on_an_mjcf_file(capsys):
 
 
 def test_readme_mjcf_section_runs():
-    import dm_control  # noqa: F401 (the README section needs it: a test dependency)
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    start = text.index("### MuJoCo (MJCF) files")
-    section = text[start : re.search(r"\n##+ ", text[start + 4 :]).start() + start + 4]  # to the next heading
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    import dm_control  # noqa: F401 (the documentation's MJCF section needs it: a test dependency)
+    from doc_pages import code_blocks
+
+    blocks = code_blocks("tutorials/robot-files", "## MuJoCo (MJCF) files")
     assert blocks
     ns: dict = {"ld": ld, "np": np}
     for code in blocks:
-        exec(compile(code, "README MJCF", "exec"), ns)
+        exec(compile(code, "docs/tutorials/robot-files.md", "exec"), ns)
     assert ns["qpos"].shape == (ns["mj"].nq,) and np.array_equal(ns["qpos"], ns["mj"].qpos0)
     assert ns["ddq"].shape == (ns["quad"].nv,) and ns["quad"].nv == ns["mj"].nv - 4
-    # the README's ddq is the constrained motion: MuJoCo's KKT accelerations at the same state
+    # the page's ddq is the constrained motion: MuJoCo's KKT accelerations at the same state
     quad, mj, q, v, ddq = ns["quad"], ns["mj"], ns["q"], ns["v"], ns["ddq"]
     mj.opt.jacobian = mujoco.mjtJacobian.mjJAC_DENSE
     d = mujoco.MjData(mj)

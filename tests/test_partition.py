@@ -275,17 +275,14 @@ def test_partition_of_a_model_with_loops_keeps_the_cluster_algorithms_exact(labe
 
 
 def test_readme_section_runs():
-    """The README's partitioning / spatial-operator example runs as written and its comments hold."""
-    import re
-    from pathlib import Path
+    """The documentation's partitioning / spatial-operator example runs as written and its comments hold."""
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    start = text.index("### Massless bodies, partitioning")
-    end = text.index("\n### ", start + 10)
-    blocks = re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
+    from doc_pages import code_blocks
+
+    blocks = code_blocks("tutorials/partitioning")
     assert len(blocks) == 1
     ns = {"ld": loopdyn, "np": np}
-    exec(compile(blocks[0], "README", "exec"), ns)
+    exec(compile(blocks[0], "docs/tutorials/partitioning.md", "exec"), ns)
     solo, sdata, q, v, tau = ns["solo"], ns["sdata"], ns["q"], ns["v"], ns["tau"]
     assert _rel(ns["ddq"], loopdyn.aba(solo, sdata, q, v, tau)) < 1e-10
     assert ns["Y"].shape == (solo.njoints, 6, 6)

@@ -1,37 +1,71 @@
-"""The README's tutorial on robots with loops runs as written, and its claims hold."""
+"""The README's tour and the documentation's tutorials run as written, and their claims hold.
+
+The tutorials are pages of the documentation site (``docs/tutorials/*.md``, executed at every build by
+``tests/test_docs.py``); here their code runs again and its results are compared with independent
+oracles (Pinocchio, MuJoCo-free dense formulas).
+"""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import numpy as np
-
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def _blocks(after: str) -> list[str]:
-    """The python code blocks of the README section whose heading is ``after``."""
-    text = README.read_text()
-    start = text.index(after)
-    end = text.find("\n### ", start + len(after))
-    return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
+from doc_pages import code_blocks, page_text, run
 
 
-def _run(ns: dict, heading: str) -> None:
-    exec(compile("import numpy as np\nimport loopdyn as ld\n", "README", "exec"), ns)
-    blocks = _blocks(heading)
-    assert blocks, heading
-    for code in blocks:
-        exec(compile(code, f"README {heading}", "exec"), ns)
+def _spanning_G(oracle, robot):
+    """G of a model whose loops are couplings (constant K), from the oracle's rows alone."""
+    K, ind = oracle.K_const, oracle.ind
+    G = np.zeros((robot.spanning_nv, robot.nv))
+    G[ind, np.arange(robot.nv)] = 1.0
+    dep = np.setdiff1d(np.arange(robot.spanning_nv), ind)
+    G[dep] = -np.linalg.solve(K[:, dep], K[:, ind])
+    return G
+
+
+def test_readme_tour_runs():
+    import pinocchio as pin
+    import trees
+    from loop_oracles import SpanningPinocchio
+
+    import loopdyn as ld
+
+    blocks = code_blocks("README", "## A tour", executed=False)
+    assert len(blocks) == 1
+    ns = run("README", "## A tour", executed=False)
+    robot, q, v, a, tau = ns["robot"], ns["q"], ns["v"], ns["a"], ns["tau"]
+    assert (robot.nq, robot.nv) == (25, 24) and ns["H"].shape == (24, 24) and ns["W"].shape == (9, 9)
+    # "C-ABA: gives back a"
+    assert np.abs(ns["ddq"] - a).max() < 1e-9 * max(1.0, np.abs(a).max())
+    # the values, against Pinocchio alone on the spanning tree: H = GᵀH_spanG, the feet held still by
+    # one KKT solve, and W = J H⁻¹ Jᵀ with J = J_span G
+    oracle = SpanningPinocchio(robot)
+    ddq, forces = oracle.forward_dynamics(q, v, tau, ns["feet"])
+    G = _spanning_G(oracle, robot)
+    H = G.T @ oracle.last["M"] @ G
+    assert np.abs(ns["H"] - H).max() < 1e-12 * np.abs(H).max()
+    J = oracle.last["Jc"] @ G
+    W = J @ np.linalg.solve(H, J.T)
+    assert np.abs(ns["W"] - W).max() < 1e-10 * np.abs(W).max()
+    assert np.abs(ns["ddq_held"] - ddq).max() < 1e-9 * max(1.0, np.abs(ddq).max())
+    assert np.abs(ns["forces"] - forces).max() < 1e-9 * max(1.0, np.abs(forces).max())
+    # "N·m the approximation misses": the approximate model's torque differs by a visible amount (the
+    # rotors' gyroscopic terms), and is not a different robot (same order of magnitude as τ)
+    missed = np.abs(ns["approx"].torque_to_model(ns["tau_approx"], q) - tau).max()
+    assert 1e-3 < missed < np.abs(tau).max()
+    # the batch against Pinocchio's RNEA of the same file (solo12: same joint order)
+    pm = trees.robot_case("solo12")[1]
+    pd, zero = pm.createData(), np.zeros(pm.nv)
+    assert ns["taus"].shape == (1000, 18)
+    for k in (0, 499, 999):
+        ref = pin.rnea(pm, pd, ns["Q"][k], zero, zero)
+        assert np.abs(ns["taus"][k] - ref).max() < 1e-10 * np.abs(ref).max()
+    assert ns["solo"].nv == 18 and isinstance(ns["solo"], ld.Model)
 
 
 def test_tree_and_sdf_sections_run():
     import pinocchio as pin
     import trees
 
-    ns: dict = {}
-    _run(ns, "### Trees")
+    ns = run("tutorials/trees")
     assert ns["forces"].shape == (12,) and ns["taus"].shape == (1000, 18)
     # the values, against Pinocchio on solo12 (same joint order): the batch's gravity torques, and the
     # first block's τ, M, M⁻¹ and foot Jacobian
@@ -56,7 +90,7 @@ def test_tree_and_sdf_sections_run():
     # "standing on its feet" with τ the gravity torques at rest: nothing moves, the feet carry nothing
     assert np.abs(ns["ddq"]).max() < 1e-9 and np.abs(ns["forces"]).max() < 1e-9 * np.abs(tau).max()
 
-    _run(ns, "### SDF files")
+    ns = run("tutorials/robot-files", "## SDF files", ns)
     model = ns["model"]
     assert ns["ddq"].shape == (model.nv,) and model.sdf_cut_joints
     # Cassie falling from neutral at rest: the dynamics from Pinocchio's CRBA and RNEA on the spanning
@@ -87,12 +121,14 @@ def test_tree_and_sdf_sections_run():
 
 
 def test_robot_with_loops_tutorial_runs():
-    ns: dict = {}
-    for heading in ("### A robot with loops", "### Contacts and the Delassus matrix"):
-        blocks = _blocks(heading)
-        assert blocks, heading
-        for code in blocks:
-            exec(compile(code, f"README {heading}", "exec"), ns)
+    ns = run("tutorials/loops", "## A robot with loops")
+    # "C-ABA: gives back a" and H's size (the page's own ddq)
+    assert np.abs(ns["ddq"] - ns["a"]).max() < 1e-9 * max(1.0, np.abs(ns["a"]).max())
+    assert ns["H"].shape == (24, 24)
+    H_loops = ns["H"]
+    # the contacts page starts from the same robot and state
+    ns = run("tutorials/contacts")
+    assert np.array_equal(ns["H"], H_loops)
     # what the comments say
     assert np.allclose(ns["ddq"].shape, (ns["robot"].nv,))
     assert ns["H"].shape == (24, 24) and ns["W"].shape == (9, 9) and ns["J"].shape == (9, 24)
@@ -105,36 +141,21 @@ def test_robot_with_loops_tutorial_runs():
     robot, q, v, tau = ns["robot"], ns["q"], ns["v"], ns["tau"]
     oracle = SpanningPinocchio(robot)
     ddq, forces = oracle.forward_dynamics(q, v, tau, ns["feet"])
-    K, ind = oracle.K_const, oracle.ind
-    G = np.zeros((robot.spanning_nv, robot.nv))
-    G[ind, np.arange(robot.nv)] = 1.0
-    dep = np.setdiff1d(np.arange(robot.spanning_nv), ind)
-    G[dep] = -np.linalg.solve(K[:, dep], K[:, ind])
+    G = _spanning_G(oracle, robot)
     H = G.T @ oracle.last["M"] @ G
     assert np.abs(ns["H"] - H).max() < 1e-12 * np.abs(H).max()
     assert np.abs(ns["J"] - oracle.last["Jc"] @ G).max() < 1e-12 * max(1.0, np.abs(ns["J"]).max())
     assert np.abs(ns["ddq"] - ddq).max() < 1e-9 * max(1.0, np.abs(ddq).max())
     assert np.abs(ns["forces"] - forces).max() < 1e-9 * max(1.0, np.abs(forces).max())
-    # "C-ABA: gives back a" (H a + C = τ with H from Pinocchio: the rnea / aba pair is consistent)
-    assert np.abs(ld_aba(ns) - ns["a"]).max() < 1e-9 * max(1.0, np.abs(ns["a"]).max())
-
-
-def ld_aba(ns):
-    """C-ABA of the tutorial's τ at its state (the tutorial's own ``ddq`` is overwritten by the
-    constrained dynamics of the next block)."""
+    # H a + C = τ with H from Pinocchio: the rnea / crba pair of the page is consistent
     import loopdyn as ld
 
-    return ld.aba(ns["robot"], ns["robot"].create_data(), ns["q"], ns["v"], ns["tau"])
+    C = ld.nonlinear_effects(robot, robot.create_data(), q, v)
+    assert np.abs(H @ ns["a"] + C - tau).max() < 1e-9 * max(1.0, np.abs(tau).max())
 
 
 def test_compound_joints_section_runs():
-    ns: dict = {}
-    exec(compile("import numpy as np\nimport loopdyn as ld\n", "README", "exec"), ns)
-    heading = "### Joint types, compound joints and `merge`"
-    blocks = _blocks(heading)
-    assert blocks, heading
-    for code in blocks:
-        exec(compile(code, f"README {heading}", "exec"), ns)
+    ns = run("tutorials/joints")
     # what the comments say
     assert [r.joint.kind for r in ns["wrist"].compound_joints] == ["universal"]
     assert ns["wrist"].velocity_names == ["wrist_yaw[0]", "wrist_yaw[1]"]
@@ -156,8 +177,39 @@ def test_compound_joints_section_runs():
     names = ns["arm"].velocity_names
     assert names[:4] == ["slide[0]", "slide[1]", "slide[2]", "hip[0]"] and names[-1] == "wrist[1]"
     # the table lists every joint type exported by loopdyn
-    text = README.read_text()
-    table = text[text.index(heading) : text.index("The last four are")]
+    text = page_text("tutorials/joints")
+    table = text[text.index("# Joint types") : text.index("The last four are")]
     for joint in ("Revolute", "RevoluteUnbounded", "Prismatic", "Spherical", "FreeFlyer", "Fixed",
                   "Universal", "Gimbal", "Planar", "Compound"):
         assert f"`{joint}(" in table and hasattr(ns["ld"], joint)
+
+
+def test_loops_page_four_bar_and_rssr_cells():
+    import loopdyn as ld
+
+    ns = run("tutorials/loops", "## Loops and actuation")
+    m, q = ns["m"], ns["q"]
+    # "Newton onto φ(q) = 0": the projected configuration closes the loop, the perturbed one did not
+    assert np.abs(ld.constraint_residual(m, q)).max() < 1e-10
+    assert np.abs(ld.constraint_residual(m, ns["q_perturbed"])).max() > 1e-5
+    assert ns["q_span"].shape == (ns["tree"].nq,) and ns["v_span"].shape == (ns["tree"].nv,)
+    ns = run("tutorials/loops", "## Ball joints inside loops", ns)
+    assert ns["rssr"].nv == 2  # "a spatial four-bar, 2 DoF"
+
+
+def test_batch_page_claims():
+    ns = run("tutorials/batch")
+    assert np.abs(ns["DDQ"] - ns["A"]).max() < 1e-9 * max(1.0, np.abs(ns["A"]).max())  # gives back A
+    assert ns["H"].shape == (200, 18, 18)
+    for i in (0, 7, 199):  # "the rows agree with the single-state functions"
+        import loopdyn as ld
+
+        cheetah = ns["cheetah"]
+        tau = ld.rnea(cheetah, cheetah.create_data(), ns["Q"][i], ns["V"][i], ns["A"][i])
+        assert np.array_equal(ns["TAU"][i], tau)
+    assert all(np.array_equal(ns["threaded"][i], ns["serial"][i]) for i in range(ns["n"]))
+
+
+def test_getting_started_first_calls():
+    ns = run("getting-started")
+    assert np.abs(ns["ddq"]).max() < 1e-9  # "≈ 0": gravity torques hold the robot still

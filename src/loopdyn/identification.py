@@ -180,7 +180,7 @@ class BaseParameters:
     tol:
         The rank tolerance used (relative to the largest diagonal of R, unit-norm columns).
     singular_values:
-        |R_kk| of the pivoted QR, in decreasing order, divided by the largest (the gap at ``rank``
+        ``|R_kk|`` of the pivoted QR, in decreasing order, divided by the largest (the gap at ``rank``
         shows how clear the decision was).
     """
 

@@ -688,6 +688,8 @@ class Model:
             initial pose and home keyframe); entries of joints not converted are ignored. Default: the
             joint's rotation in :attr:`reference_configuration`, or the identity.
 
+        Notes
+        -----
         Called by :meth:`add_loop` (and the other constraint methods) whenever a constraint puts a ball
         joint inside a cluster, outside a :meth:`deferred_ball_joints` block; the loaders call it
         themselves, with the file's reference orientations. Each converted joint is announced by one
@@ -877,7 +879,7 @@ class Model:
 
     @property
     def constraint_tolerance(self) -> float:
-        """Largest |φ(q)| the algorithms accept for the positions of implicit clusters (default 1e-8,
+        """Largest ``|φ(q)|`` the algorithms accept for the positions of implicit clusters (default 1e-8,
         as GRBDA); an integrator whose intermediate stages leave the constraints by more may raise it."""
         return self._constraint_tolerance
 
