@@ -1,0 +1,184 @@
+"""The batch functions on Dask (issue 32 §1): 10⁶ forward-dynamics states, in-process against a
+``dask.distributed.LocalCluster`` of 1 and 2 worker processes (one thread each).
+
+Two models: solo12 (a tree: ABA) and Mini Cheetah (12 geared loops: C-ABA). The states: a pool of
+``--pool`` random configurations, tiled (one chunk = the pool), with velocities and torques drawn per
+chunk by Dask's random generator, so no array of 10⁶ states is ever held by a worker.
+
+* **in-process** — ``loopdyn.batch.aba`` on NumPy arrays of all the states at once (drawn beforehand,
+  not timed), on ``numba.get_num_threads()`` threads (the machine's cores);
+* **LocalCluster, w workers** — ``loopdyn.batch.aba`` on the Dask arrays, each chunk's result
+  reduced to a checksum at once (``.sum()``), so a worker's memory does not grow with the number of
+  states. Each worker loads the kernel before the clock starts (``client.run``). The run is done
+  with ``N/10`` and then ``N`` states, and the peak resident memory of each worker process
+  (``ru_maxrss``) is read after each: streaming means the two are about equal.
+
+Reported per row: states per second, the ratio to the in-process batch, and the overhead per chunk
+``(wall × workers − Σ task compute time) / chunks`` (Dask's task stream: the time a worker is not
+running a task, per chunk of states; a chunk is a few tasks: its inputs, the batch call, its checksum).
+The per-chunk checksums of the cluster runs equal the in-process ones bit for bit.
+
+Usage: ``python benchmarks/dask_scaling.py [--states N] [--chunk C]``. The machine's load average
+is printed before and after each model (the machine may be shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import dask.array as da
+import numba
+import numpy as np
+from distributed import Client, LocalCluster
+
+import loopdyn as ld
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+
+def _model(name: str):
+    if name == "mini_cheetah":
+        return ld.robots.mini_cheetah()
+    import trees  # the tests' example-robot-data loader
+
+    return trees.robot_case(name, with_pinocchio=False)[0]
+
+
+def _inputs(model, n: int, pool: int, seed: int = 0):
+    """Lazy (Q, V, TAU): the pool of configurations tiled, V and TAU drawn per chunk."""
+    rng = np.random.default_rng(seed)
+    Qp = np.stack([ld.random_configuration(model, rng) for _ in range(pool)])
+    reps = n // pool
+    Q = da.concatenate([da.from_array(Qp, chunks=(pool, -1))] * reps)
+    g = da.random.default_rng(seed + 1)
+    V = g.standard_normal((reps * pool, model.nv), chunks=(pool, -1))
+    TAU = g.standard_normal((reps * pool, model.nv), chunks=(pool, -1))
+    return Q, V, TAU
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _warm(model) -> int:
+    """On a worker: load the kernel (and the model's tables) before the clock starts."""
+    rng = np.random.default_rng(0)
+    q = np.stack([ld.random_configuration(model, rng) for _ in range(4)])
+    ld.batch.aba(model, q, np.zeros((4, model.nv)), np.zeros((4, model.nv)))
+    return os.getpid()
+
+
+def _chunk_sums(out, pool: int):
+    """One checksum per chunk of ``pool`` states: a Dask array of one number per chunk (the chunks'
+    results are reduced as soon as they are made), or the same from the in-process result."""
+    if isinstance(out, np.ndarray):
+        return out.reshape(-1, pool * out.shape[1]).sum(axis=1)
+    return out.map_blocks(lambda b: np.array([b.sum()]), drop_axis=1, chunks=((1,) * out.numblocks[0],))
+
+
+def in_process(model, n: int, pool: int) -> tuple[float, np.ndarray]:
+    Q, V, TAU = (x.compute() for x in _inputs(model, n, pool))
+    ld.batch.aba(model, Q[:8], V[:8], TAU[:8])  # compile or load
+    t0 = time.perf_counter()
+    out = ld.batch.aba(model, Q, V, TAU)
+    wall = time.perf_counter() - t0
+    return wall, _chunk_sums(out, pool)
+
+
+def on_cluster(name: str, model, workers: int, n: int, pool: int) -> dict:
+    with LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as cluster, Client(cluster) as client:  # fmt: skip
+        client.run(_warm, model)
+        rows = {}
+        for size in (n // 10, n):
+            checksum = _chunk_sums(ld.batch.aba(model, *_inputs(model, size, pool)), pool)
+            with _TaskStream(client) as ts:
+                t0 = time.perf_counter()
+                total = client.compute(checksum, sync=True)
+                wall = time.perf_counter() - t0
+            busy, tasks = ts.busy()
+            rows[size] = {
+                "wall": wall,
+                "checksum": total,
+                "tasks": tasks,
+                "overhead": (wall * workers - busy) / (size // pool),
+                "peak": client.run(_peak_mib),
+            }
+        return rows
+
+
+class _TaskStream:
+    """Dask's task stream over a block: the summed compute time of the tasks and their count."""
+
+    def __init__(self, client):
+        from distributed import get_task_stream
+
+        self._cm = get_task_stream(client)
+
+    def __enter__(self):
+        self._ts = self._cm.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc)
+
+    def busy(self) -> tuple[float, int]:
+        busy, count = 0.0, 0
+        for rec in self._ts.data:
+            for ss in rec["startstops"]:
+                if ss["action"] == "compute":
+                    busy += ss["stop"] - ss["start"]
+            count += 1
+        return busy, count
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--states", type=int, default=1_000_000)
+    ap.add_argument("--chunk", type=int, default=25_000, help="states per chunk (= the configuration pool)")
+    ap.add_argument("--models", nargs="+", default=["solo12", "mini_cheetah"])
+    args = ap.parse_args(argv)
+    n, pool = args.states, args.chunk
+    threads = numba.get_num_threads()
+    print(f"{n} states, chunks of {pool}; in-process on {threads} threads; {os.cpu_count()} cpus")
+    for name in args.models:
+        model = _model(name)
+        print(f"\n{name} ({'C-ABA' if model.has_constraints else 'ABA'}), load average {os.getloadavg()}")
+        wall, ref = in_process(model, n, pool)
+        print(f"  in-process batch      {n / wall:12.0f} states/s  (1.00)   wall {wall:.2f} s")
+        rates = {}
+        for w in (1, 2):
+            rows = on_cluster(name, model, w, n, pool)
+            r = rows[n]
+            rates[w] = n / r["wall"]
+            diff = np.max(np.abs(r["checksum"] - ref) / np.maximum(1.0, np.abs(ref)))
+            same = (
+                "checksums equal bit for bit"
+                if np.array_equal(r["checksum"], ref)
+                else f"CHECKSUMS DIFFER {diff:.3g}"
+            )
+            peaks = " ".join(
+                f"{rows[n // 10]['peak'][k]:.0f}→{r['peak'][k]:.0f}" for k in sorted(r["peak"])
+            )  # fmt: skip
+            print(
+                f"  LocalCluster {w} worker{'s' if w > 1 else ' '}  {rates[w]:12.0f} states/s  "
+                f"({rates[w] * wall / n:.2f})   wall {r['wall']:.2f} s, "
+                f"{n // pool} chunks ({r['tasks']} tasks), "
+                f"overhead {1e3 * r['overhead']:.1f} ms/chunk; "
+                f"peak RSS per worker (MiB, N/10→N) {peaks}; {same}"
+            )
+        print(f"  2 workers / 1 worker: {rates[2] / rates[1]:.2f} (target ≥ 1.7); "
+              f"2 workers / in-process: {rates[2] * wall / n:.2f} (target ≥ 0.85)")  # fmt: skip
+        print(f"  load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
