@@ -42,7 +42,7 @@ from .algorithms import batch as kernels
 from .algorithms import coriolis as coriolis_kernels
 from .algorithms.common import compiled
 from .algorithms.status import raise_for_status
-from .batch_dask import is_dask, map_rows
+from .batch_dask import map_rows
 from .constraint_rows import prepare
 from .contact import compiled_constraints, damping
 from .errors import InputError, NonFiniteError, ShapeError
@@ -84,9 +84,10 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
 
 
 def _lazy(*xs) -> bool:
-    """Whether any of ``xs`` is a Dask array (then the call builds a Dask graph)."""
+    """Whether any of ``xs`` is a Dask array (then the call builds a Dask graph): for NumPy arrays
+    one type comparison each (``batch_dask.is_dask`` written out)."""
     for x in xs:
-        if is_dask(x):
+        if type(x) is not np.ndarray and hasattr(x, "__dask_graph__"):
             return True
     return False
 
