@@ -158,6 +158,10 @@ def test_numpy_in_numpy_out_and_eager_shape_errors():
     # a Dask argument among NumPy ones makes the call lazy, whichever argument it is
     out = batch.aba(model, Q, V, da.from_array(X, chunks=4))
     assert isinstance(out, da.Array) and out.chunks == ((4, 2), (model.nv,))
+    # two calls on different states, computed together: distinct keys, both results right
+    Qd = da.from_array(Q, chunks=4)
+    both = dask.compute(batch.aba(model, Qd, V, X), batch.aba(model, Qd, V, 2 * X), scheduler="threads")
+    _same(both, (batch.aba(model, Q, V, X), batch.aba(model, Q, V, 2 * X)), "two calls")
     # shapes are checked against the whole arrays when the graph is built, nothing computed
     with pytest.raises(ShapeError, match=r"V must have shape \(6, "):
         batch.aba(model, da.from_array(Q, chunks=4), V[:5], X)

@@ -108,7 +108,7 @@ def map_rows(
     blocks = da.map_blocks(
         _block, *flat, names=tuple(arrays), tails=tuple(tails.values()), nones=tuple(set(rows) - set(given)),
         static=static, drop_axis=1, meta=np.empty((0,), dtype=object),
-        name=f"loopdyn-{func.__name__}",
+        token=f"loopdyn-{func.__name__}",  # the keys' prefix; their hash names the inputs
     )  # fmt: skip
     if len(outputs) == 1:
         (tail,) = outputs
