@@ -2,8 +2,9 @@
 ``dask.distributed.LocalCluster`` of 1 and 2 worker processes (one thread each).
 
 Two models: solo12 (a tree: ABA) and Mini Cheetah (12 geared loops: C-ABA). The states: a pool of
-``--pool`` random configurations, tiled (one chunk = the pool), with velocities and torques drawn per
-chunk by Dask's random generator, so no array of 10⁶ states is ever held by a worker.
+``--chunk`` random states tiled (one chunk per copy), each copy's velocities and torques scaled
+differently, so no array of 10⁶ states is ever held by a worker. (Drawing them per chunk with
+``dask.array.random`` cost as much as the dynamics.)
 
 * **in-process** — ``loopdyn.batch.aba`` on NumPy arrays of all the states at once (drawn beforehand,
   not timed), on ``numba.get_num_threads()`` threads (the machine's cores);
@@ -51,14 +52,15 @@ def _model(name: str):
 
 
 def _inputs(model, n: int, pool: int, seed: int = 0):
-    """Lazy (Q, V, TAU): the pool of configurations tiled, V and TAU drawn per chunk."""
+    """Lazy (Q, V, TAU): pools of ``pool`` random states tiled, one chunk per copy, the velocities and
+    torques of copy k scaled by (1 + k / copies) so that no two chunks are the same states."""
     rng = np.random.default_rng(seed)
     Qp = np.stack([ld.random_configuration(model, rng) for _ in range(pool)])
+    Vp, Tp = (da.from_array(rng.standard_normal((pool, model.nv)), chunks=(pool, -1)) for _ in range(2))
     reps = n // pool
     Q = da.concatenate([da.from_array(Qp, chunks=(pool, -1))] * reps)
-    g = da.random.default_rng(seed + 1)
-    V = g.standard_normal((reps * pool, model.nv), chunks=(pool, -1))
-    TAU = g.standard_normal((reps * pool, model.nv), chunks=(pool, -1))
+    V = da.concatenate([Vp * (1 + k / reps) for k in range(reps)])
+    TAU = da.concatenate([Tp * (1 + k / reps) for k in range(reps)])
     return Q, V, TAU
 
 
@@ -79,7 +81,9 @@ def _chunk_sums(out, pool: int):
     results are reduced as soon as they are made), or the same from the in-process result."""
     if isinstance(out, np.ndarray):
         return out.reshape(-1, pool * out.shape[1]).sum(axis=1)
-    return out.map_blocks(lambda b: np.array([b.sum()]), drop_axis=1, chunks=((1,) * out.numblocks[0],))
+    # elementwise in the blocks' layout (no axis dropped), so that Dask fuses it into the chunk's task
+    sums = out.map_blocks(lambda b: np.array([[b.sum()]]), chunks=((1,) * out.numblocks[0], (1,)))
+    return sums[:, 0]
 
 
 def in_process(model, n: int, pool: int) -> tuple[float, np.ndarray]:
