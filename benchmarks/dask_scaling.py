@@ -2,8 +2,9 @@
 ``dask.distributed.LocalCluster`` of 1 and 2 worker processes (one thread each).
 
 Two models: solo12 (a tree: ABA) and Mini Cheetah (12 geared loops: C-ABA). The states: a pool of
-``--chunk`` random states tiled (one chunk per copy), each copy's velocities and torques scaled
-differently, so no array of 10⁶ states is ever held by a worker. (Drawing them per chunk with
+``--chunk`` random states, each chunk made from them in its own task (the pools stored on the
+cluster before the clock starts), its velocities and torques scaled differently, so no array of 10⁶
+states is ever held by a worker. (Drawing them per chunk with
 ``dask.array.random`` cost as much as the dynamics.)
 
 * **in-process** — ``loopdyn.batch.aba`` on NumPy arrays of all the states at once (drawn beforehand,
@@ -16,7 +17,8 @@ differently, so no array of 10⁶ states is ever held by a worker. (Drawing them
 
 Reported per row: states per second, the ratio to the in-process batch, and the overhead per chunk
 ``(wall × workers − Σ task compute time) / chunks`` (Dask's task stream: the time a worker is not
-running a task, per chunk of states; a chunk is a few tasks: its inputs, the batch call, its checksum).
+running a task, per chunk of states), and the same per task (a chunk is two tasks: its index, and its
+inputs, batch call and checksum fused into one).
 The per-chunk checksums of the cluster runs equal the in-process ones bit for bit.
 
 Usage: ``python benchmarks/dask_scaling.py [--states N] [--chunk C]``. The machine's load average
@@ -31,13 +33,12 @@ import os
 import resource
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import dask.array as da
 import numba
 import numpy as np
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, wait
 
 import loopdyn as ld
 
@@ -52,17 +53,37 @@ def _model(name: str):
     return trees.robot_case(name, with_pinocchio=False)[0]
 
 
-def _inputs(model, n: int, pool: int, seed: int = 0):
-    """Lazy (Q, V, TAU): pools of ``pool`` random states tiled, one chunk per copy, the velocities and
-    torques of copy k scaled by (1 + k / copies) so that no two chunks are the same states."""
+def _inputs(model, n: int, pool: int, seed: int = 0, client=None):
+    """Lazy (Q, V, TAU): pools of ``pool`` random states, chunk k made from them by one task (the
+    configurations as drawn, the velocities and torques scaled by 1 + k / chunks, so that no two
+    chunks are the same states); Dask fuses these tasks into the chunk's batch task. With a
+    ``client``, the pools are first stored on the cluster (before any clock starts), so that the
+    timed graph holds only the tasks, as the in-process batch is given its arrays ready."""
+    import dask
+
     rng = np.random.default_rng(seed)
     Qp = np.stack([ld.random_configuration(model, rng) for _ in range(pool)])
-    Vp, Tp = (da.from_array(rng.standard_normal((pool, model.nv)), chunks=(pool, -1)) for _ in range(2))
+    pools = [dask.delayed(x, pure=True) for x in (Qp, *rng.standard_normal((2, pool, model.nv)))]
+    if client is not None:
+        pools = client.persist(pools)
+        wait(pools)
     reps = n // pool
-    Q = da.concatenate([da.from_array(Qp, chunks=(pool, -1))] * reps)
-    V = da.concatenate([Vp * (1 + k / reps) for k in range(reps)])
-    TAU = da.concatenate([Tp * (1 + k / reps) for k in range(reps)])
-    return Q, V, TAU
+    index = da.arange(reps, chunks=1)
+
+    def chunks(p, width, scale: bool):
+        return index.map_blocks(_chunk, p, reps, scale, new_axis=1, chunks=((pool,) * reps, (width,)),
+                                meta=np.empty((0, 0)))  # fmt: skip
+
+    return (
+        chunks(pools[0], model.nq, False),
+        chunks(pools[1], model.nv, True),
+        chunks(pools[2], model.nv, True),
+    )
+
+
+def _chunk(k: np.ndarray, p: np.ndarray, reps: int, scale: bool) -> np.ndarray:
+    """Chunk ``k[0]`` of the inputs: the pool ``p``, scaled by 1 + k / reps if ``scale``."""
+    return p * (1 + k[0] / reps) if scale else p
 
 
 def _peak_mib() -> float:
@@ -88,10 +109,9 @@ def _chunk_sums(out, pool: int):
     """One checksum per chunk of ``pool`` states: a Dask array of one number per chunk (the chunks'
     results are reduced as soon as they are made), or the same from the in-process result."""
     if isinstance(out, np.ndarray):
-        return out.reshape(-1, pool * out.shape[1]).sum(axis=1)
+        return out.reshape(-1, pool * out.shape[1]).sum(axis=1)[:, None]
     # elementwise in the blocks' layout (no axis dropped), so that Dask fuses it into the chunk's task
-    sums = out.map_blocks(lambda b: np.array([[b.sum()]]), chunks=((1,) * out.numblocks[0], (1,)))
-    return sums[:, 0]
+    return out.map_blocks(lambda b: np.array([[b.sum()]]), chunks=((1,) * out.numblocks[0], (1,)))
 
 
 def in_process(model, n: int, pool: int) -> tuple[float, np.ndarray]:
@@ -111,7 +131,7 @@ def on_cluster(name: str, model, workers: int, n: int, pool: int) -> dict:
         client.run(_warm, model)
         rows = {}
         for size in (n // 10, n):
-            checksum = _chunk_sums(ld.batch.aba(model, *_inputs(model, size, pool)), pool)
+            checksum = _chunk_sums(ld.batch.aba(model, *_inputs(model, size, pool, client=client)), pool)
             with _TaskStream(client) as ts:
                 t0 = time.perf_counter()
                 total = client.compute(checksum, sync=True)
@@ -158,8 +178,6 @@ def main(argv=None) -> None:
     ap.add_argument("--chunk", type=int, default=25_000, help="states per chunk (= the configuration pool)")
     ap.add_argument("--models", nargs="+", default=["solo12", "mini_cheetah"])
     args = ap.parse_args(argv)
-    # the pools of states travel in the graph (10 MiB, once per run): Dask warns about that size
-    warnings.filterwarnings("ignore", message="Sending large graph")
     n, pool = args.states, args.chunk
     threads = numba.get_num_threads()
     print(f"{n} states, chunks of {pool}; in-process on {threads} threads; {os.cpu_count()} cpus")
@@ -186,7 +204,8 @@ def main(argv=None) -> None:
                 f"  LocalCluster {w} worker{'s' if w > 1 else ' '}  {rates[w]:12.0f} states/s  "
                 f"({rates[w] * wall / n:.2f})   wall {r['wall']:.2f} s, "
                 f"{n // pool} chunks ({r['tasks']} tasks), "
-                f"overhead {1e3 * r['overhead']:.1f} ms/chunk; "
+                f"overhead {1e3 * r['overhead']:.1f} ms/chunk, "
+                f"{1e3 * r['overhead'] * (n // pool) / r['tasks']:.1f} ms/task; "
                 f"peak RSS per worker (MiB, N/10→N) {peaks}; {same}"
             )
         print(f"  2 workers / 1 worker: {rates[2] / rates[1]:.2f} (target ≥ 1.7); "
