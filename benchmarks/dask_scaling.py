@@ -33,6 +33,7 @@ import os
 import resource
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import dask.array as da
@@ -64,7 +65,8 @@ def _inputs(model, n: int, pool: int, seed: int = 0, client=None):
     rng = np.random.default_rng(seed)
     Qp = np.stack([ld.random_configuration(model, rng) for _ in range(pool)])
     pools = [dask.delayed(x, pure=True) for x in (Qp, *rng.standard_normal((2, pool, model.nv)))]
-    if client is not None:
+    if client is not None:  # 10 MiB sent once, untimed: Dask's warning about a large graph is moot
+        warnings.filterwarnings("ignore", message="Sending large graph")
         pools = client.persist(pools)
         wait(pools)
     reps = n // pool
