@@ -24,6 +24,10 @@ single-state function would raise, its message starting with ``row k:`` (the fir
 
 ``constrained_forward_dynamics`` takes one constraint set for all the rows, compiled once (as the
 single-state function does) and run by one kernel per chunk over the single-state cores.
+
+Dask. Given a Dask array for any per-state argument, each function returns Dask arrays instead
+(lazily; a tuple of them where it returns a tuple), one task per chunk of states: see
+:mod:`loopdyn.batch_dask`. NumPy arguments given with it are cut into the Dask argument's chunks.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from .algorithms import batch as kernels
 from .algorithms import coriolis as coriolis_kernels
 from .algorithms.common import compiled
 from .algorithms.status import raise_for_status
+from .batch_dask import map_rows
 from .constraint_rows import prepare
 from .contact import compiled_constraints, damping
 from .errors import InputError, NonFiniteError, ShapeError
@@ -76,6 +81,33 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
             _pool = ThreadPoolExecutor(workers, thread_name_prefix="loopdyn-batch")
             _pool_size = workers
         return _pool
+
+
+def _lazy(*xs) -> bool:
+    """Whether any of ``xs`` is a Dask array (then the call builds a Dask graph): for NumPy arrays
+    one type comparison each (``batch_dask.is_dask`` written out)."""
+    for x in xs:
+        if type(x) is not np.ndarray and hasattr(x, "__dask_graph__"):
+            return True
+    return False
+
+
+def _qvx(model, **xs) -> dict:
+    """The per-state arguments for :func:`~loopdyn.batch_dask.map_rows`: the first a configuration
+    (nq entries per state), the others velocity-sized (nv)."""
+    widths = [model.nq] + [model.nv] * (len(xs) - 1)
+    return {name: (x, (w,)) for (name, x), w in zip(xs.items(), widths, strict=True)}
+
+
+def _contact_rows(model, Q, V, TAU, desired, f_ext, m: int) -> tuple[dict, dict]:
+    """The per-state arguments of the constrained functions (``desired`` among them if it has one
+    row per state), and ``{"desired": desired}`` if it is the same for every state (None or (m,))."""
+    rows = _qvx(model, Q=Q, V=V, TAU=TAU)
+    rows["f_ext"] = (f_ext, (model.njoints, 6))
+    if desired is not None and np.ndim(desired) == 2:
+        rows["desired"] = (desired, (m,))
+        return rows, {}
+    return rows, {"desired": None if desired is None else np.asarray(desired)}
 
 
 def _rows(x, name: str, n: int | None, width: int) -> np.ndarray:
@@ -166,6 +198,8 @@ def rnea(model, Q, V, A) -> np.ndarray:
     """Inverse dynamics for N states (RBDA Table 5.1; with loops C-RNEA, Chignoli et al. 2024
     eqs. 29–35): returns τ of shape (N, nv), row k equal to
     ``loopdyn.rnea(model, data, Q[k], V[k], A[k])``."""
+    if _lazy(Q, V, A):
+        return map_rows(rnea, model, _qvx(model, Q=Q, V=V, A=A), ((model.nv,),))
     return _state_batch(
         kernels.rnea_batch_kernel, kernels.c_rnea_batch_kernel, model, Q, V, A, ("Q", "V", "A")
     )
@@ -174,6 +208,8 @@ def rnea(model, Q, V, A) -> np.ndarray:
 def aba(model, Q, V, TAU) -> np.ndarray:
     """Forward dynamics for N states (RBDA Table 7.1; with loops C-ABA, Alg. 1): returns the
     accelerations, shape (N, nv), row k equal to ``loopdyn.aba(model, data, Q[k], V[k], TAU[k])``."""
+    if _lazy(Q, V, TAU):
+        return map_rows(aba, model, _qvx(model, Q=Q, V=V, TAU=TAU), ((model.nv,),))
     return _state_batch(
         kernels.aba_batch_kernel, kernels.c_aba_batch_kernel, model, Q, V, TAU, ("Q", "V", "TAU")
     )
@@ -182,6 +218,8 @@ def aba(model, Q, V, TAU) -> np.ndarray:
 def crba(model, Q) -> np.ndarray:
     """Mass matrices for N configurations (RBDA Table 6.2; with loops H = Gᵀ H_span G, §VI): returns
     (N, nv, nv), full and symmetric, ``[k]`` equal to ``loopdyn.crba(model, data, Q[k])``."""
+    if _lazy(Q):
+        return map_rows(crba, model, _qvx(model, Q=Q), ((model.nv, model.nv),))
     Q = _rows(Q, "Q", None, model.nq)
     n = Q.shape[0]
     out = np.empty((n, model.nv, model.nv))
@@ -196,11 +234,14 @@ def regressor(model, Q, V, A, armature: bool = False) -> np.ndarray:
     """:func:`loopdyn.regressor` for N states: shape (N, nv, 10 nbodies (+ spanning nv with
     ``armature``)), ``[k]`` equal to ``loopdyn.regressor(model, data, Q[k], V[k], A[k], armature)``
     (Atkeson et al. 1986; with loops ``Gᵀ Y_span``)."""
+    p = 10 * model.nbodies + (model.spanning_nv if armature else 0)
+    if _lazy(Q, V, A):
+        return map_rows(regressor, model, _qvx(model, Q=Q, V=V, A=A), ((model.nv, p),), armature=armature)
     Q = _rows(Q, "Q", None, model.nq)
     n = Q.shape[0]
     V = _rows(V, "V", n, model.nv)
     A = _rows(A, "A", n, model.nv)
-    out = np.empty((n, model.nv, 10 * model.nbodies + (model.spanning_nv if armature else 0)))
+    out = np.empty((n, model.nv, p))
     status = np.zeros(n, dtype=np.int64)
     kern = kernels.c_regressor_batch_kernel if model.has_constraints else kernels.regressor_batch_kernel
     _run(kern, model, n, (Q, V, A, out, status))
@@ -270,11 +311,17 @@ def constrained_forward_dynamics(
     """
     mu = damping(mu)
     rows = prepare(model, constraints)
+    m = rows.m
+    if _lazy(Q, V, TAU, desired, f_ext):
+        per_state, same = _contact_rows(model, Q, V, TAU, desired, f_ext, m)
+        outputs = ((model.nv,), (m,))
+        return map_rows(
+            constrained_forward_dynamics, model, per_state, outputs, constraints=constraints, mu=mu, **same
+        )
     Q = _rows(Q, "Q", None, model.nq)
     n = Q.shape[0]
     V = _rows(V, "V", n, model.nv)
     TAU = _rows(TAU, "TAU", n, model.nv)
-    m = rows.m
     LAM = _desired_rows(desired, n, m)
     if m == 0 and f_ext is None:  # as the single-state function: the plain forward dynamics
         return aba(model, Q, V, TAU), LAM
@@ -334,6 +381,8 @@ def rnea_derivatives(model, Q, V, A) -> tuple[np.ndarray, np.ndarray, np.ndarray
     forces). Trees and explicit clusters on all cores; implicit loops row by row."""
     from .derivatives import rnea_derivatives as single
 
+    if _lazy(Q, V, A):
+        return map_rows(rnea_derivatives, model, _qvx(model, Q=Q, V=V, A=A), ((model.nv, model.nv),) * 3)
     kern, c_kern = kernels.rnea_derivatives_batch_kernel, kernels.c_rnea_derivatives_batch_kernel
     return _derivative_batch(single, kern, c_kern, model, Q, V, A, ("Q", "V", "A"))
 
@@ -344,6 +393,8 @@ def aba_derivatives(model, Q, V, TAU) -> tuple[np.ndarray, np.ndarray, np.ndarra
     external forces). Trees and explicit clusters on all cores; implicit loops row by row."""
     from .derivatives import aba_derivatives as single
 
+    if _lazy(Q, V, TAU):
+        return map_rows(aba_derivatives, model, _qvx(model, Q=Q, V=V, TAU=TAU), ((model.nv, model.nv),) * 3)
     kern, c_kern = kernels.aba_derivatives_batch_kernel, kernels.c_aba_derivatives_batch_kernel
     return _derivative_batch(single, kern, c_kern, model, Q, V, TAU, ("Q", "V", "TAU"))
 
@@ -368,6 +419,12 @@ def constrained_forward_dynamics_derivatives(
 
     mu = damping(mu)
     rows = prepare(model, constraints)
+    if _lazy(Q, V, TAU, desired, f_ext):
+        m, nv = rows.m, model.nv
+        per_state, same = _contact_rows(model, Q, V, TAU, desired, f_ext, m)
+        shapes = ((nv,), (m,), (nv, nv), (nv, nv), (nv, nv), (m, nv), (m, nv), (m, nv))
+        func = constrained_forward_dynamics_derivatives
+        return map_rows(func, model, per_state, shapes, constraints=constraints, mu=mu, **same)
     Q = _rows(Q, "Q", None, model.nq)
     n = Q.shape[0]
     V = _rows(V, "V", n, model.nv)
@@ -423,10 +480,14 @@ def _coriolis_batch(model, Q, V, what) -> np.ndarray:
 def coriolis_matrix(model, Q, V) -> np.ndarray:
     """:func:`loopdyn.coriolis_matrix` for N states: (N, nv, nv), ``[k]`` equal to the single-state
     function's at ``(Q[k], V[k])`` (trees and models with loops, on all cores)."""
+    if _lazy(Q, V):
+        return map_rows(coriolis_matrix, model, _qvx(model, Q=Q, V=V), ((model.nv, model.nv),))
     return _coriolis_batch(model, Q, V, coriolis_kernels.CORIOLIS)
 
 
 def mass_matrix_derivative(model, Q, V) -> np.ndarray:
     """:func:`loopdyn.mass_matrix_derivative` for N states: (N, nv, nv), ``[k]`` equal to the
     single-state function's at ``(Q[k], V[k])``."""
+    if _lazy(Q, V):
+        return map_rows(mass_matrix_derivative, model, _qvx(model, Q=Q, V=V), ((model.nv, model.nv),))
     return _coriolis_batch(model, Q, V, coriolis_kernels.MDOT)
