@@ -61,6 +61,16 @@ def test_readme_tour_runs():
     assert ns["solo"].nv == 18 and isinstance(ns["solo"], ld.Model)
 
 
+def test_readme_dask_section_runs():
+    """The README's Dask example, after the tour: the same torques as the NumPy batch, bit for bit."""
+    ns = run("README", "## A tour", executed=False)
+    run("README", "## More states", ns=ns, executed=False)
+    import dask.array as da
+
+    assert isinstance(ns["taus_lazy"], da.Array) and ns["taus_lazy"].numblocks == (4, 1)
+    assert np.array_equal(ns["taus_dask"], ns["taus"])
+
+
 def test_tree_and_sdf_sections_run():
     import pinocchio as pin
     import trees
