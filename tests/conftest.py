@@ -6,7 +6,17 @@ puts this directory on ``sys.path`` and the helper module is imported as ``trees
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+
+# One BLAS thread per test process, set before NumPy and SciPy load their OpenBLAS: pytest-xdist
+# already runs one worker per core, and a threaded OpenBLAS in each oversubscribes the cores. Its
+# threads then wait for a core while spinning: on the shared 2-core machine the base-parameter test of
+# mini_cheetah (a few hundred least-squares solves of 800 × 180) took 290 CPU-s with two BLAS threads
+# and 1.5 s with one. Subprocesses (the docs build, the examples) inherit the setting.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+from dataclasses import dataclass  # noqa: E402
 
 import numpy as np
 import pytest
