@@ -434,14 +434,24 @@ def _assemble(
     program = compile_constraint(list(exprs) + list(checks), syms, definitions)
     nphi = len(exprs)
 
+    last: dict = {}  # Gauss–Newton asks for φ and then K at the same q: one run of the tape gives both
+
+    def run(q):
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        key = q.tobytes()
+        if key not in last:
+            last.clear()
+            last[key] = program.evaluate(q)
+        return last[key]
+
     def phi_f(q):
-        return program.evaluate(q)[0][:nphi]
+        return run(q)[0][:nphi]
 
     def K_f(q):
-        return program.evaluate(q)[1][:nphi]
+        return run(q)[1][:nphi]
 
     def branch_f(q):
-        return program.evaluate(q)[0][nphi:]
+        return run(q)[0][nphi:]
 
     branch_f = branch_f if checks else None
     # rows and partition at a generic configuration: the rank drops at singular ones (a four-bar's
