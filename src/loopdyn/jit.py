@@ -22,6 +22,17 @@ Steps
     core): Numba copies them into their caller, which is cheap since what they call stays a call. As
     libraries of their own they would make LLVM optimise everything below them once more.
 
+One compilation per argument types
+    Numba types a constant argument (``check_vector(q, nq, 0)``, ``c_fk_core(..., False)``,
+    ``ops.col6w(w, o, 2)``) as a literal and compiles the callee once per constant: a helper called
+    with the flags 0, 1 and 2 was compiled three times, a cluster core called with ``True`` by one
+    kernel and ``False`` by another twice. The steps and the plain ``njit`` helpers
+    (:class:`HelperDispatcher`) are compiled for the non-literal types instead (``int64``, ``bool``):
+    one compilation serves every constant. An inlined step loses nothing (LLVM propagates the
+    caller's constant after inlining it); a helper called through a real call tests its flag at run
+    time, a branch that costs nothing next to the call. A kernel that needs a specialised helper
+    says so with two functions.
+
 The cache
     Numba keys a function's cache entry on the modification time of the function's own file, so a
     kernel whose steps live in another file would load stale machine code after that file changed.
@@ -44,7 +55,7 @@ import warnings
 from pathlib import Path
 
 import numba
-from numba.core import typeinfer
+from numba.core import typeinfer, types
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 from numba.core.codegen import JITCodeLibrary, JITCPUCodegen
 from numba.core.compiler import Compiler
@@ -52,6 +63,7 @@ from numba.core.registry import CPUDispatcher
 
 __all__ = [
     "CacheWarning",
+    "HelperDispatcher",
     "PackageCache",
     "StepCache",
     "StepDispatcher",
@@ -124,6 +136,21 @@ class PackageCache(FunctionCache):
             pass
 
 
+class _OneTypingPerType:
+    """Dispatcher mixin: calls from compiled code are compiled for the non-literal types of their
+    arguments (see "One compilation per argument types" in the module's docstring)."""
+
+    def get_call_template(self, args, kws):
+        args = tuple(types.unliteral(a) for a in args)
+        kws = {k: types.unliteral(v) for k, v in kws.items()}
+        return super().get_call_template(args, kws)
+
+
+class HelperDispatcher(_OneTypingPerType, CPUDispatcher):
+    """The dispatcher of a plain ``njit`` helper (no signature given): compiled once per non-literal
+    argument types when called from compiled code."""
+
+
 def _with_package_cache(dispatcher) -> None:
     dispatcher._cache = PackageCache(dispatcher.py_func)
 
@@ -136,6 +163,8 @@ def njit(signature_or_function=None, **options):
 
     def decorate(func, signatures):
         dispatcher = numba.njit(**options)(func)
+        if not signatures:
+            dispatcher.__class__ = HelperDispatcher
         if cache:
             _with_package_cache(dispatcher)
         if signatures:
@@ -153,7 +182,7 @@ def njit(signature_or_function=None, **options):
     return lambda func: decorate(func, sigs)
 
 
-class StepDispatcher(CPUDispatcher):
+class StepDispatcher(_OneTypingPerType, CPUDispatcher):
     """The dispatcher of an ``@inlined`` step: compiled without a Python entry point, so calling it
     from Python raises ``TypeError`` (Numba would jump to a missing wrapper and crash)."""
 
