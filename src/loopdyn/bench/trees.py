@@ -112,7 +112,7 @@ def run(quick: bool = False, out_dir: str | None = None, batch_states: int | Non
             while time.perf_counter() < t_end:
                 for _, fl, fp in _calls(lm, ld_data, q, v, a, pin, pm, pd):
                     fl()
-                    if pin is not None:
+                    if pin is not None and fp is not None:
                         fp()
         for alg, fl, fp in _calls(lm, ld_data, q, v, a, pin, pm, pd):
             fns = {"loopdyn": fl} if pin is None or fp is None else {"loopdyn": fl, "pinocchio": fp}
