@@ -74,6 +74,16 @@ class SpanningPinocchio:
         self._layout()
 
     # -- the constraints as written --------------------------------------------------------
+    def coupling_G(self) -> np.ndarray:
+        """v_span = G v of a model whose loops are couplings (constant K), from this oracle's rows as
+        written: unit rows at the independent coordinates, G_dep = −K_dep⁻¹ K_ind."""
+        model, K, ind = self.model, self.K_const, self.ind
+        G = np.zeros((model.spanning_nv, model.nv))
+        G[ind, np.arange(model.nv)] = 1.0
+        dep = np.setdiff1d(np.arange(model.spanning_nv), ind)
+        G[dep] = -np.linalg.solve(K[:, dep], K[:, ind])
+        return G
+
     def _constant_rows(self):
         model, rows = self.model, []
         for c in model.constraints:

@@ -278,18 +278,6 @@ class TaylorOracle:
         return q, _derivatives(vm), _derivatives(fe), _derivatives(tau) @ self.G
 
 
-def coupling_G(model) -> np.ndarray:
-    """v_span = G v from the couplings' ratios as written (loop_oracles), unit rows at the
-    independent coordinates: G_dep = −K_dep⁻¹ K_ind."""
-    oracle = SpanningPinocchio(model)
-    K, ind = oracle.K_const, oracle.ind
-    G = np.zeros((model.spanning_nv, model.nv))
-    G[ind, np.arange(model.nv)] = 1.0
-    dep = np.setdiff1d(np.arange(model.spanning_nv), ind)
-    G[dep] = -np.linalg.solve(K[:, dep], K[:, ind])
-    return G
-
-
 #: every built-in robot whose clusters are all explicit (checked below against the registry)
 EXPLICIT_ROBOTS = ["mini_cheetah", "mit_humanoid", "mit_humanoid_leg", "jvrc1", "gt_chain", "pbt_chain"]
 
@@ -312,7 +300,7 @@ def test_orders_0_to_5_with_external_forces_match_taylor_mode_autodiff(name):
     rows of G dropped, τ differs."""
     model = registry.build(name)
     data = model.create_data()
-    G = coupling_G(model)
+    G = SpanningPinocchio(model).coupling_G()
     order = 5
     oracle = TaylorOracle(model, G, np.random.default_rng(len(name)))
     q, dv, fe, ref = oracle.reference(0.37, order)

@@ -11,16 +11,6 @@ import numpy as np
 from doc_pages import code_blocks, page_text, run
 
 
-def _spanning_G(oracle, robot):
-    """G of a model whose loops are couplings (constant K), from the oracle's rows alone."""
-    K, ind = oracle.K_const, oracle.ind
-    G = np.zeros((robot.spanning_nv, robot.nv))
-    G[ind, np.arange(robot.nv)] = 1.0
-    dep = np.setdiff1d(np.arange(robot.spanning_nv), ind)
-    G[dep] = -np.linalg.solve(K[:, dep], K[:, ind])
-    return G
-
-
 def test_readme_tour_runs():
     import pinocchio as pin
     import trees
@@ -39,7 +29,7 @@ def test_readme_tour_runs():
     # one KKT solve, and W = J H⁻¹ Jᵀ with J = J_span G
     oracle = SpanningPinocchio(robot)
     ddq, forces = oracle.forward_dynamics(q, v, tau, ns["feet"])
-    G = _spanning_G(oracle, robot)
+    G = oracle.coupling_G()
     H = G.T @ oracle.last["M"] @ G
     assert np.abs(ns["H"] - H).max() < 1e-12 * np.abs(H).max()
     J = oracle.last["Jc"] @ G
@@ -151,7 +141,7 @@ def test_robot_with_loops_tutorial_runs():
     robot, q, v, tau = ns["robot"], ns["q"], ns["v"], ns["tau"]
     oracle = SpanningPinocchio(robot)
     ddq, forces = oracle.forward_dynamics(q, v, tau, ns["feet"])
-    G = _spanning_G(oracle, robot)
+    G = oracle.coupling_G()
     H = G.T @ oracle.last["M"] @ G
     assert np.abs(ns["H"] - H).max() < 1e-12 * np.abs(H).max()
     assert np.abs(ns["J"] - oracle.last["Jc"] @ G).max() < 1e-12 * max(1.0, np.abs(ns["J"]).max())
