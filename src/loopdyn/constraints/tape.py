@@ -763,15 +763,19 @@ def _differentiate_and_emit(S, rows: list, q: list) -> dict[str, np.ndarray]:
             if i in todo:
                 regs[i] = em.emit(todo[i])
         stage_len.append(len(em.code))
-    phi_len, K_len = stage_len[0], stage_len[1]
+    return _program_arrays(em, regs, n_phi, n_K, c, n, stage_len)
 
+
+def _program_arrays(em, regs: np.ndarray, n_phi: int, n_K: int, c: int, n: int, stage_len: list) -> dict:
+    """The arrays of a compiled constraint program: the emitter's code and constants, the output
+    registers of φ, K (c × n) and k, and the sizes (registers, φ prefix, K prefix)."""
     return {
         "code": np.array(em.code, dtype=np.int64).reshape(-1, 4),
         "consts": np.array(em.consts, dtype=np.float64),
         "phi": regs[:n_phi],
         "K": regs[n_phi:n_K].reshape(c, n),
         "kbias": regs[n_K:],
-        "sizes": np.array([em.n_reg, phi_len, K_len], dtype=np.int64),
+        "sizes": np.array([em.n_reg, stage_len[0], stage_len[1]], dtype=np.int64),
     }
 
 
@@ -1094,14 +1098,7 @@ def _differentiate_definitions_sympy(S, defs: list, rows: list, q: list) -> dict
             stage_len.append(len(em.code))
     finally:
         sys.setrecursionlimit(limit)
-    return {
-        "code": np.array(em.code, dtype=np.int64).reshape(-1, 4),
-        "consts": np.array(em.consts, dtype=np.float64),
-        "phi": regs[:n_phi],
-        "K": regs[n_phi:n_K].reshape(c, n),
-        "kbias": regs[n_K:],
-        "sizes": np.array([em.n_reg, stage_len[0], stage_len[1]], dtype=np.int64),
-    }
+    return _program_arrays(em, regs, n_phi, n_K, c, n, stage_len)
 
 
 def _shared_phases(sympy, rows: list, x: list) -> list:
