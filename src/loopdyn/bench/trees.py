@@ -146,7 +146,12 @@ def run(quick: bool = False, out_dir: str | None = None, batch_states: int | Non
 
 
 def _calls(lm, ld_data, q, v, a, pin, pm, pd):
-    """(algorithm, loopdyn call, Pinocchio call) for one robot and state."""
+    """(algorithm, loopdyn call, Pinocchio call or None) for one robot and state."""
+    structure = _structure_calls(lm, ld_data, q, v, a)
+    pinocchio = {  # the structure functions Pinocchio has
+        "regressor": lambda: pin.computeJointTorqueRegressor(pm, pd, q, v, a),
+        "coriolis_matrix": lambda: pin.computeCoriolisMatrix(pm, pd, q, v),
+    }
     return (
         ("rnea", lambda: rnea(lm, ld_data, q, v, a), lambda: pin.rnea(pm, pd, q, v, a)),
         ("aba", lambda: aba(lm, ld_data, q, v, a), lambda: pin.aba(pm, pd, q, v, a)),
@@ -155,12 +160,7 @@ def _calls(lm, ld_data, q, v, a, pin, pm, pd):
          lambda: pin.computeRNEADerivatives(pm, pd, q, v, a)),
         ("aba_derivatives", lambda: aba_derivatives(lm, ld_data, q, v, a),
          lambda: pin.computeABADerivatives(pm, pd, q, v, a)),
-        ("regressor", lambda: regressor(lm, ld_data, q, v, a),
-         lambda: pin.computeJointTorqueRegressor(pm, pd, q, v, a)),
-        ("coriolis_matrix", lambda: coriolis_matrix(lm, ld_data, q, v),
-         lambda: pin.computeCoriolisMatrix(pm, pd, q, v)),
-        ("mass_matrix_derivative", lambda: mass_matrix_derivative(lm, ld_data, q, v), None),
-        ("christoffel", lambda: christoffel(lm, ld_data, q), None),
+        *((fn, structure[fn], pinocchio.get(fn)) for fn in STRUCTURE),
     )  # fmt: skip
 
 
