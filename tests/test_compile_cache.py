@@ -153,6 +153,144 @@ def test_a_corrupted_cache_entry_is_recompiled_with_a_warning(package_copy, warm
     assert not again["warnings"]
 
 
+# Shared passes (loopdyn.jit.shared), on a probe module written into the package copy: a pass with an
+# inlined step and a raise, a second pass calling the first, and two kernels calling them.
+PROBE = r"""
+from loopdyn.jit import inlined, njit, shared
+
+
+@inlined
+def twice(x, i):
+    return 2.0 * x[i]
+
+
+@shared(fastmath={"contract"})
+def scale_pass(x, y, shift):
+    s = 0.0
+    for i in range(x.shape[0]):
+        y[i] = twice(x, i) + (1.0 if shift else 0.0)
+        s += y[i]
+    if s < -1e300:
+        raise ValueError("scale_pass: the sum overflowed")
+    return s
+
+
+@shared
+def outer_pass(x, y):
+    return scale_pass(x, y, True) + 1.0
+
+
+@njit("float64(float64[::1], float64[::1])", cache=True)
+def kernel_a(x, y):
+    return scale_pass(x, y, False) + outer_pass(x, y)
+
+
+@njit("float64(float64[::1], float64[::1])", cache=True)
+def kernel_b(x, y):
+    return outer_pass(x, y)
+"""
+
+PROBE_CHILD = r"""
+import json, sys, warnings
+import numpy as np
+warnings.simplefilter("always")
+first = sys.argv[1]
+with warnings.catch_warnings(record=True) as caught:
+    from loopdyn import _shared_probe as P
+    x, y = np.arange(5.0), np.zeros(5)
+    out = {"b": P.kernel_b(x, y)} if first == "b" else {}
+    out["a"] = P.kernel_a(x, y)
+    out["b"] = P.kernel_b(x, y)
+    out["y"] = y.tolist()
+    try:
+        P.kernel_a(np.full(3, -1e300), np.zeros(3))
+    except ValueError as exc:
+        out["raised"] = str(exc)
+ir = {}
+for k in (P.kernel_a, P.kernel_b):
+    if k.stats.cache_misses:  # compiled here: its LLVM IR is at hand
+        ir[k.py_func.__name__] = next(iter(k.inspect_llvm().values()))
+stats = lambda d: [sum(d.stats.cache_hits.values()), sum(d.stats.cache_misses.values())]
+print(json.dumps({**out,
+    "stats": {n: stats(getattr(P, n)) for n in ("kernel_a", "kernel_b", "scale_pass", "outer_pass")},
+    "declared": {n: sorted(ln.split("@")[1].split("(")[0] for ln in s.splitlines()
+                           if ln.startswith("declare") and "loopdyn_shared_" in ln) for n, s in ir.items()},
+    "defined": {n: [ln for ln in s.splitlines() if ln.startswith("define") and "_pass" in ln]
+                for n, s in ir.items()},
+    "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def probe_package(tmp_path_factory, package_copy) -> Path:
+    root = tmp_path_factory.mktemp("probe")
+    shutil.copytree(package_copy, root, dirs_exist_ok=True)
+    (root / "loopdyn" / "_shared_probe.py").write_text(PROBE)
+    return root
+
+
+def _probe(pkg: Path, cache: Path, first: str = "a") -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE_CHILD, first],
+        env=_env(pkg, cache),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(pkg),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# x = 0..4: scale_pass(x, y, False) = 20, outer_pass = (20 + 5) + 1 = 26; y = 2x + 1 after outer_pass
+PROBE_RESULT = {
+    "a": 46.0,
+    "b": 26.0,
+    "y": [1.0, 3.0, 5.0, 7.0, 9.0],
+    "raised": "scale_pass: the sum overflowed",
+}
+
+
+def test_shared_passes_are_compiled_once_and_called_not_copied(probe_package, tmp_path):
+    """Two kernels call the same passes: each pass is compiled once, declared in the kernels' modules
+    and defined in neither; results and an exception raised inside a pass are right."""
+    res = _probe(probe_package, tmp_path / "cache")
+    assert {k: res[k] for k in PROBE_RESULT} == PROBE_RESULT
+    assert res["stats"] == {n: [0, 1] for n in ("kernel_a", "kernel_b", "scale_pass", "outer_pass")}
+    assert len(res["declared"]["kernel_a"]) == 2 and len(res["declared"]["kernel_b"]) == 1
+    assert set(res["declared"]["kernel_b"]) < set(res["declared"]["kernel_a"])
+    assert res["defined"] == {"kernel_a": [], "kernel_b": []}
+    assert not res["warnings"]
+
+
+def test_a_cached_kernel_loads_the_passes_it_calls_first(probe_package, tmp_path):
+    """In a new process, a kernel loaded from the cache loads the passes it calls (and the passes they
+    call) before its own machine code, whichever kernel comes first."""
+    cache = tmp_path / "cache"
+    _probe(probe_package, cache)
+    for first in ("a", "b"):
+        res = _probe(probe_package, cache, first)
+        assert {k: res[k] for k in PROBE_RESULT} == PROBE_RESULT
+        assert res["stats"] == {n: [1, 0] for n in ("kernel_a", "kernel_b", "scale_pass", "outer_pass")}
+        assert not res["warnings"]
+
+
+def test_a_kernel_loaded_from_the_cache_finds_a_pass_that_had_to_be_recompiled(probe_package, tmp_path):
+    """A kernel calls a shared pass by a name of loopdyn's, not by an address or Numba's per-process
+    symbol: with the pass's cache entry corrupted, the pass is compiled again (with a warning), the
+    kernel is still loaded from the cache, and it calls the new machine code."""
+    cache = tmp_path / "cache"
+    _probe(probe_package, cache)
+    (entry,) = [p for p in cache.rglob("*.scale_pass-*.nbc")]
+    entry.write_bytes(b"not a pickle" + os.urandom(64))
+    res = _probe(probe_package, cache, "b")
+    assert {k: res[k] for k in PROBE_RESULT} == PROBE_RESULT
+    assert res["stats"]["kernel_b"] == [1, 0] and res["stats"]["kernel_a"] == [1, 0]  # loaded
+    assert res["stats"]["scale_pass"] == [0, 1]  # compiled again
+    assert any(w.startswith("CacheWarning") and "scale_pass" in w for w in res["warnings"]), res["warnings"]
+
+
 def test_a_corrupted_index_is_recompiled_with_a_warning(package_copy, warm_cache, tmp_path):
     cache = tmp_path / "cache"
     shutil.copytree(warm_cache, cache)
@@ -189,10 +327,14 @@ def test_a_read_only_package_folder_caches_in_the_user_folder(package_copy, tmp_
 
 
 def test_a_step_called_from_python_raises_instead_of_crashing():
-    """Steps have no Python entry point (loopdyn.jit.inlined): a call from Python is a clear error."""
+    """Steps have no Python entry point (loopdyn.jit.inlined), nor have shared passes
+    (loopdyn.jit.shared): a call from Python is a clear error."""
+    from loopdyn.algorithms import cluster_dynamics as C
     from loopdyn.algorithms.cluster_delassus_world import one_port_tree
     from loopdyn.spatial import ops
 
+    with pytest.raises(TypeError, match=r"loopdyn\.algorithms\.cluster_dynamics\.c_aba_backward is a "):
+        C.c_aba_backward(np.zeros(3))
     with pytest.raises(TypeError, match=r"loopdyn\.spatial\.ops\.dot6 is a compiled step"):
         ops.dot6((1.0,) * 6, (2.0,) * 6)
     with pytest.raises(TypeError, match="one_port_tree is a compiled step"):

@@ -22,6 +22,20 @@ Steps
     core): Numba copies them into their caller, which is cheap since what they call stays a call. As
     libraries of their own they would make LLVM optimise everything below them once more.
 
+Shared passes
+    A plain ``njit`` function called from compiled code is linked into its caller: its LLVM IR is
+    copied into the caller's module, optimised again there and turned into machine code again, in
+    every kernel that calls it (besides once as a function of its own). For the large passes that
+    several kernels share — the cluster kinematics, C-ABA's backward and forward passes, a Delassus
+    or contact core — that repeated work was most of what the kernels cost to compile: the contact
+    kernel with loops, the world-frame Delassus kernels and C-ABA each held the cluster kinematics
+    and C-ABA's backward pass. ``@shared`` compiles such a pass once to machine code of its own and
+    its callers call it through a symbol of loopdyn's (named after the pass and its argument types,
+    the same in every process), declared in their modules, never defined there; the symbol is given
+    the pass's address in this process when the pass is compiled or loaded from the cache. A
+    caller's cache entry lists the passes it calls, and loading it loads them first. A call through
+    the symbol costs a few nanoseconds, once per pass per kernel call.
+
 One compilation per argument types
     Numba types a constant argument (``check_vector(q, nq, 0)``, ``c_fk_core(..., False)``,
     ``ops.col6w(w, o, 2)``) as a literal and compiles the callee once per constant: a helper called
@@ -55,7 +69,9 @@ import warnings
 from pathlib import Path
 
 import numba
-from numba.core import typeinfer, types
+from llvmlite import binding as llvm
+from numba.core import cgutils, imputils, typeinfer, types
+from numba.core.base import OverloadSelector
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 from numba.core.codegen import JITCodeLibrary, JITCPUCodegen
 from numba.core.compiler import Compiler
@@ -66,11 +82,13 @@ __all__ = [
     "HelperDispatcher",
     "PackageCache",
     "StepCache",
+    "SharedDispatcher",
     "StepDispatcher",
     "StepLibrary",
     "inlined",
     "njit",
     "sequence",
+    "shared",
     "source_digest",
 ]
 
@@ -92,9 +110,99 @@ def source_digest() -> str:
     return h.hexdigest()
 
 
+# --- passes called by address ------------------------------------------------------------------
+
+_SHARED: dict[str, int] = {}  # symbol -> address of the pass's machine code in this process
+
+
+def _shared_symbol(py_func, args) -> str:
+    """The process-independent name under which a pass compiled for ``args`` is called: its module,
+    name and argument types (Numba's own symbol names carry a per-process counter)."""
+    key = f"{py_func.__module__}.{py_func.__qualname__}({', '.join(map(str, args))})"
+    tag = hashlib.sha256(key.encode()).hexdigest()[:20]
+    return f"loopdyn_shared_{py_func.__qualname__.replace('.', '_')}_{tag}"
+
+
+def _call_by_address(fndesc, symbol: str, dependency: tuple):
+    """Numba's lowering of a call to a compiled function (``imputils.user_function``), except that the
+    callee is declared under ``symbol`` and not linked: the caller's module holds a call, not a copy
+    of the callee, and the symbol is resolved when the caller's machine code is loaded (see
+    :func:`shared`). The caller's code library records the dependency for its cache entry."""
+
+    def imp(context, builder, sig, args):
+        library = context.active_code_library
+        deps = getattr(library, "_loopdyn_shared", None)
+        if deps is None:
+            deps = library._loopdyn_shared = {}
+        deps[symbol] = dependency
+        fnty = context.call_conv.get_function_type(fndesc.restype, fndesc.argtypes)
+        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+        context.call_conv.decorate_function(fn, fndesc.args, fndesc.argtypes, noalias=fndesc.noalias)
+        status, retval = context.call_conv.call_function(builder, fn, fndesc.restype, fndesc.argtypes, args)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        retval = imputils.fix_returning_optional(context, builder, sig, status, retval)
+        return imputils.impl_ret_new_ref(context, builder, fndesc.restype, retval)
+
+    imp.signature = fndesc.argtypes
+    imp.libs = ()
+    return imp
+
+
+def _shared_dependencies(library) -> dict:
+    """Every pass called by address from ``library``'s machine code: its own calls and those of the
+    libraries linked into it (steps and helpers whose code it contains), transitively."""
+    out, seen, stack = {}, set(), [library]
+    while stack:
+        lib = stack.pop()
+        if id(lib) in seen:
+            continue
+        seen.add(id(lib))
+        out.update(getattr(lib, "_loopdyn_shared", None) or {})
+        stack.extend(getattr(lib, "_linking_libraries", ()))
+    return out
+
+
+def _load_shared(dependencies: dict) -> None:
+    """Compile or load (from the cache) every pass in ``dependencies`` that this process has not, so
+    that the symbols a cached caller calls are defined before its machine code is loaded."""
+    import importlib
+
+    for symbol, (module, qualname, args) in dependencies.items():
+        if symbol in _SHARED:
+            continue
+        target = importlib.import_module(module)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+        if not isinstance(target, SharedDispatcher):
+            raise RuntimeError(f"{module}.{qualname} is not a loopdyn.jit.shared pass")
+        target.compile(tuple(args))
+        if symbol not in _SHARED:
+            raise RuntimeError(f"{module}.{qualname}{tuple(args)} did not define {symbol}")
+
+
+class _SharedCacheImpl(CompileResultCacheImpl):
+    """A cache entry that lists the passes its machine code calls by address, loaded before it."""
+
+    def reduce(self, cres):
+        return (_shared_dependencies(cres.library), super().reduce(cres))
+
+    def rebuild(self, target_context, payload):
+        dependencies, inner = payload
+        _load_shared(dependencies)
+        cres = self._rebuild(target_context, inner)
+        cres.library._loopdyn_shared = dict(dependencies)
+        return cres
+
+    def _rebuild(self, target_context, payload):
+        return super().rebuild(target_context, payload)
+
+
 class PackageCache(FunctionCache):
     """Numba's per-function cache, keyed on the whole package's sources, that recompiles instead of
     failing on a bad entry (see the module's docstring)."""
+
+    _impl_class = _SharedCacheImpl
 
     def __init__(self, py_func):
         super().__init__(py_func)
@@ -222,12 +330,12 @@ class StepLibrary(JITCodeLibrary):
         return (self.name, "bitcode", self._final_module.as_bitcode())
 
 
-class _StepCacheImpl(CompileResultCacheImpl):
-    def rebuild(self, target_context, payload):
+class _StepCacheImpl(_SharedCacheImpl):
+    def _rebuild(self, target_context, payload):
         codegen = target_context.codegen()
         codegen._library_class = StepLibrary  # the cached bitcode becomes a StepLibrary again
         try:
-            return super().rebuild(target_context, payload)
+            return super()._rebuild(target_context, payload)
         finally:
             del codegen._library_class  # (under Numba's compiler lock, as every cache load)
 
@@ -277,6 +385,51 @@ def inlined(func):
     dispatcher = _step(func)
     dispatcher.__class__ = StepDispatcher
     return dispatcher
+
+
+class SharedDispatcher(_OneTypingPerType, CPUDispatcher):
+    """The dispatcher of a :func:`shared` pass: compiled once per process (or loaded from the cache)
+    to machine code of its own, and called by address from compiled callers."""
+
+    def add_overload(self, cres):
+        super().add_overload(cres)
+        args = tuple(cres.signature.args)
+        symbol = _shared_symbol(self.py_func, args)
+        if symbol not in _SHARED:
+            address = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+            if not address:
+                raise RuntimeError(f"no machine code for {self.py_func.__qualname__}{args}")
+            llvm.add_symbol(symbol, address)
+            _SHARED[symbol] = address
+        dependency = (self.py_func.__module__, self.py_func.__qualname__, args)
+        impl = _call_by_address(cres.fndesc, symbol, dependency)
+        selector = OverloadSelector()
+        selector.append(impl, impl.signature)
+        self.targetctx._defns[cres.entry_point] = selector  # replaces Numba's linking call
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(
+            f"{self.py_func.__module__}.{self.py_func.__qualname__} is a compiled pass "
+            "(loopdyn.jit.shared): it can be called from compiled code only"
+        )
+
+
+def shared(func=None, **options):
+    """Decorator: a pass compiled once to machine code of its own and called by address (not
+    linked, not inlined) from every compiled caller. Use it for the large passes that several
+    kernels share (a recursion's whole backward pass, a Delassus core): linked, each would be
+    optimised again and turned into machine code again inside every kernel that calls it. A call
+    costs a few nanoseconds, nothing next to a pass over the bodies. Cached on disk; a caller's cache
+    entry names the passes it calls, and loading it loads them first. Options as Numba's ``njit``
+    (``fastmath``...). Called from Python, a pass raises ``TypeError``."""
+
+    def decorate(f):
+        dispatcher = numba.njit(no_cpython_wrapper=True, **options)(f)
+        dispatcher.__class__ = SharedDispatcher
+        _with_package_cache(dispatcher)
+        return dispatcher
+
+    return decorate(func) if func is not None else decorate
 
 
 sequence = njit(cache=True, inline="always")

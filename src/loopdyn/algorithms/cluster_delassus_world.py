@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import inlined, njit
+from ..jit import inlined, shared
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import (
@@ -482,7 +482,7 @@ def cpw_propagate(ib, ic, cb, T, ports, k, m, Sw, Uw, Dinv, buf, Y, Z, y):
     cpv_omega(T, k, buf, Y, Z, m)  # eq. 16
 
 
-@njit(cache=True, fastmath={"contract"})
+@shared(fastmath={"contract"})
 def c_pv_osimr_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,
                           order, cemp, asm, buf, out):  # fmt: skip
     """Cluster PV-OSIMr in world coordinates on a validated state of a model whose every cluster has
@@ -623,7 +623,7 @@ def cef_rows_free(ws, i, k, chi, curk, present, out):
         curk[present[t]] = 0
 
 
-@njit(cache=True, fastmath={"contract"})
+@shared(fastmath={"contract"})
 def c_efpa_world_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, out):
     """C-EFPA in world coordinates on a validated state of a model whose every cluster has one port
     (:func:`one_port_tree`); writes Λ⁻¹ into ``out``. Returns 0 or a status.

@@ -15,7 +15,7 @@ A single-body cluster is a tree joint: its placement is in its parent, its 𝖲 
 
 from __future__ import annotations
 
-from ..jit import inlined, njit, sequence
+from ..jit import inlined, njit, sequence, shared
 from ..model import layout as L
 from ..model.joints import FREEFLYER
 from ..spatial import ops
@@ -557,7 +557,7 @@ def c_aba_one_port2(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     return True
 
 
-@njit(cache=True)
+@shared
 def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
     """C-ABA's first two passes (after the cluster kinematics): per cluster the articulated inertia
     𝖨^A, 𝖴 = 𝖨^A 𝖲, 𝖣⁻¹ and 𝗎 = τ − 𝖲ᵀ𝗉^A. Returns 0 or a SINGULAR status.
@@ -598,7 +598,7 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
     return 0
 
 
-@njit(cache=True)
+@shared
 def c_aba_forward(ib, ws, ic, cb, wc, ddy):
     """C-ABA's last pass (lines 38–43): ÿ and the body accelerations, after :func:`c_aba_backward`."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
@@ -825,7 +825,7 @@ def one_port_pair_fits(ib, ic, cb, k):
     return True
 
 
-@njit(cache=True, fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
+@shared(fastmath={"contract"})  # fused multiply-adds, as the tree CRBA
 def c_crba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, H):
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
     ib, ws, ic, cb, wc, code, consts, table, outputs, q, H = borrowed(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..constraints.tape import TABLE_WIDTH, evaluate_k, evaluate_phi_K
-from ..jit import inlined, njit
+from ..jit import inlined, njit, shared
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import acquire, borrowed, model_views, release, view
@@ -481,7 +481,7 @@ def cluster_bodies(ib, ws, ic, cb, wc, k, qs, qds, qdds, with_vel, with_acc):
             ops.store6(ws, i, L.W_C, c_i)
 
 
-@njit(cache=True)
+@shared
 def c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, with_gravity):
     """Cluster forward kinematics for the whole tree (see the module docstring). Returns a status.
     Body accelerations only when ``a`` is given (not empty); with ``with_gravity`` the base then

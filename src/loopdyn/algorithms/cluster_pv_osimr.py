@@ -41,7 +41,7 @@ import threading
 
 import numpy as np
 
-from ..jit import inlined, njit
+from ..jit import inlined, shared
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import STACK_FLOATS, borrowed, stack_floats, view
@@ -492,7 +492,7 @@ def cpv_assemble(T, crow, asm, buf, f, out, ncl):
                 out[b0 + s, a0 + r] = acc
 
 
-@njit(cache=True)
+@shared
 def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
                     cemp, asm, buf, out):  # fmt: skip
     """Cluster PV-OSIMr on a validated state; writes Λ⁻¹ into ``out``. Returns 0 or a status.

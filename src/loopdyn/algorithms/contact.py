@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..jit import inlined, njit
+from ..jit import inlined, shared
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import acquire, borrowed, model_views, release
@@ -357,7 +357,7 @@ def force_response(ib, ws, ci, sc, lam, ddq):
         ops.store6(ws, i, L.W_F, a)
 
 
-@njit(cache=True, fastmath={"contract"})
+@shared(fastmath={"contract"})
 def contact_core(ib, ws, q, v, tau, fext, mu, cf, ci, sc, ddq, lam):
     """Steps 1–5 on validated inputs (see the module docstring). ``lam`` holds the desired constraint
     accelerations k on entry and λ on return; ``ddq`` receives the accelerations. Returns 0, SINGULAR,
@@ -490,7 +490,7 @@ def constraint_wrenches(fext, cf, cbody, crow, lam, f2):
             f2[b, 3 + k] += w[k]
 
 
-@njit(cache=True)
+@shared
 def contact_loops_core(
     ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam
 ):

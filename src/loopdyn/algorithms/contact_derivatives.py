@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import inlined, njit
+from ..jit import inlined, njit, shared
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import STACK_INTS, acquire, borrowed, release, stack_ints, view
@@ -249,7 +249,7 @@ def kkt_sensitivities(Lc, Jm, dA, P, dL):
                     dA[x, i, c] += jm * dL[x, r, c]
 
 
-@njit(cache=True, fastmath={"contract"})
+@shared(fastmath={"contract"})
 def contact_derivatives_core(ib, ws, q, v, tau, fext, mu, cf, ci, sc, wk, lidx, ddq, lam, dA, dL):
     """The derivatives of the constrained forward dynamics on validated inputs (module docstring):
     ``ddq``, ``lam`` (k on entry, λ on return) and ``dA`` = (∂q̈/∂δ, ∂q̈/∂v, ∂q̈/∂τ), ``dL`` = (∂λ/∂δ,

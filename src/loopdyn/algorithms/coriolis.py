@@ -70,7 +70,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..constraints.tape import evaluate_k
-from ..jit import inlined, njit
+from ..jit import inlined, njit, shared
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import STACK_FLOATS, acquire, borrowed, model_views, release, stack_floats, view
@@ -334,7 +334,7 @@ def implicit_gdot(ic, cb, wc, code, consts, table, outputs, k, gd, sc):
     return 0
 
 
-@njit(cache=True, fastmath={"contract"})
+@shared(fastmath={"contract"})
 def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out, what, buf):
     """C_y (``what`` = CORIOLIS) or Ḣ (MDOT) of a model with clusters at (q, ẏ), validated inputs, into
     the nv × nv ``out`` by (C5); ``buf`` holds :func:`cluster_buffer_size` floats. Returns a status."""

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import inlined, njit, sequence
+from ..jit import inlined, njit, sequence, shared
 from ..model import layout as L
 from ..spatial import ops
 from .aba import aba_core
@@ -241,7 +241,7 @@ def to_parent(ws, i, par):
         ws[par, D_B + r] += ws[i, D_B + r]
 
 
-@njit(cache=True, fastmath={"contract"})
+@shared(fastmath={"contract"})
 def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M):
     """∂τ/∂q (tangent), ∂τ/∂v and ∂τ/∂a = M (full, armature included) of the RNEA at (q, v, a) with
     the external forces ``fext`` ((0, 6): none), validated inputs, into the nv × nv ``dq``, ``dv``,

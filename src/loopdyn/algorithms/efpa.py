@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import inlined, njit
+from ..jit import inlined, shared
 from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
@@ -100,7 +100,7 @@ def common_depth(path, e1, e2, dmax):
     return lo
 
 
-@njit(cache=True)
+@shared
 def efpa_core(ib, ws, q, cbody, crow, K, added, out):
     """EFPA on validated inputs; writes Λ⁻¹ (m × m) into ``out``. Returns 0 or a SINGULAR status.
 
@@ -276,7 +276,7 @@ def efpa_world_free(ws, i, chi, cur, present, out):
         cur[present[t]] = 0
 
 
-@njit(cache=True, fastmath={"contract"})
+@shared(fastmath={"contract"})
 def efpa_world_core(ib, ws, q, cbody, crow, K, added, out):
     """EFPA in world coordinates on validated inputs (the steps of C-EFPA's world version,
     :func:`~.cluster_delassus_world.c_efpa_world_core`, on a tree); writes Λ⁻¹ into ``out``. Returns 0

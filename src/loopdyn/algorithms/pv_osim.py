@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..jit import inlined, njit
+from ..jit import inlined, njit, shared
 from ..model import layout as L
 from ..spatial import ops
 from .aba import inertia_to_parent, joint_factor
@@ -439,7 +439,7 @@ def _force_up(ib, ws, i, f, y, yo):
 
 # ---------------------------------------------------------------------------------------------
 # PV-OSIM (Algorithm 1)
-@njit(cache=True)
+@shared
 def pv_osim_core(ib, ws, q, K, bk, sc, added, out):
     """PV-OSIM on validated inputs; writes Λ⁻¹ (user order) into ``out``. Returns 0 or SINGULAR.
 

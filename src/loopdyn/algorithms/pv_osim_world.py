@@ -39,7 +39,7 @@ left holding the world placements at q, as after a forward kinematics.
 
 from __future__ import annotations
 
-from ..jit import inlined, njit
+from ..jit import inlined, shared
 from ..model import layout as L
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED
 from ..spatial import ops
@@ -346,7 +346,7 @@ def pvw_link_step(ib, ws, bk, sc, i, par, free):
 
 # ---------------------------------------------------------------------------------------------
 # the algorithm
-@njit(cache=True, fastmath={"contract"})
+@shared(fastmath={"contract"})
 def pv_osimr_world_core(ib, ws, q, K, bk, sc, added, out):
     """PV-OSIMr in world coordinates on validated inputs; writes Λ⁻¹ (user order) into ``out``.
     Returns 0 or SINGULAR (a joint whose ``D`` is not positive definite).

@@ -22,14 +22,14 @@ from ..algorithms.call import as_float_vector
 from ..algorithms.cluster_kinematics import cluster_coordinates, validate_cluster_state
 from ..algorithms.common import kernel
 from ..algorithms.status import raise_for_status
-from ..jit import njit
+from ..jit import shared
 from ..model import layout as L
 from .constraints import baseline_cache, constraint_jacobians, spanning_state
 
 __all__ = ["cluster_setup", "compiled_maps", "compiled_maps_core"]
 
 
-@njit(cache=True)
+@shared
 def compiled_maps_core(ib, ic, cb, wc, code, consts, table, outputs, q, v, krow, G, g, K, k):
     """Dense G (nvs × nv), g (nvs), and the rows of implicit clusters in K, k (rows from ``krow[c]``);
     the spanning q, q̇ are left in the buffers of ``wc``. G, g, K, k must be zero (K: explicit rows

@@ -39,7 +39,7 @@ from ..algorithms.cluster_kinematics import validate_cluster_state
 from ..algorithms.common import check_configuration, check_forces, check_vector, kernel, s_column
 from ..algorithms.crba import crba_core, ltl_in_place, ltl_solve, ltl_solve_transposed
 from ..algorithms.rnea import rnea_core
-from ..jit import inlined, njit
+from ..jit import inlined, njit, shared
 from ..model import layout as L
 from ..spatial import ops
 from .compiled import compiled_maps_core
@@ -232,7 +232,7 @@ def validate_state(ib, ic, cb, ibs, ix, q, v, x, fext):
     return st
 
 
-@njit(cache=True)
+@shared
 def spanning_maps(ib, ic, cb, wc, code, consts, table, outputs, ix, sc, q, v):
     """q_s, v_s, G, g, K, k (the regions of ``sc``) at the cluster state (q, v), validated. Returns
     a status (a cluster off its constraints, a singular K_d)."""

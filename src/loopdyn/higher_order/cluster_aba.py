@@ -35,7 +35,7 @@ import numpy as np
 
 from ..algorithms.borrow import borrowed, keep_alive
 from ..algorithms.common import kernel
-from ..jit import inlined, njit
+from ..jit import inlined, shared
 from . import validation as hv
 from .arrays import HB_IV, HB_NV, HB_PARENT, HF_ARM
 from .clusters import check_cluster_inputs, map_offsets, spanning_q, spanning_v
@@ -198,7 +198,7 @@ def joint_space_inertia(hb, hf, mi, mf, ct, bt, k, U, Sk, D):
                         D[mi[vi + e1] - iv, mi[vi + e2] - iv] += mf[nqe + e1] * arm * mf[nqe + e2]
 
 
-@njit(cache=True)
+@shared
 def cluster_factor(hb, hf, mi, mf, ct, bt, k, S, dw, E, fb, scratch):
     """Lemma 2 for cluster k (once per call): 𝖲, 𝖴 = 𝖨^A 𝖲 (then, for a cluster with a parent, ``Û =
     X_aᵀ 𝖴_a`` per body, as the sweeps use it), 𝖣 = L Lᵀ, and the articulated inertia
@@ -434,7 +434,7 @@ def port_offsets(ct, bt, dw, E):
                 E[first + a, x] = dw[b, x] + (E[first + ip, x] if ip >= 0 else 0.0)
 
 
-@njit(cache=True)
+@shared
 def cluster_aba_core(hb, hf, mi, mf, ct, bt, qs, vs, dtau, fext, out):
     """y^(1…R+1) into ``out`` from τ_y^(0…R) on validated inputs (spanning ``qs``, ``vs = G v``)."""
     nb, nvs = hb[0, 0], hb[0, 2]

@@ -35,7 +35,7 @@ from ..algorithms.cluster_dynamics import c_aba_backward, placement_in_output
 from ..algorithms.cluster_kinematics import c_fk_core, tapes, validate_cluster_state
 from ..algorithms.common import kernel
 from ..algorithms.status import DATA_IN_USE, SINGULAR, STATUS_BASE
-from ..jit import inlined, njit
+from ..jit import inlined, njit, shared
 from ..model import layout as L
 from ..spatial import ops
 from .tree_arrays import OP_D, OP_DINV, OP_L, OP_LINV, OP_LINVT, OP_LT, OP_M
@@ -300,7 +300,7 @@ def c_compliance_kernel(ints, floats, q, out, off_diagonal):
     return st
 
 
-@njit(cache=True)
+@shared
 def compliance_core(ints, floats, q, out, off_diagonal):
     """:func:`c_compliance_kernel` once the Data is acquired."""
     ints, floats, q, out = borrowed((ints, floats, q, out))
