@@ -134,6 +134,20 @@ def _compile_in_worker(family: str, mod: str, name: str) -> KernelTiming:
     return KernelTiming(family, mod, name, seconds, cached, peak)
 
 
+def _interleaved(todo: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The kernels taken from each family in turn. Kernels of one family call the same shared passes
+    (:func:`loopdyn.jit.shared`): two workers starting two of them at once would both compile those
+    passes, where a worker starting one after another finds them in the cache."""
+    by_family: dict[str, list] = {}
+    for task in todo:
+        by_family.setdefault(task[0], []).append(task)
+    queues = list(by_family.values())
+    out = []
+    while any(queues):
+        out.extend(q.pop(0) for q in queues if q)
+    return out
+
+
 def _compile_task(task: tuple[str, str, str]) -> tuple[bool, object]:
     """Pool task: ``(True, KernelTiming)`` or ``(False, (module, name, error))``."""
     try:
@@ -157,7 +171,7 @@ def compile(  # noqa: A001 - the public name the CLI mirrors: `loopdyn compile`
     standard error) is a file or a pipe. Each worker compiles ``tasks_per_worker`` kernels and is
     then replaced, so that the memory a compilation leaves behind does not accumulate.
     """
-    todo = kernels(families)
+    todo = _interleaved(kernels(families))
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
     stream = sys.stderr if stream is None else stream
     t0 = time.perf_counter()
