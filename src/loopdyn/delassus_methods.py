@@ -28,8 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
-from scipy.linalg.lapack import dpotrf
 
 from .algorithms import (
     cluster_delassus_world,
@@ -223,6 +221,9 @@ def run_dense(model, data, q, rows: ConstraintRows) -> np.ndarray:
     n = M.shape[0]
     if n == 0:
         return np.zeros((rows.m, rows.m))
+    from scipy.linalg import solve_triangular
+    from scipy.linalg.lapack import dpotrf
+
     Lc, info = dpotrf(M[::-1, ::-1], lower=1, clean=1, overwrite_a=0)
     bad = n - info if info > 0 else -1  # the coordinate whose pivot is ≤ 0
     if bad < 0:  # relative pivot test (ops.SPD_RTOL): rounding leaves a tiny positive pivot at a lock
@@ -365,5 +366,7 @@ def damped_delassus_inverse(model, data, q, constraints, mu: float, method: str 
         return 0.5 * (out + out.T)
     G = meth.runner(model, data, q, rows, constraints)
     G[np.diag_indices(m)] += mu
+    from scipy.linalg import cho_factor, cho_solve
+
     out = cho_solve(cho_factor(G, lower=True), np.eye(m))
     return 0.5 * (out + out.T)

@@ -12,7 +12,6 @@ out in the function: these are called every control cycle, and a Python frame le
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from .algorithms import aba as tree_aba
 from .algorithms import cluster_dynamics as cluster
@@ -133,6 +132,8 @@ def minverse(model, data, q) -> np.ndarray:
     """The inverse mass matrix ``M(q)⁻¹`` (nv × nv, full and symmetric), by the sparse LᵀL
     factorisation of M, O(n d²) for a tree of depth d (for a model with loops: Cholesky of H)."""
     if model.has_constraints:
+        from scipy.linalg import cho_factor, cho_solve
+
         return cho_solve(cho_factor(crba(model, data, q)), np.eye(model.nv))
     if data.source_key is not model._key:
         check_data(model, data)

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-import scipy.linalg
 
 from .algorithms import regressor as kernels
 from .algorithms.call import CONFIGURATION, TANGENT, KernelArgs, run
@@ -302,6 +301,8 @@ def identifiable_parameters(
     norms = np.linalg.norm(W, axis=0)
     active = np.flatnonzero(norms > 1e-12 * max(float(norms.max(initial=0.0)), 1e-300))
     Wn = W[:, active] / norms[active]
+    import scipy.linalg
+
     R = scipy.linalg.qr(Wn, mode="r", pivoting=True)[0]
     diag = np.abs(np.diag(R))
     sv = diag / diag[0] if diag.size and diag[0] > 0 else diag

@@ -26,7 +26,6 @@ selection of the independent entries of ``q̈``, cluster by cluster in cluster-s
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from ..algorithms.crba import dof_parents, ltl_in_place, ltl_solve, ltl_solve_transposed
 from ..dynamics import crba, rnea
@@ -49,6 +48,8 @@ def _lam(cache) -> np.ndarray:
 def lift_forces(G: np.ndarray, tau: np.ndarray) -> np.ndarray:
     """``τ_span = (Gᵀ)⁺ τ = G (GᵀG)⁻¹ τ``: the minimum-norm spanning forces with ``Gᵀ τ_span = τ``."""
     GtG = G.T @ G
+    from scipy.linalg import cho_factor, cho_solve
+
     return G @ cho_solve(cho_factor(GtG, lower=True, check_finite=False), tau, check_finite=False)
 
 
@@ -87,6 +88,8 @@ def lagrange_forward_dynamics(
     tau = np.asarray(tau, dtype=float)
     if tau.shape != (model.nv,):
         raise ValueError(f"tau must have shape ({model.nv},), got {tau.shape}")
+    from scipy.linalg import cho_factor, cho_solve
+
     qs, vs, G, _ = spanning_state(model, q, v)
     K, k = constraint_jacobians(model, qs, vs)
     H = crba(cache.tree, cache.data, qs)

@@ -13,7 +13,6 @@ On a tree (no constraints) G = 1 and g = 0: these reduce to ``loopdyn.rnea`` / `
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from ..constraint_rows import jacobian, prepare
 from ..dynamics import crba, rnea
@@ -82,6 +81,8 @@ def projection_forward_dynamics(
     C = rnea(cache.tree, cache.data, qs, vs, np.zeros(cache.nvs), f_ext)
     A = G.T @ H @ G
     b = tau - G.T @ (C + H @ g)
+    from scipy.linalg import cho_factor, cho_solve
+
     ydd = cho_solve(cho_factor(A, lower=True, check_finite=False), b, check_finite=False)
     if full_output:
         return ydd, G @ ydd + g
@@ -101,6 +102,8 @@ def projected_delassus(model, q, constraints, *, compiled: bool = False) -> np.n
     H = crba(cache.tree, cache.data, qs)
     J = jacobian(cache.tree, cache.data, qs, prepare(cache.tree, constraints)) @ G
     A = G.T @ H @ G
+    from scipy.linalg import cho_factor, cho_solve
+
     X = cho_solve(cho_factor(A, lower=True, check_finite=False), J.T, check_finite=False)
     out = J @ X
     return 0.5 * (out + out.T)
