@@ -230,9 +230,11 @@ def probe_package(tmp_path_factory, package_copy) -> Path:
     return root
 
 
-def _probe(pkg: Path, cache: Path, first: str = "a") -> dict:
+def _child(code: str, pkg: Path, cache: Path, *args: str) -> dict:
+    """Run ``code`` in a fresh Python process on the package copy ``pkg`` and the cache folder
+    ``cache``; the JSON object it prints last."""
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE_CHILD, first],
+        [sys.executable, "-c", code, *args],
         env=_env(pkg, cache),
         capture_output=True,
         text=True,
@@ -241,6 +243,10 @@ def _probe(pkg: Path, cache: Path, first: str = "a") -> dict:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _probe(pkg: Path, cache: Path, first: str = "a") -> dict:
+    return _child(PROBE_CHILD, pkg, cache, first)
 
 
 # x = 0..4: scale_pass(x, y, False) = 20, outer_pass = (20 + 5) + 1 = 26; y = 2x + 1 after outer_pass
@@ -371,16 +377,7 @@ def test_steps_are_cached_as_ir_and_reused_by_a_kernel_compiled_later(package_co
     """A kernel compiled in a later process loads the steps an earlier one compiled (cached as LLVM
     IR, loopdyn.jit.StepLibrary), no step is turned into machine code of its own, and the kernel is
     right (against the same call in this process)."""
-    proc = subprocess.run(
-        [sys.executable, "-c", STEPS_CHILD],
-        env=_env(package_copy, warm_cache),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=str(package_copy),
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res = _child(STEPS_CHILD, package_copy, warm_cache)
     m = loopdyn.robots.double_pendulum()
     q, v, a = np.array([0.3, -0.7]), np.array([1.1, 0.4]), np.array([-0.2, 0.9])
     assert np.array_equal(res["qdd"], loopdyn.aba(m, m.create_data(), q, v, a))
