@@ -62,6 +62,7 @@ The cache
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import os
@@ -70,7 +71,7 @@ from pathlib import Path
 
 import numba
 from llvmlite import binding as llvm
-from numba.core import cgutils, imputils, typeinfer, types
+from numba.core import imputils, typeinfer, types
 from numba.core.base import OverloadSelector
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 from numba.core.codegen import JITCodeLibrary, JITCPUCodegen
@@ -124,10 +125,14 @@ def _shared_symbol(py_func, args) -> str:
 
 
 def _call_by_address(fndesc, symbol: str, dependency: tuple):
-    """Numba's lowering of a call to a compiled function (``imputils.user_function``), except that the
-    callee is declared under ``symbol`` and not linked: the caller's module holds a call, not a copy
-    of the callee, and the symbol is resolved when the caller's machine code is loaded (see
+    """Numba's lowering of a call to a compiled function (``imputils.user_function``: its call
+    sequence, status propagation and the declaration's target attributes) on a copy of the callee's
+    descriptor renamed to ``symbol`` and with no library to link: the caller's module holds a call, not
+    a copy of the callee, and the symbol is resolved when the caller's machine code is loaded (see
     :func:`shared`). The caller's code library records the dependency for its cache entry."""
+    renamed = copy.copy(fndesc)
+    renamed.mangled_name = symbol
+    call = imputils.user_function(renamed, ())
 
     def imp(context, builder, sig, args):
         library = context.active_code_library
@@ -135,16 +140,9 @@ def _call_by_address(fndesc, symbol: str, dependency: tuple):
         if deps is None:
             deps = library._loopdyn_shared = {}
         deps[symbol] = dependency
-        fnty = context.call_conv.get_function_type(fndesc.restype, fndesc.argtypes)
-        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
-        context.call_conv.decorate_function(fn, fndesc.args, fndesc.argtypes, noalias=fndesc.noalias)
-        status, retval = context.call_conv.call_function(builder, fn, fndesc.restype, fndesc.argtypes, args)
-        with cgutils.if_unlikely(builder, status.is_error):
-            context.call_conv.return_status_propagate(builder, status)
-        retval = imputils.fix_returning_optional(context, builder, sig, status, retval)
-        return imputils.impl_ret_new_ref(context, builder, fndesc.restype, retval)
+        return call(context, builder, sig, args)
 
-    imp.signature = fndesc.argtypes
+    imp.signature = call.signature
     imp.libs = ()
     return imp
 
