@@ -137,11 +137,19 @@ def test_bench_section_smoke(tmp_path, monkeypatch, capsys):
     assert len(res["per_call"]["rnea_us"]) == 6 and all(t > 0 for t in res["per_call"]["aba_us"])
     assert (tmp_path / "higher_order.json").exists()
     assert bench.branches(3).nbodies == 16
+    # (e) closed loops: every robot and order timed against its spanning tree, the round trip exact
+    assert "(e) Closed loops" in out
+    rows = res["loops"]["rows"]
+    robots = ("four_bar", "five_bar", "tello")
+    assert {(r["robot"], r["r"]) for r in rows} == {(n, k) for n in robots for k in (0, 2)}
+    assert all(r["rnea_us"] > 0 and r["tree_aba_us"] > 0 and r["round_trip_rel_error"] < 1e-8 for r in rows)
 
 
 def test_readme_higher_order_section_runs():
 
     from doc_pages import code_blocks
+
+    from loopdyn.higher_order import aba as ho_aba
 
     blocks = code_blocks("tutorials/higher-order")
     assert blocks
@@ -152,3 +160,8 @@ def test_readme_higher_order_section_runs():
     np.testing.assert_allclose(ns["back"], ns["dv"][1:], atol=1e-10 * np.abs(ns["dtau"]).max())
     np.testing.assert_allclose(ns["tau_out"], ns["dtau"], atol=1e-10 * np.abs(ns["dtau"]).max())
     np.testing.assert_allclose(ns["v_out"], ns["dv"][1:], atol=1e-9)
+    # the closed-loop example: order 0 is C-RNEA, and the round trip
+    fb, d, q, dv = ns["fb"], ns["fb_data"], ns["q_fb"], ns["dv_fb"]
+    ref = ld.rnea(fb, d, q, dv[0], dv[1])
+    np.testing.assert_allclose(ns["dtau_fb"][0], ref, atol=1e-12 * np.abs(ref).max())
+    np.testing.assert_allclose(ho_aba(fb, d, q, dv[0], ns["dtau_fb"]), dv[1:], atol=1e-9 * np.abs(dv).max())

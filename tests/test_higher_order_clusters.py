@@ -2,7 +2,7 @@
 order 0 against loopdyn's cluster algorithms (C-RNEA, C-ABA); orders 0–5 with external forces on
 every explicit-cluster built-in robot against Gᵀ τ_span⁽ᵏ⁾ of a Taylor-mode AD oracle (NumPy series
 arithmetic, G from the couplings' ratios), and pbt_chain against JAX's jet of the spanning tree;
-implicit clusters refused."""
+implicit clusters in tests/test_higher_order_loops.py."""
 
 from __future__ import annotations
 
@@ -350,14 +350,15 @@ def test_taylor_arithmetic_against_mpmath():
 
 
 @pytest.mark.parametrize("name", ["four_bar", "planar_leg_linkage"])
-def test_implicit_clusters_are_refused_naming_the_cluster(name):
+def test_tree_only_functions_refuse_models_with_loops(name):
+    """rnea and aba take loops (tests/test_higher_order_loops.py); closed_form and hybrid do not."""
     model = ld.robots.build(name)
     data = model.create_data()
     q = ld.neutral(model)
-    with pytest.raises(errors.UnsupportedFeatureError, match="cluster .* is implicit"):
-        ho.rnea(model, data, q, np.zeros((2, model.nv)))
-    with pytest.raises(errors.UnsupportedFeatureError, match="cluster .* is implicit"):
-        ho.aba(model, data, q, np.zeros(model.nv), np.zeros((1, model.nv)))
+    with pytest.raises(errors.UnsupportedFeatureError, match="kinematic trees only"):
+        ho.closed_form(model, data, q, np.zeros(model.nv))
+    with pytest.raises(errors.UnsupportedFeatureError, match="kinematic trees only"):
+        ho.hybrid(model, data, q, np.zeros((2, model.nv)), np.zeros((1, model.nv)), [])
 
 
 def test_cluster_models_bad_input_and_unsupported_functions():

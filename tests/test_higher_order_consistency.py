@@ -168,12 +168,12 @@ def test_bad_input_raises_specific_errors_and_data_stays_usable(floating):
     np.testing.assert_array_equal(ho.aba(lm, data, q, dv[0], good, fe), good_fd)
 
 
-def test_model_with_loops_is_refused_with_a_clear_error():
+def test_hybrid_on_a_model_with_loops_is_refused_with_a_clear_error():
     model = ld.robots.four_bar()
     data = model.create_data()
     q = ld.neutral(model)
-    with pytest.raises(errors.UnsupportedFeatureError):
-        ho.rnea(model, data, q, np.zeros((2, model.nv)))
+    with pytest.raises(errors.UnsupportedFeatureError, match="four_bar"):
+        ho.hybrid(model, data, q, np.zeros((2, model.nv)), np.zeros((1, model.nv)), [])
 
 
 def test_model_change_invalidates_the_cached_arrays():

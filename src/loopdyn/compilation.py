@@ -42,6 +42,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "higher_order.closed_form",
         "higher_order.cluster_aba",
         "higher_order.clusters",
+        "higher_order.loops",
     ),
     "baselines": ("baselines.kernels", "baselines.compiled"),
     "spatial_operators": ("spatial_operators.cluster_sweeps",),

@@ -7,6 +7,8 @@
 * spatial ↔ body converters of twist and wrench derivative stacks (D9–D12).
 
 Coordinates are loopdyn's (Pinocchio's), so order 0 is :func:`loopdyn.rnea` / :func:`loopdyn.aba`.
+:func:`rnea` and :func:`aba` also take models with clusters: explicit constant-G ones (geared rotors,
+belts) and closed loops (four-bars, differentials: :mod:`.loops`), in their independent coordinates.
 """
 
 from .api import aba, hybrid, rnea

@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from ..algorithms.validation import check_data, require_tree
-from . import cluster_aba
+from . import cluster_aba, loops
 from . import clusters as cl
 from . import dynamics as kernels
 from . import validation as hv
@@ -26,7 +26,8 @@ _LAST = (object(), None, None, 0)  # (key, hb, hf, nv) of the tree model state u
 # model._key`` identifies the model and its state, and ``key is data.source_key`` the Data, with no
 # dictionary look-up (the common case: one model called repeatedly)
 
-_FAST_CL: dict = {}  # the same for cluster models: id(model) → (…, (hb, hf, mi, mf, ct, bt))
+_FAST_CL: dict = {}  # the same for cluster models: id(model) → (…, (hb, hf, mi, mf, ct, bt)), or with
+# loops (…, (hb, hf, mi, mf, li, code, consts, table, outputs, tol)) (:func:`.loops.loop_tables`)
 
 
 def prepare_tree(model, data):
@@ -56,48 +57,55 @@ def prepare_tree(model, data):
 
 
 def _cluster_call(model, data, which, args, f_ext):
-    """rnea / aba of a model with explicit constant-G clusters (:mod:`loopdyn.higher_order.clusters`,
-    :mod:`loopdyn.higher_order.cluster_aba`): one kernel call, the arguments coerced only if the
-    compiled kernel refuses them."""
+    """rnea / aba of a model with clusters: explicit constant-G clusters by
+    :mod:`loopdyn.higher_order.clusters` and :mod:`loopdyn.higher_order.cluster_aba`, models with loops
+    (implicit clusters) by :mod:`loopdyn.higher_order.loops`. One kernel call, the arguments coerced only
+    if the compiled kernel refuses them."""
     e = _FAST_CL.get(id(model))
     if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        hb, hf, mi, mf, ct, bt = e[3]
+        tables = e[3]
     else:
         check_data(model, data)
         hb, hf = model_arrays(model, data)
-        mi, mf = cl.cluster_maps(model, data)
-        ct, bt = cluster_aba.cluster_tables(model, data)
+        if loops.has_loops(model):
+            tables = (hb, hf, *loops.loop_tables(model, data))
+        else:
+            tables = (hb, hf, *cl.cluster_maps(model, data), *cluster_aba.cluster_tables(model, data))
         key = id(model)
         _FAST_CL[key] = (
             weakref.ref(model, lambda _, key=key: _FAST_CL.pop(key, None)),
             model.compiled(),
             data.source_key,
-            (hb, hf, mi, mf, ct, bt),
+            tables,
         )
     nv = model.nv
     fext = _NO_FORCES if f_ext is None else f_ext
+    with_loops = len(tables) == 10
     if which == "rnea":
+        rnea_kernel = loops.loop_rnea_kernel if with_loops else cl.cluster_rnea_kernel
+        tables = tables if with_loops else tables[:4]  # (the explicit kernel needs no cluster tables)
         q, dv = args
         try:
             out = np.empty((max(dv.shape[0] - 1, 1), nv))
-            st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
+            st = rnea_kernel(*tables, q, dv, fext, out)
         except (TypeError, AttributeError, IndexError):
             q, dv = hv.as_array(q, "q", 1), hv.as_array(dv, "dv", 2)
             fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
             out = np.empty((max(dv.shape[0] - 1, 1), nv))
-            st = cl.cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out)
+            st = rnea_kernel(*tables, q, dv, fext, out)
     else:
+        aba_kernel = loops.loop_aba_kernel if with_loops else cluster_aba.cluster_aba_kernel
         q, v, dtau = args
         try:
             out = np.empty((dtau.shape[0], nv))
-            st = cluster_aba.cluster_aba_kernel(hb, hf, mi, mf, ct, bt, q, v, dtau, fext, out)
+            st = aba_kernel(*tables, q, v, dtau, fext, out)
         except (TypeError, AttributeError, IndexError):
             q, v, dtau = (
                 hv.as_array(x, n, d) for x, n, d in zip(args, ("q", "v", "dtau"), (1, 1, 2), strict=True)
             )
             fext = _NO_FORCES if f_ext is None else hv.as_array(f_ext, "f_ext", 3)
             out = np.empty((dtau.shape[0], nv))
-            st = cluster_aba.cluster_aba_kernel(hb, hf, mi, mf, ct, bt, q, v, dtau, fext, out)
+            st = aba_kernel(*tables, q, v, dtau, fext, out)
     if st:
         _cluster_status(model, which, st)
     return out
@@ -123,7 +131,9 @@ def rnea(model, data, q, dv, f_ext=None) -> np.ndarray:
     Parameters
     ----------
     model, data:
-        A tree :class:`~loopdyn.Model` and a Data created by it.
+        A :class:`~loopdyn.Model` and a Data created by it: a tree, or a model with clusters — explicit
+        constant-G ones (geared rotors, belts) or closed loops (:mod:`loopdyn.higher_order.loops`;
+        an implicit cluster's positions must satisfy its constraints, ``ConfigurationError`` otherwise).
     q:
         Configuration (nq) at the instant, Pinocchio's layout.
     dv:
@@ -175,7 +185,9 @@ def aba(model, data, q, v, dtau, f_ext=None) -> np.ndarray:
     Parameters
     ----------
     model, data:
-        A tree :class:`~loopdyn.Model` and a Data created by it.
+        A :class:`~loopdyn.Model` and a Data created by it: a tree, or a model with clusters — explicit
+        constant-G ones (geared rotors, belts) or closed loops (:mod:`loopdyn.higher_order.loops`;
+        an implicit cluster's positions must satisfy its constraints, ``ConfigurationError`` otherwise).
     q, v:
         Configuration (nq) and velocity (nv) at the instant.
     dtau:

@@ -10,8 +10,9 @@ transmissions): the spanning-tree derivatives are ``G`` times the independent on
   spanning-tree evaluations, factorised once and reused at every order, the order-r right-hand side
   from the H-GRNE with ``v^(r+1) = 0``; O(N·n + N·r³)) is its test reference and benchmark baseline.
 
-Implicit clusters (loops: four-bars, differentials) raise :class:`~loopdyn.errors.UnsupportedFeatureError`
-naming the cluster.
+Implicit clusters (loops: four-bars, differentials) are the business of :mod:`.loops`, which uses the
+maps of :func:`cluster_maps` for the rest of the model; the kernels here refuse them
+(:class:`~loopdyn.errors.UnsupportedFeatureError` naming the cluster).
 """
 
 from __future__ import annotations
@@ -39,12 +40,15 @@ from .dynamics import (
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def cluster_maps(model, data):
+def cluster_maps(model, data, implicit: bool = False):
     """``(mi, mf)``: the sparse maps q → q_span and v → v_span of an explicit-cluster model, CSR
-    packed: ``mi = [nq, nv, nq_span, nv_span, qptr…, qidx…, vptr…, vidx…]``, ``mf = [qval…, vval…]``."""
+    packed: ``mi = [nq, nv, nq_span, nv_span, qptr…, qidx…, vptr…, vidx…]``, ``mf = [qval…, vval…]``.
+
+    With ``implicit``, implicit clusters (loops) are accepted: their q entries (the spanning positions)
+    are copied and their v entries left out — :mod:`.loops` computes those."""
     entry = _CACHE.get(model)
-    if entry is not None and entry[0] is data.source_key:
-        return entry[1], entry[2]
+    if entry is not None and entry[0] is data.source_key and entry[1] == implicit:
+        return entry[2], entry[3]
     qrows = [[] for _ in range(model.spanning_nq)]
     vrows = [[] for _ in range(model.spanning_nv)]
     for c in model.clusters().clusters:
@@ -62,6 +66,9 @@ def cluster_maps(model, data):
                     if g != 0.0:
                         qrows[b.idx_q].append((c.iq + j, g))
                         vrows[b.idx_v].append((c.iv + j, g))
+        elif implicit and c.kind != EXPLICIT:
+            for loc, bi in enumerate(c.bodies):  # q stores the loop's spanning positions
+                qrows[model.bodies[bi - 1].idx_q].append((c.iq + loc, 1.0))
         else:
             names = [model.bodies[bi - 1].name for bi in c.bodies]
             cons = [getattr(k, "name", "?") for k in c.constraints]
@@ -78,7 +85,7 @@ def cluster_maps(model, data):
         mi += ptr + [i for row in rows for i, _ in row]
         mf += [g for row in rows for _, g in row]
     mi, mf = np.array(mi, dtype=np.int64), np.array(mf, dtype=np.float64)
-    _CACHE[model] = (data.source_key, mi, mf)
+    _CACHE[model] = (data.source_key, implicit, mi, mf)
     return mi, mf
 
 
@@ -94,7 +101,7 @@ def map_offsets(mi):
 
 
 @njit(cache=True)
-def _apply(mi, mf, ptr0, idx0, val0, n_out, x, out):
+def apply_map(mi, mf, ptr0, idx0, val0, n_out, x, out):
     """out = A x for the CSR map starting at ``ptr0`` / ``idx0`` in mi and ``val0`` in mf."""
     for r in range(n_out):
         s = 0.0
@@ -104,7 +111,7 @@ def _apply(mi, mf, ptr0, idx0, val0, n_out, x, out):
 
 
 @njit(cache=True)
-def _apply_t(mi, mf, ptr0, idx0, val0, n_rows, y, out):
+def apply_map_t(mi, mf, ptr0, idx0, val0, n_rows, y, out):
     """out = Aᵀ y."""
     out[:] = 0.0
     for r in range(n_rows):
@@ -117,7 +124,7 @@ def spanning_q(mi, mf, q):
     """The spanning configuration ``q_span`` of ``q`` (the CSR q map)."""
     nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = map_offsets(mi)
     qs = np.empty(nqs)
-    _apply(mi, mf, qp, qi, 0, nqs, q, qs)
+    apply_map(mi, mf, qp, qi, 0, nqs, q, qs)
     return qs
 
 
@@ -126,7 +133,7 @@ def spanning_v(mi, mf, v):
     """The spanning velocity ``G v`` (the CSR v map)."""
     nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = map_offsets(mi)
     vs = np.empty(nvs)
-    _apply(mi, mf, vp, vi, nqe, nvs, v, vs)
+    apply_map(mi, mf, vp, vi, nqe, nvs, v, vs)
     return vs
 
 
@@ -173,11 +180,11 @@ def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
     rows = dv.shape[0]
     dvs = np.empty((rows, nvs))
     for k in range(rows):
-        _apply(mi, mf, vp, vi, nqe, nvs, dv[k], dvs[k])
+        apply_map(mi, mf, vp, vi, nqe, nvs, dv[k], dvs[k])
     outs = np.empty((rows - 1, nvs))
     rnea_core(hb, hf, qs, dvs, fext, outs)
     for k in range(rows - 1):
-        _apply_t(mi, mf, vp, vi, nqe, nvs, outs[k], out[k])
+        apply_map_t(mi, mf, vp, vi, nqe, nvs, outs[k], out[k])
     return 0
 
 
@@ -199,7 +206,7 @@ def cluster_aba_dense_kernel(hb, hf, mi, mf, q, v, dtau, fext, out):
         return st
     R = dtau.shape[0] - 1
     dvs = np.zeros((R + 2, nvs))
-    _apply(mi, mf, vp, vi, nqe, nvs, v, dvs[0])
+    apply_map(mi, mf, vp, vi, nqe, nvs, v, dvs[0])
     # leading coefficient H = Gᵀ (M_span + armature) G, the same at every order: assembled once
     no_f = np.zeros((0, 0, 6))
     base = np.empty((1, nvs))
@@ -211,11 +218,11 @@ def cluster_aba_dense_kernel(hb, hf, mi, mf, q, v, dtau, fext, out):
     for j in range(nv):
         e[:] = 0.0
         e[j] = 1.0
-        _apply(mi, mf, vp, vi, nqe, nvs, e, dvs[1])
+        apply_map(mi, mf, vp, vi, nqe, nvs, e, dvs[1])
         rnea_core(hb, hf, qs, dvs[:2], no_f, col)
         for a in range(nvs):
             col[0, a] -= base[0, a]
-        _apply_t(mi, mf, vp, vi, nqe, nvs, col[0], g)
+        apply_map_t(mi, mf, vp, vi, nqe, nvs, col[0], g)
         H[:, j] = g
     dvs[1, :] = 0.0
     L = np.zeros((nv, nv))  # Cholesky, once
@@ -225,9 +232,9 @@ def cluster_aba_dense_kernel(hb, hf, mi, mf, q, v, dtau, fext, out):
     for r in range(R + 1):  # order r: the spanning bias with v^(r+1) = 0, then H x = τ^(r) − Gᵀ b
         fr = fext[: r + 1] if fext.shape[0] > 0 else fext
         rnea_core(hb, hf, qs, dvs[: r + 2], fr, bias[: r + 1])
-        _apply_t(mi, mf, vp, vi, nqe, nvs, bias[r], g)
+        apply_map_t(mi, mf, vp, vi, nqe, nvs, bias[r], g)
         for i in range(nv):
             g[i] = dtau[r, i] - g[i]
         cholesky_solve(L, nv, g, e, out[r])
-        _apply(mi, mf, vp, vi, nqe, nvs, out[r], dvs[r + 1])
+        apply_map(mi, mf, vp, vi, nqe, nvs, out[r], dvs[r + 1])
     return 0
