@@ -12,7 +12,9 @@ Taylor-mode ``jax.experimental.jet`` of an order-0 inverse dynamics written in J
 eagerly, without ``jax.jit`` (the setting of the paper's own baseline, CasADi nested ``jtimes`` with
 JIT off), with the ratio per order; the AD orders stop when a compile-time (or, eager, run-time)
 budget is spent (XLA compilation of the nested graphs grows quickly with r), and ``--quick`` runs
-r ≤ 2. JAX is optional (the ``bench`` extra).
+r ≤ 2. JAX is optional (the ``bench`` extra). (e) Beyond the paper, closed loops: the same functions on
+built-in robots with loops (a four-bar, a five-bar, Tello's differentials), timed interleaved with
+the same functions on their spanning trees (same bodies, no loops), and the round trip's error.
 """
 
 from __future__ import annotations
@@ -27,8 +29,11 @@ import numpy as np
 
 from .. import higher_order as ho
 from ..dynamics import aba, rnea
+from ..model.configuration import random_configuration
 from ..model.joints import FreeFlyer, Revolute
 from ..model.model import Model
+from ..model.state import spanning_tree, to_spanning
+from ..robots import registry
 from ..robots.aerial import PAPER_TIMES_US, B, D, aerial_manipulator, aerial_reference, aerial_times
 from ..spatial.inertia import Inertia
 from .timing import interleaved
@@ -424,6 +429,59 @@ def _ad_baselines(quick: bool, ours_us: list) -> dict | None:
     return res
 
 
+def _loop_fns(model, data, q, dv, tau, tree, tdata, qs, dvs, taus) -> dict:
+    """The four calls (e) times: ID and FD on the model with loops and on its spanning tree."""
+    return {
+        "rnea": lambda: ho.rnea(model, data, q, dv),
+        "aba": lambda: ho.aba(model, data, q, dv[0], tau),
+        "tree_rnea": lambda: ho.rnea(tree, tdata, qs, dvs),
+        "tree_aba": lambda: ho.aba(tree, tdata, qs, dvs[0], taus),
+    }
+
+
+def _loops(quick: bool) -> dict:
+    """(e) Closed loops: per-call medians of ``higher_order.rnea`` / ``aba`` against the same on the
+    spanning tree at the spanning state (interleaved), r = 0, 2, 5, and the round trip's error relative
+    to max|v^(k)|."""
+    rng = np.random.default_rng(7)
+    orders = (0, 2) if _tiny() else (0, 2, 5)
+    repeats = 1 if _tiny() else 5 if quick else 15
+    rows = []
+    print("\n## (e) Closed loops: higher-order dynamics on robots with implicit loops (not in the paper)\n")
+    print("| robot | r | ID (µs) | ID / tree | FD (µs) | FD / tree | round trip, max rel. error |")
+    print("|---|---|---|---|---|---|---|")
+    for name in ("four_bar", "five_bar", "tello"):
+        model = registry.build(name)
+        data = model.create_data()
+        tree = spanning_tree(model)
+        tdata = tree.create_data()
+        q = random_configuration(model, rng)
+        for r in orders:
+            dv = rng.normal(size=(r + 2, model.nv)) * (0.7 ** np.arange(r + 2))[:, None]
+            tau = ho.rnea(model, data, q, dv)
+            back = ho.aba(model, data, q, dv[0], tau)
+            err = float(np.max(np.abs(back - dv[1:]).max(axis=1) / np.abs(dv[1:]).max(axis=1)))
+            qs = to_spanning(model, q, dv[0])[0]
+            dvs = rng.normal(size=(r + 2, tree.nv)) * (0.7 ** np.arange(r + 2))[:, None]
+            taus = ho.rnea(tree, tdata, qs, dvs)
+            fns = _loop_fns(model, data, q, dv, tau, tree, tdata, qs, dvs, taus)
+            for f in fns.values():
+                f()
+            t = interleaved(fns, repeats=repeats)
+            row = {"robot": name, "r": r, "nv": model.nv, "round_trip_rel_error": err}
+            row.update({k + "_us": v * 1e6 for k, v in t.items()})
+            row["rnea_ratio"] = t["rnea"] / t["tree_rnea"]
+            row["aba_ratio"] = t["aba"] / t["tree_aba"]
+            rows.append(row)
+            print(f"| {name} | {r} | {row['rnea_us']:.2f} | {row['rnea_ratio']:.2f} | {row['aba_us']:.2f} | "
+                  f"{row['aba_ratio']:.2f} | {err:.1e} |")  # fmt: skip
+    print(
+        "(tree: the same function on spanning_tree(model), same bodies without the loops, at the spanning "
+        "state; FD on loops assembles and factorises H = GᵀMG per call, the joint-space method)"
+    )
+    return {"rows": rows}
+
+
 def _plots(out: Path, scaling: dict) -> list[str]:
     try:
         import matplotlib
@@ -465,6 +523,7 @@ def run(quick: bool, out: Path | None) -> dict:
     results["per_call"] = _per_call(quick)
     results["scaling"] = _scaling(quick)
     results["ad"] = _ad_baselines(quick, results["per_call"]["rnea_us"])
+    results["loops"] = _loops(quick)
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
