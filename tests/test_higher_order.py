@@ -8,9 +8,18 @@ by differentiating those poses (``vee(Rᵀ Ṙ)``, ``Rᵀ ṗ``), applies Newton
 own frame and projects the subtree wrenches on each joint's axes. Its k-th time derivative comes from
 Taylor-mode AD (``jax.experimental.jet``) and is compared with ``higher_order.rnea``'s τ^(k), k ≤ 5.
 The inputs ``q`` and ``dv`` are also taken from the poses (joint velocities by AD of the joint motion).
-"""
 
+Cost: Taylor mode costs O(r²) operations per traced primitive whatever its size, so the oracle is
+written with few, vectorised operations over all bodies (:func:`_oracle_series`: three jet passes, the
+time derivatives a pass needs entering as its inputs' series shifted by one instead of AD nested in
+jet), every model padded to the same arrays, and one ``jax.jit`` compilation (with XLA's expensive CPU
+passes off) serves every case of this file: ~5 CPU-s once, then milliseconds per case. (Before: one
+eager jet per case of a per-body loop with ``jacfwd`` nested twice, ~115 CPU-s for the file.) Its
+values equal that former oracle's to ≤ 1e-13 relative.
+"""
 from __future__ import annotations
+
+import functools
 
 import jax
 import numpy as np
@@ -34,32 +43,163 @@ def rel_err(a, b) -> float:
 
 # ----------------------------------------------------------------------------------------------
 # the oracle
-def _rx(a):
-    c, s = jnp.cos(a), jnp.sin(a)
-    return jnp.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+#: bodies of every model of this file padded to this many slots (slot 0: the universe; the padding:
+#: massless bodies at rest on the universe), so that all of them trace and compile one oracle
+SLOTS = 12
+#: pointer-jumping steps composing the world poses: trees up to 2**JUMPS deep
+JUMPS = 4
+#: XLA options for the oracle's compilation: its Taylor-mode graph is a few thousand small operations,
+#: which XLA's CPU fusion emitters and backend optimisation take several times longer to compile (the
+#: oracle runs once per case, so its run time does not matter)
+XLA_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
 
 
-def _ry(a):
-    c, s = jnp.cos(a), jnp.sin(a)
-    return jnp.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+def _skew_np(x) -> np.ndarray:
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
 
-def _rz(a):
-    c, s = jnp.cos(a), jnp.sin(a)
-    return jnp.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+#: Levi-Civita symbol: (a × b)_i = ε_ijk a_j b_k
+EPS = np.zeros((3, 3, 3))
+for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+    EPS[_i, _j, _k], EPS[_i, _k, _j] = 1.0, -1.0
 
 
-def _axis_rot(axis, th):
-    K = jnp.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
-    return jnp.eye(3) + jnp.sin(th) * K + (1.0 - jnp.cos(th)) * (K @ K)
+def _cross(a, b):
+    """a × b over the leading (batch) axes."""
+    return jnp.einsum("ijk,...j,...k->...i", EPS, a, b)
 
 
 def _vee(W):
-    return jnp.array([W[2, 1], W[0, 2], W[1, 0]])
+    """(W₃₂, W₁₃, W₂₁) of (…, 3, 3) matrices: ω of W = [ω×]."""
+    return jnp.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], axis=-1)
+
+
+def _mT(A):
+    return jnp.swapaxes(A, -1, -2)
 
 
 def _quat_axis(axis, th):
     return np.concatenate([np.sin(th / 2) * np.asarray(axis, float), [np.cos(th / 2)]])
+
+
+def _s(coef, t):
+    """a sin(ωt + φ) + b t² of ``coef = (a, ω, φ, b)`` (rows; NumPy or JAX)."""
+    a, w, ph, b = coef
+    xp = jnp if isinstance(t, jax.Array) else np
+    return a * xp.sin(w * t + ph) + b * t * t
+
+
+def _oracle_series(t0, m, order: int):
+    """The oracle's derivatives at ``t0`` of the trajectory in the padded arrays ``m`` (see
+    :meth:`Trajectory.arrays`): three Taylor-mode (jet) passes, each a few vectorised operations over
+    all bodies at once; a pass that needs a time derivative of a quantity gets its series shifted by one
+    (ẋ^(k) = x^(k+1)), so no AD is nested inside jet.
+
+    1. poses (order + 2): each joint's own motion (R_m, p_m) from its seven functions
+       ``s = (p_x, p_y, p_z, α, β, γ, θ)``: ``R_m = R0 Rz(α) Ry(β) Rx(γ) Rot(axis, θ)``,
+       ``p_m = (p_x, p_y, p_z)`` (the functions a joint does not have are 0, each rotation by Rodrigues
+       ``I + sin K + (1 − cos) K²``), the world poses ``(R, p)`` composed along the tree, and f_ext(t);
+    2. joint velocities (order + 1): ``v = Sel [R_mᵀ ṗ_m; vee(R_mᵀ Ṙ_m)]``;
+    3. τ (order): Newton–Euler of each body in its own frame on ``ω = vee(RᵀṘ)``, ``v = Rᵀṗ``,
+       ``ω̇ = vee(ṘᵀṘ + RᵀR̈)``, ``v̇ = Ṙᵀṗ + Rᵀp̈``, subtree wrenches summed in world coordinates and
+       projected on each joint's coordinates, plus armature × v̇; and each body's spatial twist
+       ``(vee(ṘRᵀ); ṗ − ω × p)`` (the errata test).
+    """
+    nr = order + 2  # derivatives of the poses needed: τ^(order) holds R^(order + 2)
+
+    def poses(t):
+        s = _s(m["coef"], t)  # (SLOTS, 7)
+        th = s[:, 3:, None, None]
+        rot = jnp.eye(3) + jnp.sin(th) * m["K"] + (1.0 - jnp.cos(th)) * m["KK"]  # (SLOTS, 4, 3, 3)
+        Rm = m["R0"] @ rot[:, 0] @ rot[:, 1] @ rot[:, 2] @ rot[:, 3]
+        pm = s[:, :3]
+        # body i in its parent's frame, then in the frame of its 2^k-th ancestor anc[k][i] (slot 0,
+        # the universe, maps to itself with the identity): after JUMPS steps, in the world frame
+        R = m["JR"] @ Rm
+        p = m["Jp"] + jnp.einsum("bij,bj->bi", m["JR"], pm)
+        for k in range(JUMPS):
+            anc = m["anc"][k]
+            R, p = R[anc] @ R, p[anc] + jnp.einsum("bij,bj->bi", R[anc], p)
+        fe = m["fA"] * jnp.sin(m["fw"] * t) + m["fB"] * t
+        return Rm, pm, R, p, fe
+
+    (Rm, pm, R, p, fe), ser = jet.jet(poses, (t0,), ((1.0,) + (0.0,) * (nr - 1),))
+    dRm, dpm, dR, dp, dfe = ([x, *s] for x, s in zip((Rm, pm, R, p, fe), ser, strict=True))
+
+    def velocity(Rm, dRm, dpm):
+        u = jnp.concatenate([jnp.einsum("bji,bj->bi", Rm, dpm), _vee(_mT(Rm) @ dRm)], axis=1)
+        return jnp.einsum("bij,bj->bi", m["Sel"], u)  # (SLOTS, 6): the joint's nv first, then 0
+
+    v, v_ser = jet.jet(velocity, (Rm, dRm[1], dpm[1]), (dRm[1:nr], dRm[2 : nr + 1], dpm[2 : nr + 1]))
+    dv = [v, *v_ser]  # v^(0…order + 1)
+
+    def dynamics(R, dR, ddR, p, dp, ddp, fe, vdot):
+        w, lin = _vee(_mT(R) @ dR), jnp.einsum("bji,bj->bi", R, dp)
+        dw = _vee(_mT(dR) @ dR + _mT(R) @ ddR)
+        dlin = jnp.einsum("bji,bj->bi", dR, dp) + jnp.einsum("bji,bj->bi", R, ddp)
+        mass, c, Ic = m["mass"][:, None], m["com"], m["Ic"]
+        vc = lin + _cross(w, c)  # CoM velocity, body axes
+        ac = dlin + _cross(dw, c)  # d/dt of (v + ω × c) in body axes
+        f_lin = mass * (ac + _cross(w, vc)) - mass * jnp.einsum("bji,j->bi", R, m["g"])
+        n = jnp.einsum("bij,bj->bi", Ic, dw) + _cross(w, jnp.einsum("bij,bj->bi", Ic, w))
+        n = n + _cross(c, f_lin) - fe[:, 3:]
+        f_lin = f_lin - fe[:, :3]
+        # world wrenches (moment about the origin; force), summed over each body's subtree
+        fw = jnp.einsum("bij,bj->bi", R, f_lin)
+        W = jnp.concatenate([jnp.einsum("bij,bj->bi", R, n) + _cross(p, fw), fw], axis=1)
+        W = m["subtree"] @ W
+        nw, fw = W[:, :3], W[:, 3:]
+        f_loc = jnp.einsum("bji,bj->bi", R, fw)
+        n_loc = jnp.einsum("bji,bj->bi", R, nw - _cross(p, fw))
+        tau = jnp.einsum("bij,bj->bi", m["Sel"], jnp.concatenate([f_loc, n_loc], axis=1))
+        ws = _vee(dR @ _mT(R))
+        return tau + m["arm"] * vdot, jnp.concatenate([ws, dp - _cross(ws, p)], axis=1)
+
+    primals = (R, dR[1], dR[2], p, dp[1], dp[2], fe, dv[1])
+    series = (dR[1 : order + 1], dR[2 : order + 2], dR[3 : order + 3], dp[1 : order + 1],
+              dp[2 : order + 2], dp[3 : order + 3], dfe[1 : order + 1], dv[2 : order + 2])
+    (tau, Vs), (tau_ser, Vs_ser) = jet.jet(dynamics, primals, series)
+    return {"dv": jnp.stack(dv), "fe": jnp.stack(dfe[: order + 1]), "tau": jnp.stack([tau, *tau_ser]),
+            "R": R, "p": p, "spatial": jnp.stack([Vs, *Vs_ser])}
+
+
+@functools.cache
+def _compiled_oracle(order: int):
+    """:func:`_oracle_series` compiled once for all models (their arrays padded to ``SLOTS``)."""
+    example = {k: jax.ShapeDtypeStruct(shape, dtype) for k, (shape, dtype) in ARRAY_SHAPES.items()}
+    return (
+        jax.jit(functools.partial(_oracle_series, order=order))
+        .lower(0.0, example)
+        .compile(compiler_options=XLA_OPTIONS)
+    )
+
+
+#: the padded model and trajectory arrays of :func:`_oracle_series`: name -> (shape, dtype)
+ARRAY_SHAPES = {
+    "coef": ((4, SLOTS, 7), float), "R0": ((SLOTS, 3, 3), float), "K": ((SLOTS, 4, 3, 3), float),
+    "KK": ((SLOTS, 4, 3, 3), float), "JR": ((SLOTS, 3, 3), float), "Jp": ((SLOTS, 3), float),
+    "anc": ((JUMPS, SLOTS), np.int64), "subtree": ((SLOTS, SLOTS), float), "mass": ((SLOTS,), float),
+    "com": ((SLOTS, 3), float), "Ic": ((SLOTS, 3, 3), float), "Sel": ((SLOTS, 6, 6), float),
+    "arm": ((SLOTS, 6), float), "g": ((3,), float), "fA": ((SLOTS, 6), float),
+    "fB": ((SLOTS, 6), float), "fw": ((SLOTS, 6), float),
+}
+
+
+class Series:
+    """The oracle's derivatives at one time, in loopdyn's coordinates."""
+
+    def __init__(self, model, q, out):
+        nj, order = model.njoints, out["tau"].shape[0] - 1
+        self.q = q
+        self.dv = np.zeros((order + 2, model.nv))  # v^(0…order + 1)
+        self.tau = np.zeros((order + 1, model.nv))  # τ^(0…order)
+        for i, b in enumerate(model.bodies, start=1):
+            iv, nv = b.idx_v, b.joint.nv
+            self.dv[:, iv : iv + nv] = out["dv"][:, i, :nv]
+            self.tau[:, iv : iv + nv] = out["tau"][:, i, :nv]
+        self.fe = np.asarray(out["fe"][:, :nj])  # f_ext^(0…order), body frames, [force; torque]
+        self.R, self.p = np.asarray(out["R"][:nj]), np.asarray(out["p"][:nj])  # world poses
+        self.spatial = np.asarray(out["spatial"][:, :nj])  # spatial twists (ω; ṗ − ω × p)^(0…order)
 
 
 class Trajectory:
@@ -85,32 +225,56 @@ class Trajectory:
         self.fB = rng.normal(size=(nj, 6)) if forces else np.zeros((nj, 6))
         self.fw = rng.uniform(0.5, 2.0, size=(nj, 6))
 
-    @staticmethod
-    def _s(coef, t):
-        a, w, ph, b = coef
-        return a * jnp.sin(w * t + ph) + b * t * t
-
-    def motion(self, i, t):
-        """(R, p) of joint i's own motion at time t (jnp)."""
-        b = self.model.bodies[i]
-        coef, q0 = self.params[i]
-        s = self._s(coef, t)
-        code = b.joint.code
-        ax = jnp.asarray(b.joint.axis_array())
-        if code in (J.REVOLUTE, J.REVOLUTE_UNBOUNDED):
-            return _axis_rot(ax, s[0]), jnp.zeros(3)
-        if code == J.PRISMATIC:
-            return jnp.eye(3), ax * s[0]
-        R0 = jnp.asarray(trees.quat_to_matrix(q0))
-        if code == J.SPHERICAL:
-            return R0 @ _rz(s[0]) @ _ry(s[1]) @ _rx(s[2]), jnp.zeros(3)
-        return R0 @ _rz(s[3]) @ _ry(s[4]) @ _rx(s[5]), s[:3]
+    def arrays(self) -> dict:
+        """The model's parameters and the trajectory's, padded to ``SLOTS`` (see ARRAY_SHAPES)."""
+        model, nj = self.model, self.model.njoints
+        assert nj <= SLOTS, f"{model.name}: {nj} joints, the oracle is padded to {SLOTS}"
+        m = {k: np.zeros(shape, dtype) for k, (shape, dtype) in ARRAY_SHAPES.items()}
+        m["R0"][:], m["JR"][:] = np.eye(3), np.eye(3)
+        m["K"][:, :3] = [_skew_np([0, 0, 1]), _skew_np([0, 1, 0]), _skew_np([1, 0, 0])]  # α, β, γ
+        parent = np.zeros(SLOTS, np.int64)
+        for i, b in enumerate(model.bodies, start=1):
+            (a, w, ph, bb), q0 = self.params[i - 1]
+            coef, code = np.stack([a, w, ph, bb]), b.joint.code
+            axis = np.asarray(b.joint.axis_array(), float) if code <= J.PRISMATIC else None
+            if code in (J.REVOLUTE, J.REVOLUTE_UNBOUNDED):  # θ
+                m["coef"][:, i, 6] = coef[:, 0]
+                m["K"][i, 3] = _skew_np(axis)
+                m["Sel"][i, 0, 3:] = axis
+            elif code == J.PRISMATIC:  # p = axis s
+                m["coef"][:, i, :3] = np.stack([a * axis, w + 0 * axis, ph + 0 * axis, bb * axis])
+                m["Sel"][i, 0, :3] = axis
+            elif code == J.SPHERICAL:  # α, β, γ
+                m["coef"][:, i, 3:6] = coef
+                m["R0"][i] = trees.quat_to_matrix(q0)
+                m["Sel"][i, :3, 3:] = np.eye(3)
+            else:  # free flyer: p, α, β, γ
+                m["coef"][:, i, :6] = coef
+                m["R0"][i] = trees.quat_to_matrix(q0)
+                m["Sel"][i] = np.eye(6)
+            m["JR"][i], m["Jp"][i] = b.rotation, b.translation
+            m["mass"][i], m["com"][i], m["Ic"][i] = b.inertia.mass, b.inertia.com, b.inertia.inertia
+            m["arm"][i, : b.joint.nv] = b.armature_vector()
+            parent[i] = b.parent
+            j = i
+            while j > 0:  # i is in the subtree of each of its ancestors j
+                m["subtree"][j, i] = 1.0
+                j = model.bodies[j - 1].parent
+        m["KK"] = m["K"] @ m["K"]
+        anc = parent
+        for k in range(JUMPS):
+            m["anc"][k] = anc
+            anc = anc[anc]
+        assert not anc.any(), f"{model.name}: deeper than 2**{JUMPS}"
+        m["g"] = np.asarray(model.gravity, float)
+        m["fA"][:nj], m["fB"][:nj], m["fw"][:nj] = self.fA, self.fB, self.fw
+        return m
 
     def q(self, t: float) -> np.ndarray:
         out = np.zeros(self.model.nq)
         for i, b in enumerate(self.model.bodies):
             coef, q0 = self.params[i]
-            s = np.asarray(self._s(coef, t))
+            s = _s(coef, t)
             iq, code = b.idx_q, b.joint.code
             if code in (J.REVOLUTE, J.PRISMATIC):
                 out[iq] = s[0]
@@ -128,106 +292,17 @@ class Trajectory:
                     out[iq : iq + 4] = quat
         return out
 
-    def v(self, t):
-        """Velocity vector in Pinocchio's coordinates, from AD of each joint's motion."""
-        parts = []
-        for i, b in enumerate(self.model.bodies):
-            R, p = self.motion(i, t)
-            dR, dp = jax.jacfwd(lambda tt, i=i: self.motion(i, tt))(t)
-            code = b.joint.code
-            w = _vee(R.T @ dR)
-            if code in (J.REVOLUTE, J.REVOLUTE_UNBOUNDED):
-                parts.append(jnp.dot(jnp.asarray(b.joint.axis_array()), w)[None])
-            elif code == J.PRISMATIC:
-                parts.append(jnp.dot(jnp.asarray(b.joint.axis_array()), dp)[None])
-            elif code == J.SPHERICAL:
-                parts.append(w)
-            else:
-                parts.append(jnp.concatenate([R.T @ dp, w]))
-        return jnp.concatenate(parts)
-
-    def fext(self, t):
-        return jnp.asarray(self.fA) * jnp.sin(jnp.asarray(self.fw) * t) + jnp.asarray(self.fB) * t
-
-    def poses(self, t):
-        Rs, ps = [jnp.eye(3)], [jnp.zeros(3)]
-        for i, b in enumerate(self.model.bodies):
-            Rm, pm = self.motion(i, t)
-            Rp, pp = Rs[b.parent], ps[b.parent]
-            JR, Jp = jnp.asarray(b.rotation), jnp.asarray(b.translation)
-            Rs.append(Rp @ JR @ Rm)
-            ps.append(pp + Rp @ (Jp + JR @ pm))
-        return jnp.stack(Rs), jnp.stack(ps)
-
-    def twists(self, t):
-        """Body twists (ω_b; v_b) = (vee(RᵀṘ); Rᵀṗ) of all bodies, by AD of the poses."""
-        R, p = self.poses(t)
-        dR, dp = jax.jacfwd(self.poses)(t)
-        w = jax.vmap(lambda A, B: _vee(A.T @ B))(R, dR)
-        v = jnp.einsum("iba,ib->ia", R, dp)
-        return jnp.concatenate([w, v], axis=1)
-
-    def tau(self, t):
-        """Order-0 inverse dynamics by body-frame Newton–Euler on AD twists (the oracle)."""
-        model = self.model
-        R, p = self.poses(t)
-        Vb = self.twists(t)
-        Ab = jax.jacfwd(self.twists)(t)
-        fe = self.fext(t)
-        g = jnp.asarray(model.gravity)
-        Ww = [jnp.zeros(6)]  # per body: wrench (n about world origin; f) in world coordinates
-        for i, b in enumerate(model.bodies, start=1):
-            m, c, Ic = b.inertia.mass, jnp.asarray(b.inertia.com), jnp.asarray(b.inertia.inertia)
-            w, v = Vb[i, :3], Vb[i, 3:]
-            dw, dv = Ab[i, :3], Ab[i, 3:]
-            vc = v + jnp.cross(w, c)  # CoM velocity, body axes
-            ac = dv + jnp.cross(dw, c)  # d/dt of (v + ω × c) in body axes
-            f_lin = m * (ac + jnp.cross(w, vc)) - m * R[i].T @ g
-            n_c = Ic @ dw + jnp.cross(w, Ic @ w)
-            n = n_c + jnp.cross(c, f_lin)
-            f_lin = f_lin - fe[i, :3]
-            n = n - fe[i, 3:]
-            fw = R[i] @ f_lin
-            Ww.append(jnp.concatenate([R[i] @ n + jnp.cross(p[i], fw), fw]))
-        tot = list(Ww)
-        for i in range(model.nbodies, 0, -1):
-            par = model.bodies[i - 1].parent
-            if par > 0:
-                tot[par] = tot[par] + tot[i]
-        vdot = jax.jacfwd(self.v)(t)
-        out = []
-        for i, b in enumerate(model.bodies, start=1):
-            nw, fw = tot[i][:3], tot[i][3:]
-            f_loc = R[i].T @ fw
-            n_loc = R[i].T @ (nw - jnp.cross(p[i], fw))
-            code = b.joint.code
-            ax = jnp.asarray(b.joint.axis_array())
-            if code in (J.REVOLUTE, J.REVOLUTE_UNBOUNDED):
-                tj = jnp.dot(ax, n_loc)[None]
-            elif code == J.PRISMATIC:
-                tj = jnp.dot(ax, f_loc)[None]
-            elif code == J.SPHERICAL:
-                tj = n_loc
-            else:
-                tj = jnp.concatenate([f_loc, n_loc])
-            arm = jnp.asarray(b.armature_vector())
-            out.append(tj + arm * vdot[b.idx_v : b.idx_v + b.joint.nv])
-        return jnp.concatenate(out)
-
-
-def taylor(f, t0: float, order: int) -> np.ndarray:
-    """(order + 1, …): f(t0) and its first ``order`` time derivatives (Taylor-mode AD)."""
-    primal, series = jet.jet(f, (t0,), ((1.0,) + (0.0,) * (order - 1),))
-    return np.stack([np.asarray(primal)] + [np.asarray(s) for s in series])
+    def series(self, t0: float, order: int = 5) -> Series:
+        """q(t0) and the oracle's derivatives at t0 (one compiled call)."""
+        m = {k: jnp.asarray(x) for k, x in self.arrays().items()}
+        out = _compiled_oracle(order)(jnp.asarray(t0, float), m)
+        return Series(self.model, self.q(t0), {k: np.asarray(x) for k, x in out.items()})
 
 
 def reference(traj: Trajectory, t0: float, order: int):
     """q, dv (order + 2 rows), f_ext (order + 1 rows), τ^(0…order) from the oracle."""
-    q = traj.q(t0)
-    dv = taylor(traj.v, t0, order + 1)
-    fe = taylor(traj.fext, t0, order)
-    tau = taylor(traj.tau, t0, order)
-    return q, dv, fe, tau
+    s = traj.series(t0, order)
+    return s.q, s.dv, s.fe, s.tau
 
 
 # ----------------------------------------------------------------------------------------------
@@ -283,13 +358,6 @@ def test_rnea_derivatives_match_autodiff(case):
 
 # ----------------------------------------------------------------------------------------------
 # errata E2 and E3 (spec §6.2) on the paper's robot, against AD of the spatial twists
-def _spatial_twists(traj, t):
-    R, p = traj.poses(t)
-    dR, dp = jax.jacfwd(traj.poses)(t)
-    w = jax.vmap(lambda A, B: _vee(B @ A.T))(R, dR)
-    return jnp.concatenate([w, dp - jnp.cross(w, p)], axis=1)  # (ω; ṗ − ω × p)
-
-
 def _hat_ad(V):
     def sk(x):
         return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
@@ -302,9 +370,10 @@ def test_errata_E2_E3_negative_controls_on_the_aerial_manipulator():
     data = model.create_data()
     traj = Trajectory(model, np.random.default_rng(5), forces=False)
     t0 = 0.4
-    Vs = taylor(lambda t: _spatial_twists(traj, t), t0, 2)  # (3, njoints, 6): V, V̇, V̈ per body
-    R, p = (np.asarray(x) for x in traj.poses(t0))
-    dv = taylor(traj.v, t0, 2)
+    # the oracle's order-5 pass (the one the other tests compile), its orders 0…2
+    s = traj.series(t0)
+    Vs = s.spatial[:3]  # (3, njoints, 6): V, V̇, V̈ per body, V = (ω; ṗ − ω × p) spatial
+    R, p, dv = s.R, s.p, s.dv[:3]
     nb = model.nbodies
     # stacked screws in the paper's coordinates: base block I₆ (Ṡ = S̈ = 0), joints S_j = Ad_{C_j} Y
     cols = []  # per body: (body of the column, S, Ṡ, S̈, ν, ν̇, ν̈) with ν the paper's coordinates
@@ -351,8 +420,7 @@ def test_errata_E2_E3_negative_controls_on_the_aerial_manipulator():
     )
     # E3: the first-order base row. The true τ̄̇ base entry is d/dt of the spatial base wrench W⁰; the
     # printed closed form (𝐒ᵀ ad_𝐕ᵀ for 𝐒̇ᵀ) gives Ad_C⁻ᵀ Ẇ^b = Ẇ⁰ + ad_{V_1}ᵀ W⁰ instead.
-    q = traj.q(t0)
-    tau = ho.rnea(model, data, q, dv[:3])
+    tau = ho.rnea(model, data, s.q, dv[:3])
     C1 = (R[1], p[1])
     W0 = ho.body_to_spatial_wrench(C1, Vs[:, 1], tau[:, :6])
 
