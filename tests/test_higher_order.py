@@ -46,8 +46,8 @@ def rel_err(a, b) -> float:
 #: bodies of every model of this file padded to this many slots (slot 0: the universe; the padding:
 #: massless bodies at rest on the universe), so that all of them trace and compile one oracle
 SLOTS = 12
-#: pointer-jumping steps composing the world poses: trees up to 2**JUMPS deep
-JUMPS = 4
+#: pointer-jumping steps composing the world poses: trees up to 2**JUMPS deep (this file's: ≤ 6)
+JUMPS = 3
 #: XLA options for the oracle's compilation: its Taylor-mode graph is a few thousand small operations,
 #: which XLA's CPU fusion emitters and backend optimisation take several times longer to compile (the
 #: oracle runs once per case, so its run time does not matter)
@@ -89,76 +89,81 @@ def _s(coef, t):
     return a * xp.sin(w * t + ph) + b * t * t
 
 
+def _poses(m, t):
+    """Pass 1: each joint's own motion (R_m, p_m), the world poses (R, p) and f_ext at time t."""
+    s = _s(m["coef"], t)  # (SLOTS, 7): p_x, p_y, p_z, α, β, γ, θ
+    th = s[:, 3:, None, None]
+    rot = jnp.eye(3) + jnp.sin(th) * m["K"] + (1.0 - jnp.cos(th)) * m["KK"]  # (SLOTS, 4, 3, 3)
+    Rm = m["R0"] @ rot[:, 0] @ rot[:, 1] @ rot[:, 2] @ rot[:, 3]
+    pm = s[:, :3]
+    # body i in its parent's frame, then in the frame of its 2^k-th ancestor anc[k][i] (slot 0, the
+    # universe, maps to itself with the identity): after JUMPS steps, in the world frame
+    R = m["JR"] @ Rm
+    p = m["Jp"] + jnp.einsum("bij,bj->bi", m["JR"], pm)
+    for k in range(JUMPS):
+        anc = m["anc"][k]
+        R, p = R[anc] @ R, p[anc] + jnp.einsum("bij,bj->bi", R[anc], p)
+    fe = m["fA"] * jnp.sin(m["fw"] * t) + m["fB"] * t
+    return Rm, pm, R, p, fe
+
+
+def _velocity(m, Rm, dRm, dpm):
+    """Pass 2: joint velocities ``Sel [R_mᵀ ṗ_m; vee(R_mᵀ Ṙ_m)]`` (SLOTS, 6): the joint's nv, then 0."""
+    u = jnp.concatenate([jnp.einsum("bji,bj->bi", Rm, dpm), _vee(_mT(Rm) @ dRm)], axis=1)
+    return jnp.einsum("bij,bj->bi", m["Sel"], u)
+
+
+def _dynamics(m, R, dR, ddR, p, dp, ddp, fe, vdot):
+    """Pass 3: τ (SLOTS, 6) by Newton–Euler in body frames, and the spatial twists (SLOTS, 6)."""
+    w, lin = _vee(_mT(R) @ dR), jnp.einsum("bji,bj->bi", R, dp)
+    dw = _vee(_mT(dR) @ dR + _mT(R) @ ddR)
+    dlin = jnp.einsum("bji,bj->bi", dR, dp) + jnp.einsum("bji,bj->bi", R, ddp)
+    mass, c, Ic = m["mass"][:, None], m["com"], m["Ic"]
+    vc = lin + _cross(w, c)  # CoM velocity, body axes
+    ac = dlin + _cross(dw, c)  # d/dt of (v + ω × c) in body axes
+    f_lin = mass * (ac + _cross(w, vc)) - mass * jnp.einsum("bji,j->bi", R, m["g"])
+    n = jnp.einsum("bij,bj->bi", Ic, dw) + _cross(w, jnp.einsum("bij,bj->bi", Ic, w))
+    n = n + _cross(c, f_lin) - fe[:, 3:]
+    f_lin = f_lin - fe[:, :3]
+    # world wrenches (moment about the origin; force), summed over each body's subtree
+    fw = jnp.einsum("bij,bj->bi", R, f_lin)
+    W = jnp.concatenate([jnp.einsum("bij,bj->bi", R, n) + _cross(p, fw), fw], axis=1)
+    W = m["subtree"] @ W
+    nw, fw = W[:, :3], W[:, 3:]
+    f_loc = jnp.einsum("bji,bj->bi", R, fw)
+    n_loc = jnp.einsum("bji,bj->bi", R, nw - _cross(p, fw))
+    tau = jnp.einsum("bij,bj->bi", m["Sel"], jnp.concatenate([f_loc, n_loc], axis=1))
+    ws = _vee(dR @ _mT(R))
+    return tau + m["arm"] * vdot, jnp.concatenate([ws, dp - _cross(ws, p)], axis=1)
+
+
 def _oracle_series(t0, m, order: int):
     """The oracle's derivatives at ``t0`` of the trajectory in the padded arrays ``m`` (see
     :meth:`Trajectory.arrays`): three Taylor-mode (jet) passes, each a few vectorised operations over
     all bodies at once; a pass that needs a time derivative of a quantity gets its series shifted by one
     (ẋ^(k) = x^(k+1)), so no AD is nested inside jet.
 
-    1. poses (order + 2): each joint's own motion (R_m, p_m) from its seven functions
+    1. :func:`_poses` (order + 2): each joint's own motion (R_m, p_m) from its seven functions
        ``s = (p_x, p_y, p_z, α, β, γ, θ)``: ``R_m = R0 Rz(α) Ry(β) Rx(γ) Rot(axis, θ)``,
        ``p_m = (p_x, p_y, p_z)`` (the functions a joint does not have are 0, each rotation by Rodrigues
        ``I + sin K + (1 − cos) K²``), the world poses ``(R, p)`` composed along the tree, and f_ext(t);
-    2. joint velocities (order + 1): ``v = Sel [R_mᵀ ṗ_m; vee(R_mᵀ Ṙ_m)]``;
-    3. τ (order): Newton–Euler of each body in its own frame on ``ω = vee(RᵀṘ)``, ``v = Rᵀṗ``,
-       ``ω̇ = vee(ṘᵀṘ + RᵀR̈)``, ``v̇ = Ṙᵀṗ + Rᵀp̈``, subtree wrenches summed in world coordinates and
-       projected on each joint's coordinates, plus armature × v̇; and each body's spatial twist
-       ``(vee(ṘRᵀ); ṗ − ω × p)`` (the errata test).
+    2. :func:`_velocity` (order + 1): joint velocities ``v = Sel [R_mᵀ ṗ_m; vee(R_mᵀ Ṙ_m)]``;
+    3. :func:`_dynamics` (order): Newton–Euler of each body in its own frame on ``ω = vee(RᵀṘ)``,
+       ``v = Rᵀṗ``, ``ω̇ = vee(ṘᵀṘ + RᵀR̈)``, ``v̇ = Ṙᵀṗ + Rᵀp̈``, subtree wrenches summed in world
+       coordinates and projected on each joint's coordinates, plus armature × v̇; and each body's
+       spatial twist ``(vee(ṘRᵀ); ṗ − ω × p)`` (the errata test).
     """
     nr = order + 2  # derivatives of the poses needed: τ^(order) holds R^(order + 2)
-
-    def poses(t):
-        s = _s(m["coef"], t)  # (SLOTS, 7)
-        th = s[:, 3:, None, None]
-        rot = jnp.eye(3) + jnp.sin(th) * m["K"] + (1.0 - jnp.cos(th)) * m["KK"]  # (SLOTS, 4, 3, 3)
-        Rm = m["R0"] @ rot[:, 0] @ rot[:, 1] @ rot[:, 2] @ rot[:, 3]
-        pm = s[:, :3]
-        # body i in its parent's frame, then in the frame of its 2^k-th ancestor anc[k][i] (slot 0,
-        # the universe, maps to itself with the identity): after JUMPS steps, in the world frame
-        R = m["JR"] @ Rm
-        p = m["Jp"] + jnp.einsum("bij,bj->bi", m["JR"], pm)
-        for k in range(JUMPS):
-            anc = m["anc"][k]
-            R, p = R[anc] @ R, p[anc] + jnp.einsum("bij,bj->bi", R[anc], p)
-        fe = m["fA"] * jnp.sin(m["fw"] * t) + m["fB"] * t
-        return Rm, pm, R, p, fe
-
-    (Rm, pm, R, p, fe), ser = jet.jet(poses, (t0,), ((1.0,) + (0.0,) * (nr - 1),))
+    (Rm, pm, R, p, fe), ser = jet.jet(functools.partial(_poses, m), (t0,), ((1.0,) + (0.0,) * (nr - 1),))
     dRm, dpm, dR, dp, dfe = ([x, *s] for x, s in zip((Rm, pm, R, p, fe), ser, strict=True))
-
-    def velocity(Rm, dRm, dpm):
-        u = jnp.concatenate([jnp.einsum("bji,bj->bi", Rm, dpm), _vee(_mT(Rm) @ dRm)], axis=1)
-        return jnp.einsum("bij,bj->bi", m["Sel"], u)  # (SLOTS, 6): the joint's nv first, then 0
-
-    v, v_ser = jet.jet(velocity, (Rm, dRm[1], dpm[1]), (dRm[1:nr], dRm[2 : nr + 1], dpm[2 : nr + 1]))
+    v, v_ser = jet.jet(
+        functools.partial(_velocity, m), (Rm, dRm[1], dpm[1]), (dRm[1:nr], dRm[2 : nr + 1], dpm[2 : nr + 1])
+    )
     dv = [v, *v_ser]  # v^(0…order + 1)
-
-    def dynamics(R, dR, ddR, p, dp, ddp, fe, vdot):
-        w, lin = _vee(_mT(R) @ dR), jnp.einsum("bji,bj->bi", R, dp)
-        dw = _vee(_mT(dR) @ dR + _mT(R) @ ddR)
-        dlin = jnp.einsum("bji,bj->bi", dR, dp) + jnp.einsum("bji,bj->bi", R, ddp)
-        mass, c, Ic = m["mass"][:, None], m["com"], m["Ic"]
-        vc = lin + _cross(w, c)  # CoM velocity, body axes
-        ac = dlin + _cross(dw, c)  # d/dt of (v + ω × c) in body axes
-        f_lin = mass * (ac + _cross(w, vc)) - mass * jnp.einsum("bji,j->bi", R, m["g"])
-        n = jnp.einsum("bij,bj->bi", Ic, dw) + _cross(w, jnp.einsum("bij,bj->bi", Ic, w))
-        n = n + _cross(c, f_lin) - fe[:, 3:]
-        f_lin = f_lin - fe[:, :3]
-        # world wrenches (moment about the origin; force), summed over each body's subtree
-        fw = jnp.einsum("bij,bj->bi", R, f_lin)
-        W = jnp.concatenate([jnp.einsum("bij,bj->bi", R, n) + _cross(p, fw), fw], axis=1)
-        W = m["subtree"] @ W
-        nw, fw = W[:, :3], W[:, 3:]
-        f_loc = jnp.einsum("bji,bj->bi", R, fw)
-        n_loc = jnp.einsum("bji,bj->bi", R, nw - _cross(p, fw))
-        tau = jnp.einsum("bij,bj->bi", m["Sel"], jnp.concatenate([f_loc, n_loc], axis=1))
-        ws = _vee(dR @ _mT(R))
-        return tau + m["arm"] * vdot, jnp.concatenate([ws, dp - _cross(ws, p)], axis=1)
-
     primals = (R, dR[1], dR[2], p, dp[1], dp[2], fe, dv[1])
     series = (dR[1 : order + 1], dR[2 : order + 2], dR[3 : order + 3], dp[1 : order + 1],
               dp[2 : order + 2], dp[3 : order + 3], dfe[1 : order + 1], dv[2 : order + 2])
-    (tau, Vs), (tau_ser, Vs_ser) = jet.jet(dynamics, primals, series)
+    (tau, Vs), (tau_ser, Vs_ser) = jet.jet(functools.partial(_dynamics, m), primals, series)
     return {"dv": jnp.stack(dv), "fe": jnp.stack(dfe[: order + 1]), "tau": jnp.stack([tau, *tau_ser]),
             "R": R, "p": p, "spatial": jnp.stack([Vs, *Vs_ser])}
 
