@@ -90,26 +90,32 @@ def _s(coef, t):
 
 
 def _poses(m, t):
-    """Pass 1: each joint's own motion (R_m, p_m), the world poses (R, p) and f_ext at time t."""
+    """Pass 1: each body's pose in its parent's frame (R_l, p_l), in the world frame (R, p), and f_ext
+    at time t."""
     s = _s(m["coef"], t)  # (SLOTS, 7): p_x, p_y, p_z, α, β, γ, θ
-    th = s[:, 3:, None, None]
-    rot = jnp.eye(3) + jnp.sin(th) * m["K"] + (1.0 - jnp.cos(th)) * m["KK"]  # (SLOTS, 4, 3, 3)
-    Rm = m["R0"] @ rot[:, 0] @ rot[:, 1] @ rot[:, 2] @ rot[:, 3]
-    pm = s[:, :3]
-    # body i in its parent's frame, then in the frame of its 2^k-th ancestor anc[k][i] (slot 0, the
-    # universe, maps to itself with the identity): after JUMPS steps, in the world frame
-    R = m["JR"] @ Rm
-    p = m["Jp"] + jnp.einsum("bij,bj->bi", m["JR"], pm)
+    # R_l = JR R0 Rz(α) Ry(β) Rx(γ) Rot(axis, θ), the factors by Rodrigues F_k = B0_k + sin θ_k B1_k +
+    # (1 − cos θ_k) B2_k (B0 = I, B1 = K, B2 = K², the constant JR R0 multiplied into the first), their
+    # product in two batched steps (F0 F1)(F2 F3)
+    th = s[:, 3:]
+    F = m["B0"] + jnp.einsum("bkc,bkcij->bkij", jnp.stack([jnp.sin(th), 1.0 - jnp.cos(th)], axis=-1), m["B"])
+    F = F[:, 0::2] @ F[:, 1::2]
+    Rl = F[:, 0] @ F[:, 1]
+    pl = m["Jp"] + jnp.einsum("bij,bj->bi", m["JR"], s[:, :3])
+    # homogeneous transforms: body i in the frame of its 2^k-th ancestor anc[k][i] (slot 0, the universe,
+    # maps to itself with the identity); after JUMPS steps, in the world frame
+    bottom = jnp.broadcast_to(jnp.array([0.0, 0.0, 0.0, 1.0]), (SLOTS, 1, 4))
+    T = jnp.concatenate([jnp.concatenate([Rl, pl[:, :, None]], axis=2), bottom], axis=1)
     for k in range(JUMPS):
-        anc = m["anc"][k]
-        R, p = R[anc] @ R, p[anc] + jnp.einsum("bij,bj->bi", R[anc], p)
+        T = T[m["anc"][k]] @ T
     fe = m["fA"] * jnp.sin(m["fw"] * t) + m["fB"] * t
-    return Rm, pm, R, p, fe
+    return Rl, pl, T[:, :3, :3], T[:, :3, 3], fe
 
 
-def _velocity(m, Rm, dRm, dpm):
-    """Pass 2: joint velocities ``Sel [R_mᵀ ṗ_m; vee(R_mᵀ Ṙ_m)]`` (SLOTS, 6): the joint's nv, then 0."""
-    u = jnp.concatenate([jnp.einsum("bji,bj->bi", Rm, dpm), _vee(_mT(Rm) @ dRm)], axis=1)
+def _velocity(m, Rl, dRl, dpl):
+    """Pass 2: joint velocities, the body's twist relative to its parent in its own frame,
+    ``Sel [R_lᵀ ṗ_l; vee(R_lᵀ Ṙ_l)]`` (SLOTS, 6): the joint's nv, then 0 (= the joint motion's
+    ``[R_mᵀ ṗ_m; vee(R_mᵀ Ṙ_m)]``, the joint placement being constant)."""
+    u = jnp.concatenate([jnp.einsum("bji,bj->bi", Rl, dpl), _vee(_mT(Rl) @ dRl)], axis=1)
     return jnp.einsum("bij,bj->bi", m["Sel"], u)
 
 
@@ -146,18 +152,20 @@ def _oracle_series(t0, m, order: int):
     1. :func:`_poses` (order + 2): each joint's own motion (R_m, p_m) from its seven functions
        ``s = (p_x, p_y, p_z, α, β, γ, θ)``: ``R_m = R0 Rz(α) Ry(β) Rx(γ) Rot(axis, θ)``,
        ``p_m = (p_x, p_y, p_z)`` (the functions a joint does not have are 0, each rotation by Rodrigues
-       ``I + sin K + (1 − cos) K²``), the world poses ``(R, p)`` composed along the tree, and f_ext(t);
-    2. :func:`_velocity` (order + 1): joint velocities ``v = Sel [R_mᵀ ṗ_m; vee(R_mᵀ Ṙ_m)]``;
+       ``I + sin K + (1 − cos) K²``), the body's pose in its parent's frame ``(JR R_m, Jp + JR p_m)``,
+       the world poses ``(R, p)`` composed along the tree, and f_ext(t);
+    2. :func:`_velocity` (order + 1): joint velocities ``v = Sel [R_mᵀ ṗ_m; vee(R_mᵀ Ṙ_m)]`` (from the
+       pose in the parent's frame: the same, the joint placement being constant);
     3. :func:`_dynamics` (order): Newton–Euler of each body in its own frame on ``ω = vee(RᵀṘ)``,
        ``v = Rᵀṗ``, ``ω̇ = vee(ṘᵀṘ + RᵀR̈)``, ``v̇ = Ṙᵀṗ + Rᵀp̈``, subtree wrenches summed in world
        coordinates and projected on each joint's coordinates, plus armature × v̇; and each body's
        spatial twist ``(vee(ṘRᵀ); ṗ − ω × p)`` (the errata test).
     """
     nr = order + 2  # derivatives of the poses needed: τ^(order) holds R^(order + 2)
-    (Rm, pm, R, p, fe), ser = jet.jet(functools.partial(_poses, m), (t0,), ((1.0,) + (0.0,) * (nr - 1),))
-    dRm, dpm, dR, dp, dfe = ([x, *s] for x, s in zip((Rm, pm, R, p, fe), ser, strict=True))
+    (Rl, pl, R, p, fe), ser = jet.jet(functools.partial(_poses, m), (t0,), ((1.0,) + (0.0,) * (nr - 1),))
+    dRl, dpl, dR, dp, dfe = ([x, *s] for x, s in zip((Rl, pl, R, p, fe), ser, strict=True))
     v, v_ser = jet.jet(
-        functools.partial(_velocity, m), (Rm, dRm[1], dpm[1]), (dRm[1:nr], dRm[2 : nr + 1], dpm[2 : nr + 1])
+        functools.partial(_velocity, m), (Rl, dRl[1], dpl[1]), (dRl[1:nr], dRl[2 : nr + 1], dpl[2 : nr + 1])
     )
     dv = [v, *v_ser]  # v^(0…order + 1)
     primals = (R, dR[1], dR[2], p, dp[1], dp[2], fe, dv[1])
@@ -181,8 +189,8 @@ def _compiled_oracle(order: int):
 
 #: the padded model and trajectory arrays of :func:`_oracle_series`: name -> (shape, dtype)
 ARRAY_SHAPES = {
-    "coef": ((4, SLOTS, 7), float), "R0": ((SLOTS, 3, 3), float), "K": ((SLOTS, 4, 3, 3), float),
-    "KK": ((SLOTS, 4, 3, 3), float), "JR": ((SLOTS, 3, 3), float), "Jp": ((SLOTS, 3), float),
+    "coef": ((4, SLOTS, 7), float), "B0": ((SLOTS, 4, 3, 3), float),
+    "B": ((SLOTS, 4, 2, 3, 3), float), "JR": ((SLOTS, 3, 3), float), "Jp": ((SLOTS, 3), float),
     "anc": ((JUMPS, SLOTS), np.int64), "subtree": ((SLOTS, SLOTS), float), "mass": ((SLOTS,), float),
     "com": ((SLOTS, 3), float), "Ic": ((SLOTS, 3, 3), float), "Sel": ((SLOTS, 6, 6), float),
     "arm": ((SLOTS, 6), float), "g": ((3,), float), "fA": ((SLOTS, 6), float),
@@ -235,8 +243,10 @@ class Trajectory:
         model, nj = self.model, self.model.njoints
         assert nj <= SLOTS, f"{model.name}: {nj} joints, the oracle is padded to {SLOTS}"
         m = {k: np.zeros(shape, dtype) for k, (shape, dtype) in ARRAY_SHAPES.items()}
-        m["R0"][:], m["JR"][:] = np.eye(3), np.eye(3)
-        m["K"][:, :3] = [_skew_np([0, 0, 1]), _skew_np([0, 1, 0]), _skew_np([1, 0, 0])]  # α, β, γ
+        R0 = np.tile(np.eye(3), (SLOTS, 1, 1))
+        m["JR"][:] = np.eye(3)
+        K = np.zeros((SLOTS, 4, 3, 3))  # Rodrigues' K of α, β, γ, θ
+        K[:, :3] = [_skew_np([0, 0, 1]), _skew_np([0, 1, 0]), _skew_np([1, 0, 0])]
         parent = np.zeros(SLOTS, np.int64)
         for i, b in enumerate(model.bodies, start=1):
             (a, w, ph, bb), q0 = self.params[i - 1]
@@ -244,18 +254,18 @@ class Trajectory:
             axis = np.asarray(b.joint.axis_array(), float) if code <= J.PRISMATIC else None
             if code in (J.REVOLUTE, J.REVOLUTE_UNBOUNDED):  # θ
                 m["coef"][:, i, 6] = coef[:, 0]
-                m["K"][i, 3] = _skew_np(axis)
+                K[i, 3] = _skew_np(axis)
                 m["Sel"][i, 0, 3:] = axis
             elif code == J.PRISMATIC:  # p = axis s
                 m["coef"][:, i, :3] = np.stack([a * axis, w + 0 * axis, ph + 0 * axis, bb * axis])
                 m["Sel"][i, 0, :3] = axis
             elif code == J.SPHERICAL:  # α, β, γ
                 m["coef"][:, i, 3:6] = coef
-                m["R0"][i] = trees.quat_to_matrix(q0)
+                R0[i] = trees.quat_to_matrix(q0)
                 m["Sel"][i, :3, 3:] = np.eye(3)
             else:  # free flyer: p, α, β, γ
                 m["coef"][:, i, :6] = coef
-                m["R0"][i] = trees.quat_to_matrix(q0)
+                R0[i] = trees.quat_to_matrix(q0)
                 m["Sel"][i] = np.eye(6)
             m["JR"][i], m["Jp"][i] = b.rotation, b.translation
             m["mass"][i], m["com"][i], m["Ic"][i] = b.inertia.mass, b.inertia.com, b.inertia.inertia
@@ -265,7 +275,10 @@ class Trajectory:
             while j > 0:  # i is in the subtree of each of its ancestors j
                 m["subtree"][j, i] = 1.0
                 j = model.bodies[j - 1].parent
-        m["KK"] = m["K"] @ m["K"]
+        m["B0"][:] = np.eye(3)
+        m["B"][:, :, 0], m["B"][:, :, 1] = K, K @ K
+        first = m["JR"] @ R0  # the constant factor in front of Rz(α)
+        m["B0"][:, 0], m["B"][:, 0] = first, first[:, None] @ m["B"][:, 0]
         anc = parent
         for k in range(JUMPS):
             m["anc"][k] = anc
