@@ -667,13 +667,25 @@ def test_batch_rows_equal_the_single_state_functions(robot):
 # implicit loops against automatic differentiation of an independent dense implementation
 
 
+#: XLA options for the oracle's compilations (it runs once per model, so its run time does not matter;
+#: XLA's CPU fusion emitters and backend optimisation would take most of its cost)
+XLA_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
+N_NEWTON = 30  # Newton iterations closing the loop at the primal point (converged to rounding)
+
+
 def _jax_oracle(model, q0):
     """``τ_y(δ, ẏ, ÿ)`` of a model whose bodies are revolute joints forming one implicit cluster,
     written here from the model's parameters alone: the spanning tree's RNEA (Featherstone, body
     frames) in JAX, the loop closed by Newton's method on the sympy φ (lambdified to JAX) from the
     independent coordinates moved by δ, G = [1; −K_d⁻¹K_i], g = [0; K_d⁻¹ k] with K and K̇q̇ by
-    JAX's own derivatives. Differentiating it with ``jax.jacfwd`` (through the converged Newton
-    iterations: the implicit-function derivative) is independent of loopdyn's formulas."""
+    JAX's own derivatives. Returns ``(δ, ẏ, ÿ) ↦ (τ_y, (∂τ_y/∂δ, ∂τ_y/∂ẏ, ∂τ_y/∂ÿ))`` compiled once
+    by ``jax.jit`` (with :data:`XLA_OPTIONS`).
+
+    The derivative through the loop closure is the implicit-function one, by JAX's forward mode on a
+    last Newton step: the Newton iterations converge at the primal point (no derivative carried), and
+    one more step ``x ← x* − K_d(y, x*)⁻¹ φ(y, x*)`` from that converged x* (a constant) has, at
+    φ(y, x*) = 0, the derivative ``−K_d⁻¹K_i`` of the closed loop exactly (the term from differentiating
+    K_d⁻¹ multiplies φ = 0). This is independent of loopdyn's formulas."""
     import jax
     import jax.numpy as jnp
     import sympy
@@ -727,12 +739,14 @@ def _jax_oracle(model, q0):
                 f[b.parent] = f[b.parent] + X[i].T @ f[i]
         return jnp.stack(tau)
 
+    def newton_step(q):
+        K = jax.jacfwd(phi)(q)
+        return q.at[dep].add(-jnp.linalg.solve(K[:, dep], phi(q)))
+
     def close(q_ind):
-        q = jnp.asarray(q0).at[ind].set(q_ind)
-        for _ in range(30):
-            K = jax.jacfwd(phi)(q)
-            q = q.at[dep].add(-jnp.linalg.solve(K[:, dep], phi(q)))
-        return q
+        q = jnp.asarray(q0).at[ind].set(jax.lax.stop_gradient(q_ind))
+        q = jax.lax.fori_loop(0, N_NEWTON, lambda _, x: newton_step(x), q)  # the primal point
+        return newton_step(jax.lax.stop_gradient(q).at[ind].set(q_ind))  # its derivative
 
     def tau_y(delta, yd, ydd):
         q = close(jnp.asarray(q0)[ind] + delta)
@@ -744,23 +758,25 @@ def _jax_oracle(model, q0):
         g = jnp.zeros(n).at[dep].set(jnp.linalg.solve(Kd, -kdot))
         return G.T @ rnea(q, qd, G @ ydd + g)
 
-    return tau_y
+    def both(delta, yd, ydd):  # τ_y, and its Jacobians by forward mode (one compilation)
+        jac, tau = jax.jacfwd(lambda *x: (tau_y(*x),) * 2, argnums=(0, 1, 2), has_aux=True)(delta, yd, ydd)
+        return tau, jac
+
+    args = (np.zeros(m), np.zeros(m), np.zeros(m))
+    return jax.jit(both).lower(*args).compile(compiler_options=XLA_OPTIONS)
 
 
 @pytest.mark.parametrize("robot", ["four_bar", "five_bar", "rssr_linkage"])
 def test_implicit_loops_match_automatic_differentiation(robot):
-    import jax
-
     model = getattr(loopdyn.robots, robot)()
     d = model.create_data()
     rng = np.random.default_rng(52)
     q = loopdyn.random_configuration(model, rng)
     v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
-    tau_y = _jax_oracle(model, q)
-    zero = np.zeros(model.nv)
+    tau_y, (jq, jv, ja) = _jax_oracle(model, q)(np.zeros(model.nv), v, a)
     tau = loopdyn.rnea(model, d, q, v, a)
-    assert_rel(np.asarray(tau_y(zero, v, a)), tau, 1e-10, f"{robot}: the oracle's τ (the same model)")
-    jq, jv, ja = (np.asarray(j) for j in jax.jacfwd(tau_y, argnums=(0, 1, 2))(zero, v, a))
+    assert_rel(np.asarray(tau_y), tau, 1e-10, f"{robot}: the oracle's τ (the same model)")
+    jq, jv, ja = np.asarray(jq), np.asarray(jv), np.asarray(ja)
     dq, dv, da = loopdyn.rnea_derivatives(model, d, q, v, a)
     scale = np.max(np.abs(da))
     assert_rel(dq, jq, 1e-9, f"{robot}: dtau_dq vs AD", scale)
