@@ -1,7 +1,8 @@
 """loopdyn.higher_order on models with explicit clusters of constant G (geared rotors, belts):
 order 0 against loopdyn's cluster algorithms (C-RNEA, C-ABA); orders 0–5 with external forces on
 every explicit-cluster built-in robot against Gᵀ τ_span⁽ᵏ⁾ of a Taylor-mode AD oracle (NumPy series
-arithmetic, G from the couplings' ratios), and pbt_chain against JAX's jet of the spanning tree;
+arithmetic, G from the couplings' ratios), and pbt_chain against JAX's jet of the spanning tree's
+RNEA (written in JAX here);
 implicit clusters in tests/test_higher_order_loops.py."""
 
 from __future__ import annotations
@@ -67,15 +68,14 @@ def test_order_zero_is_loopdyn_cluster_rnea_and_aba_and_round_trip(name):
         np.testing.assert_allclose(tau, ts @ G, atol=1e-11 * np.abs(tau).max())
 
 
-#: XLA options for the jet oracle's one compilation (it runs once, so its run time does not matter; XLA's
+#: XLA options for the jet oracle's compilations (it runs once, so its run time does not matter; XLA's
 #: CPU fusion emitters and backend optimisation would take most of its cost)
 XLA_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
 
 
 def _taylor_compiled(f, t0: float, order: int) -> np.ndarray:
     """(order + 1, …): f(t0) and its first ``order`` time derivatives by JAX's Taylor mode (jet),
-    traced and compiled once by ``jax.jit`` (eager jet dispatches each of its many small operations:
-    pbt_chain's spanning tree ~20 CPU-s eager, ~11 jitted; the same values to rounding)."""
+    traced and compiled once by ``jax.jit`` (with :data:`XLA_OPTIONS`)."""
     import jax
     from jax.experimental import jet
 
@@ -86,12 +86,75 @@ def _taylor_compiled(f, t0: float, order: int) -> np.ndarray:
     return np.asarray(jax.jit(series).lower(t0).compile(compiler_options=XLA_OPTIONS)(t0))
 
 
+def _jax_tree_rnea(tree):
+    """``τ(θ, θ̇, θ̈)`` of a tree of revolute joints, written here in JAX from the model's parameters
+    alone: Featherstone's RNEA in body frames (spatial vectors [angular; linear], gravity as the
+    base's acceleration), plus the joints' armature times θ̈."""
+    import jax.numpy as jnp
+
+    X0, XS, XC, S, I6, arm, parents = [], [], [], [], [], [], []
+    for k, b in enumerate(tree.bodies):
+        assert b.joint.code in (J.REVOLUTE, J.REVOLUTE_UNBOUNDED) and b.idx_v == k, b.name
+        axis = np.asarray(b.joint.axis_array(), float)
+        A, R0, p = _skew(axis), np.asarray(b.rotation, float), np.asarray(b.translation, float)
+        # the child's axes in the parent R = R0 (I + sin θ A + (1 − cos θ) A²) (Rodrigues), and the
+        # parent → child motion transform [[Rᵀ, 0], [−Rᵀ p×, Rᵀ]], linear in R: X0 + sin θ XS − cos θ XC
+        X0.append(_motion_transform(R0 @ (np.eye(3) + A @ A), p))
+        XS.append(_motion_transform(R0 @ A, p) - _motion_transform(np.zeros((3, 3)), p))
+        XC.append(_motion_transform(R0 @ A @ A, p) - _motion_transform(np.zeros((3, 3)), p))
+        S.append(np.concatenate([axis, np.zeros(3)]))
+        mass, com, Ic = b.inertia.mass, np.asarray(b.inertia.com), np.asarray(b.inertia.inertia)
+        C = _skew(com)
+        I6.append(np.block([[Ic + mass * C @ C.T, mass * C], [mass * C.T, mass * np.eye(3)]]))
+        arm.append(float(b.armature_vector()[0]))
+        parents.append(b.parent)
+    grav = np.concatenate([np.zeros(3), -np.asarray(tree.gravity, float)])
+
+    def crm(v):
+        w, u = _skew_jnp(v[:3]), _skew_jnp(v[3:])
+        return jnp.block([[w, jnp.zeros((3, 3))], [u, w]])
+
+    def rnea(th, thd, thdd):
+        vel, acc, X, f = {0: jnp.zeros(6)}, {0: jnp.asarray(grav)}, {}, {}
+        for i, par in enumerate(parents, start=1):
+            X[i] = X0[i - 1] + jnp.sin(th[i - 1]) * XS[i - 1] - jnp.cos(th[i - 1]) * XC[i - 1]
+            Sqd = S[i - 1] * thd[i - 1]
+            vel[i] = X[i] @ vel[par] + Sqd
+            acc[i] = X[i] @ acc[par] + S[i - 1] * thdd[i - 1] + crm(vel[i]) @ Sqd
+            f[i] = I6[i - 1] @ acc[i] - crm(vel[i]).T @ (I6[i - 1] @ vel[i])
+        tau = [None] * len(parents)
+        for i in range(len(parents), 0, -1):
+            tau[i - 1] = jnp.dot(S[i - 1], f[i]) + arm[i - 1] * thdd[i - 1]
+            if parents[i - 1] > 0:
+                f[parents[i - 1]] = f[parents[i - 1]] + X[i].T @ f[i]
+        return jnp.stack(tau)
+
+    return rnea
+
+
+def _skew(x) -> np.ndarray:
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def _skew_jnp(x):
+    import jax.numpy as jnp
+
+    return jnp.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def _motion_transform(R, p) -> np.ndarray:
+    return np.block([[R.T, np.zeros((3, 3))], [-R.T @ _skew(p), R.T]])
+
+
 @pytest.mark.parametrize("name", ["pbt_chain"])
 def test_higher_orders_match_autodiff_of_the_spanning_tree(name):
+    """τ⁽⁰…³⁾ of ``higher_order.rnea`` against Gᵀ τ_span⁽ᵏ⁾, τ_span(t) = RNEA_span(G y(t), G ẏ(t), G ÿ(t))
+    (:func:`_jax_tree_rnea`, ẏ and ÿ by JAX's forward mode on y) differentiated in t by JAX's Taylor
+    mode (jet), compiled once."""
     import jax
+
     jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
-    from test_higher_order import Trajectory, taylor
 
     model = getattr(ld.robots, name)(n=2)
     data = model.create_data()
@@ -105,18 +168,17 @@ def test_higher_orders_match_autodiff_of_the_spanning_tree(name):
         a, w, ph, b = (jnp.asarray(x) for x in coef)
         return a * jnp.sin(w * t + ph) + b * t * t
 
-    class Spanning(Trajectory):
-        def motion(self, i, t):  # spanning joint angle = row of G times y(t) (revolute joints)
-            b = self.model.bodies[i]
-            th = jnp.dot(jnp.asarray(G[b.idx_v]), y(t))
-            from test_higher_order import _axis_rot
+    yd = jax.jacfwd(y)
+    ydd = jax.jacfwd(yd)
+    rnea_span = _jax_tree_rnea(tree)
+    Gj = jnp.asarray(G)
 
-            return _axis_rot(jnp.asarray(b.joint.axis_array()), th), jnp.zeros(3)
+    def tau_span(t):  # the spanning joint angles θ = G y(t) (revolute joints)
+        return rnea_span(Gj @ y(t), Gj @ yd(t), Gj @ ydd(t))
 
-    traj = Spanning(tree, rng, forces=False)
     t0, order = 0.3, 3
-    ref_span = _taylor_compiled(traj.tau, t0, order)
-    dv = taylor(jax.jacfwd(y), t0, order + 1)
+    ref_span = _taylor_compiled(tau_span, t0, order)
+    dv = _taylor_compiled(yd, t0, order + 1)
     got = ho.rnea(model, data, np.asarray(y(t0)), dv)
     for k in range(order + 1):
         expected = G.T @ ref_span[k]
