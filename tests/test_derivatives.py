@@ -21,6 +21,7 @@ import pinocchio as pin
 import pytest
 import trees
 from conftest import load_case
+from revolute_tables import XLA_OPTIONS
 
 import loopdyn
 from loopdyn.errors import (
@@ -669,7 +670,6 @@ def test_batch_rows_equal_the_single_state_functions(robot):
 
 #: XLA options for the oracle's compilations (it runs once per model, so its run time does not matter;
 #: XLA's CPU fusion emitters and backend optimisation would take most of its cost)
-XLA_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
 N_NEWTON = 30  # Newton iterations closing the loop at the primal point (converged to rounding)
 
 

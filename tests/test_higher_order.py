@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 import trees
 from jax.experimental import jet
+from revolute_tables import XLA_OPTIONS
 
 import loopdyn as ld
 from loopdyn import higher_order as ho
@@ -53,7 +54,6 @@ JUMPS = 3
 #: XLA options for the oracle's compilation: its Taylor-mode graph is a few thousand small operations,
 #: which XLA's CPU fusion emitters and backend optimisation take several times longer to compile (the
 #: oracle runs once per case, so its run time does not matter)
-XLA_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
 
 
 def _skew_np(x) -> np.ndarray:

@@ -14,6 +14,7 @@ import pinocchio as pin
 import pytest
 import trees
 from loop_oracles import SpanningPinocchio
+from revolute_tables import XLA_OPTIONS, revolute_tables
 
 import loopdyn as ld
 from loopdyn import errors
@@ -70,7 +71,6 @@ def test_order_zero_is_loopdyn_cluster_rnea_and_aba_and_round_trip(name):
 
 #: XLA options for the jet oracle's compilations (it runs once, so its run time does not matter; XLA's
 #: CPU fusion emitters and backend optimisation would take most of its cost)
-XLA_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
 
 
 def _taylor_compiled(f, t0: float, order: int) -> np.ndarray:
@@ -92,22 +92,12 @@ def _jax_tree_rnea(tree):
     base's acceleration), plus the joints' armature times θ̈."""
     import jax.numpy as jnp
 
-    X0, XS, XC, S, I6, arm, parents = [], [], [], [], [], [], []
     for k, b in enumerate(tree.bodies):
         assert b.joint.code in (J.REVOLUTE, J.REVOLUTE_UNBOUNDED) and b.idx_v == k, b.name
-        axis = np.asarray(b.joint.axis_array(), float)
-        A, R0, p = _skew(axis), np.asarray(b.rotation, float), np.asarray(b.translation, float)
-        # the child's axes in the parent R = R0 (I + sin θ A + (1 − cos θ) A²) (Rodrigues), and the
-        # parent → child motion transform [[Rᵀ, 0], [−Rᵀ p×, Rᵀ]], linear in R: X0 + sin θ XS − cos θ XC
-        X0.append(_motion_transform(R0 @ (np.eye(3) + A @ A), p))
-        XS.append(_motion_transform(R0 @ A, p) - _motion_transform(np.zeros((3, 3)), p))
-        XC.append(_motion_transform(R0 @ A @ A, p) - _motion_transform(np.zeros((3, 3)), p))
-        S.append(np.concatenate([axis, np.zeros(3)]))
-        mass, com, Ic = b.inertia.mass, np.asarray(b.inertia.com), np.asarray(b.inertia.inertia)
-        C = _skew(com)
-        I6.append(np.block([[Ic + mass * C @ C.T, mass * C], [mass * C.T, mass * np.eye(3)]]))
-        arm.append(float(b.armature_vector()[0]))
-        parents.append(b.parent)
+    # X(θ) = X0 + sin θ XS − cos θ XC: the parent → child motion transform, linear in R (Rodrigues)
+    X0, XS, XC, S, I6 = revolute_tables(tree.bodies, lambda b: b.joint.axis_array())
+    arm = [float(b.armature_vector()[0]) for b in tree.bodies]
+    parents = [b.parent for b in tree.bodies]
     grav = np.concatenate([np.zeros(3), -np.asarray(tree.gravity, float)])
 
     def crm(v):
@@ -132,18 +122,10 @@ def _jax_tree_rnea(tree):
     return rnea
 
 
-def _skew(x) -> np.ndarray:
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
-
-
 def _skew_jnp(x):
     import jax.numpy as jnp
 
     return jnp.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
-
-
-def _motion_transform(R, p) -> np.ndarray:
-    return np.block([[R.T, np.zeros((3, 3))], [-R.T @ _skew(p), R.T]])
 
 
 @pytest.mark.parametrize("name", ["pbt_chain"])

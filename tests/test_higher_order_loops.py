@@ -45,6 +45,7 @@ import numpy as np
 import pytest
 import sympy
 from jax.experimental import jet
+from revolute_tables import XLA_OPTIONS, revolute_tables, skew
 
 import loopdyn
 from loopdyn import higher_order as ho
@@ -99,10 +100,6 @@ def rel_err_orders(a, b) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------------
 # the oracle
-def _skew_np(x) -> np.ndarray:
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
-
-
 def _crm_tensor() -> np.ndarray:
     """T with ``(v×) = T @ v`` (T: (6, 6, 6), contracted on its last index): Featherstone's spatial
     motion cross product, [angular; linear]."""
@@ -110,17 +107,12 @@ def _crm_tensor() -> np.ndarray:
     for k in range(6):
         e = np.zeros(6)
         e[k] = 1.0
-        w, u = _skew_np(e[:3]), _skew_np(e[3:])
+        w, u = skew(e[:3]), skew(e[3:])
         T[:, :, k] = np.block([[w, np.zeros((3, 3))], [u, w]])
     return T
 
 
 CRM = _crm_tensor()
-
-
-def _motion_transform(R, p) -> np.ndarray:
-    """Parent → child motion transform of a child frame at ``p`` with axes ``R`` (linear in R)."""
-    return np.block([[R.T, np.zeros((3, 3))], [-R.T @ _skew_np(p), R.T]])
 
 
 def _solve(A, B):
@@ -157,19 +149,7 @@ class _Oracle:
         self.perm = np.argsort(np.concatenate([self.ind, self.dep]))  # concat(y, x)[perm] = q
         self._trig_polynomial(c)
         # bodies: X_i = X0_i + sin q_i XS_i − cos q_i XC_i (Rodrigues: R = R0 (I + s A + (1 − c) A²))
-        X0, XS, XC, S, I6 = [], [], [], [], []
-        for b in model.bodies:
-            axis = np.asarray(b.joint.axis, float)
-            A, R0, p = _skew_np(axis), np.asarray(b.rotation, float), np.asarray(b.translation, float)
-            X0.append(_motion_transform(R0 @ (np.eye(3) + A @ A), p))
-            XS.append(_motion_transform(R0 @ A, p) - _motion_transform(np.zeros((3, 3)), p))
-            XC.append(_motion_transform(R0 @ A @ A, p) - _motion_transform(np.zeros((3, 3)), p))
-            S.append(np.concatenate([axis, np.zeros(3)]))
-            mass, com, Ic = b.inertia.mass, np.asarray(b.inertia.com), np.asarray(b.inertia.inertia)
-            C = _skew_np(com)
-            I6.append(np.block([[Ic + mass * C @ C.T, mass * C], [mass * C.T, mass * np.eye(3)]]))
-        self.X0, self.XS, self.XC = np.array(X0), np.array(XS), np.array(XC)
-        self.S, self.I6 = np.array(S), np.array(I6)
+        self.X0, self.XS, self.XC, self.S, self.I6 = revolute_tables(model.bodies)
         self.parents = [b.parent for b in model.bodies]
         self.grav = np.concatenate([np.zeros(3), -np.asarray(model.gravity, float)])
 
@@ -314,7 +294,6 @@ def _oracle(name: str) -> _Oracle:
 #: XLA options for the oracle's compilations: the Taylor-mode graph is ~10⁴ small operations, which
 #: XLA's CPU fusion emitters and backend optimisation take ~20 s to compile; without them ~7 s (the
 #: oracle runs once per model, so its run time does not matter)
-XLA_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
 
 
 def _compiled(f, *args):
