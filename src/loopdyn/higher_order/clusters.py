@@ -30,6 +30,7 @@ from . import validation as hv
 from .dynamics import (
     check_fext,
     check_finite,
+    check_motion_inputs,
     check_q,
     check_stack,
     cholesky_lower,
@@ -138,6 +139,18 @@ def spanning_v(mi, mf, v):
 
 
 @inlined
+def check_cluster_rnea_inputs(hb, mi, q, dv, fext):
+    """Shapes and finiteness of the inverse-dynamics inputs of a cluster model (status codes; the
+    spanning positions are checked once mapped)."""
+    if q.shape[0] != mi[0]:
+        return hv.BAD_SHAPE * hv.STATUS_BASE + 0
+    st = check_finite(q, 0)
+    if st == 0:
+        st = check_motion_inputs(hb, dv, mi[1], fext)
+    return st
+
+
+@inlined
 def check_cluster_inputs(hb, mi, q, v, dtau, fext):
     """Shapes and finiteness of the forward-dynamics inputs of a cluster model (status codes)."""
     if q.shape[0] != mi[0]:
@@ -162,15 +175,7 @@ def check_cluster_inputs(hb, mi, q, v, dtau, fext):
 def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
     hb, hf, mi, mf, q, dv, fext, out = borrowed((hb, hf, mi, mf, q, dv, fext, out))
     nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = map_offsets(mi)
-    if q.shape[0] != nq:
-        return hv.BAD_SHAPE * hv.STATUS_BASE + 0
-    st = check_finite(q, 0)
-    if st == 0:
-        st = check_stack(dv, -1, nv, 1)
-    if st == 0 and dv.shape[0] < 2:
-        st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
-    if st == 0:
-        st = check_fext(hb, fext, dv.shape[0] - 1, 2)
+    st = check_cluster_rnea_inputs(hb, mi, q, dv, fext)
     if st != 0:
         return st
     qs = spanning_q(mi, mf, q)

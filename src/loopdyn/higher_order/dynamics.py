@@ -100,6 +100,18 @@ def check_stack(x, rows, nv, arg):
 
 
 @inlined
+def check_motion_inputs(hb, dv, nv, fext):
+    """Status of inverse dynamics' ``dv`` (r + 2 ≥ 2 rows of ``nv`` finite numbers: argument 1) and
+    ``f_ext`` (empty, or r + 1 rows of finite (njoints, 6) wrenches: argument 2)."""
+    st = check_stack(dv, -1, nv, 1)
+    if st == 0 and dv.shape[0] < 2:
+        st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
+    if st == 0:
+        st = check_fext(hb, fext, dv.shape[0] - 1, 2)
+    return st
+
+
+@inlined
 def check_fext(hb, fext, rows, arg):
     if fext.shape[0] == 0:
         return 0
@@ -294,11 +306,7 @@ def rnea_entry(hb, hf, q, dv, fext, out):
     """Validation (status, nothing written on failure), then :func:`rnea_core`."""
     st = check_q(hb, q)
     if st == 0:
-        st = check_stack(dv, -1, hb[0, 2], 1)
-    if st == 0 and dv.shape[0] < 2:
-        st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
-    if st == 0:
-        st = check_fext(hb, fext, dv.shape[0] - 1, 2)
+        st = check_motion_inputs(hb, dv, hb[0, 2], fext)
     if st != 0:
         return st
     rnea_core(hb, hf, q, dv, fext, out)

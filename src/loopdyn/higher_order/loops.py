@@ -46,15 +46,20 @@ from ..algorithms.common import kernel
 from ..algorithms.status import CONSTRAINT_VIOLATED, SINGULAR_CLUSTER
 from ..constraints.tape import T_C, T_K_LEN, T_N, T_OUT_START, T_PHI_LEN, compile_constraint, pack_programs
 from ..constraints.taylor import taylor_sweep
-from ..jit import njit, shared
+from ..jit import inlined, njit, shared
 from ..model.clusters import IMPLICIT
 from . import validation as hv
-from .clusters import apply_map, apply_map_t, check_cluster_inputs, cluster_maps, map_offsets, spanning_q
+from .clusters import (
+    apply_map,
+    apply_map_t,
+    check_cluster_inputs,
+    check_cluster_rnea_inputs,
+    cluster_maps,
+    map_offsets,
+    spanning_q,
+)
 from .dynamics import (
-    check_fext,
-    check_finite,
     check_q,
-    check_stack,
     cholesky_lower,
     cholesky_solve,
     rnea_core,
@@ -113,6 +118,16 @@ def loop_tables(model, data):
 
 # ---------------------------------------------------------------------------------------------
 # (1): the spanning coordinates' Taylor coefficients, loop by loop
+@inlined
+def loop_record(li, L):
+    """Loop L's ``(n, m, kept rows, iv, vidx, ind, dep)``: its sizes, its first independent velocity
+    and the offsets in ``li`` of its spanning velocity indices, independent and dependent columns."""
+    rec = LI_HEADER + R_WIDTH * L
+    vidx = li[rec + R_ARR]
+    n, m = li[rec + R_N], li[rec + R_M]
+    return n, m, li[rec + R_NROW], li[rec + R_IV], vidx, vidx + n, vidx + n + m
+
+
 @njit(cache=True)
 def _invert_small(M, n, Minv):
     """``Minv = M⁻¹`` (n × n, Gauss–Jordan with partial pivoting); False if M is singular (a pivot
@@ -167,11 +182,8 @@ def loop_series(li, code, consts, table, outputs, tol, q, dv, dvs, Kser, KDinv):
     do = 0
     for L in range(li[LI_NLOOPS]):
         rec = LI_HEADER + R_WIDTH * L
-        p, n, m, nrow, nt = li[rec + R_PROG], li[rec + R_N], li[rec + R_M], li[rec + R_NROW], li[rec + R_NT]
-        iq, iv = li[rec + R_IQ], li[rec + R_IV]
-        vidx = li[rec + R_ARR]
-        ind = vidx + n
-        dep = ind + m
+        n, m, nrow, iv, vidx, ind, dep = loop_record(li, L)
+        p, nt, iq = li[rec + R_PROG], li[rec + R_NT], li[rec + R_IQ]
         o = table[p, T_OUT_START]
         c = table[p, T_C]
         phi_len, K_len = table[p, T_PHI_LEN], table[p, T_K_LEN]
@@ -234,11 +246,7 @@ def loop_velocity(li, Kser, KDinv, y, vs):
     ko = 0
     do = 0
     for L in range(li[LI_NLOOPS]):
-        rec = LI_HEADER + R_WIDTH * L
-        n, m, nrow, iv = li[rec + R_N], li[rec + R_M], li[rec + R_NROW], li[rec + R_IV]
-        vidx = li[rec + R_ARR]
-        ind = vidx + n
-        dep = ind + m
+        n, m, nrow, iv, vidx, ind, dep = loop_record(li, L)
         for l in range(m):
             vs[li[vidx + li[ind + l]]] = y[iv + l]
         for r in range(nrow):
@@ -262,11 +270,7 @@ def loop_project(li, taus, Kser, KDinv, out):
     ko = 0
     do = 0
     for L in range(li[LI_NLOOPS]):
-        rec = LI_HEADER + R_WIDTH * L
-        n, m, nrow, iv = li[rec + R_N], li[rec + R_M], li[rec + R_NROW], li[rec + R_IV]
-        vidx = li[rec + R_ARR]
-        ind = vidx + n
-        dep = ind + m
+        n, m, nrow, iv, vidx, ind, dep = loop_record(li, L)
         fact = 1.0
         for k in range(R1):
             if k > 0:
@@ -336,15 +340,7 @@ def loop_rnea_kernel(hb, hf, mi, mf, li, code, consts, table, outputs, tol, q, d
     hb, hf, mi, mf, li, code, consts, table, outputs, q, dv, fext, out = borrowed(
         (hb, hf, mi, mf, li, code, consts, table, outputs, q, dv, fext, out)
     )
-    if q.shape[0] != mi[0]:
-        return hv.BAD_SHAPE * hv.STATUS_BASE + 0
-    st = check_finite(q, 0)
-    if st == 0:
-        st = check_stack(dv, -1, mi[1], 1)
-    if st == 0 and dv.shape[0] < 2:
-        st = hv.BAD_SHAPE * hv.STATUS_BASE + 1
-    if st == 0:
-        st = check_fext(hb, fext, dv.shape[0] - 1, 2)
+    st = check_cluster_rnea_inputs(hb, mi, q, dv, fext)
     if st != 0:
         return st
     return loop_rnea_core(hb, hf, mi, mf, li, code, consts, table, outputs, tol, q, dv, fext, out)
