@@ -151,6 +151,21 @@ def check_cluster_rnea_inputs(hb, mi, q, dv, fext):
 
 
 @inlined
+def spanning_motion(hb, mi, mf, q, dv):
+    """``(status, q_s, dv_s)``: the spanning positions of q, checked (unit quaternions, unit complex
+    numbers), and the rows ``dv_s[k]`` the linear maps give (tree joints and explicit clusters; a
+    loop's entries are zero, :mod:`.loops` fills them)."""
+    nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = map_offsets(mi)
+    qs = spanning_q(mi, mf, q)
+    dvs = np.empty((dv.shape[0], nvs))
+    st = check_q(hb, qs)
+    if st == 0:
+        for k in range(dv.shape[0]):
+            apply_map(mi, mf, vp, vi, nqe, nvs, dv[k], dvs[k])
+    return st, qs, dvs
+
+
+@inlined
 def check_cluster_inputs(hb, mi, q, v, dtau, fext):
     """Shapes and finiteness of the forward-dynamics inputs of a cluster model (status codes)."""
     if q.shape[0] != mi[0]:
@@ -178,14 +193,10 @@ def cluster_rnea_kernel(hb, hf, mi, mf, q, dv, fext, out):
     st = check_cluster_rnea_inputs(hb, mi, q, dv, fext)
     if st != 0:
         return st
-    qs = spanning_q(mi, mf, q)
-    st = check_q(hb, qs)
+    st, qs, dvs = spanning_motion(hb, mi, mf, q, dv)
     if st != 0:
         return st
     rows = dv.shape[0]
-    dvs = np.empty((rows, nvs))
-    for k in range(rows):
-        apply_map(mi, mf, vp, vi, nqe, nvs, dv[k], dvs[k])
     outs = np.empty((rows - 1, nvs))
     rnea_core(hb, hf, qs, dvs, fext, outs)
     for k in range(rows - 1):

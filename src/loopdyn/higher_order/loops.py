@@ -56,6 +56,7 @@ from .clusters import (
     check_cluster_rnea_inputs,
     cluster_maps,
     map_offsets,
+    spanning_motion,
     spanning_q,
 )
 from .dynamics import (
@@ -306,14 +307,10 @@ def loop_rnea_core(hb, hf, mi, mf, li, code, consts, table, outputs, tol, q, dv,
     finite: the spanning positions (and their unit quaternions) and the loops' constraints are checked
     here. Returns a status."""
     nq, nv, nqs, nvs, qp, qi, vp, vi, nqe = map_offsets(mi)
-    qs = spanning_q(mi, mf, q)
-    st = check_q(hb, qs)
+    st, qs, dvs = spanning_motion(hb, mi, mf, q, dv)  # the loops' entries of dvs come next
     if st != 0:
         return st
     rows = dv.shape[0]
-    dvs = np.empty((rows, nvs))
-    for k in range(rows):  # tree joints and explicit clusters; the loops' entries come next
-        apply_map(mi, mf, vp, vi, nqe, nvs, dv[k], dvs[k])
     Kser = np.empty(max(li[LI_WORK_K] * (rows - 1), 1))
     KDinv = np.empty(max(li[LI_WORK_D], 1))
     st = loop_series(li, code, consts, table, outputs, tol, q, dv, dvs, Kser, KDinv)
