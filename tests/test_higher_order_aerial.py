@@ -143,6 +143,7 @@ def test_bench_section_smoke(tmp_path, monkeypatch, capsys):
     robots = ("four_bar", "five_bar", "tello")
     assert {(r["robot"], r["r"]) for r in rows} == {(n, k) for n in robots for k in (0, 2)}
     assert all(r["rnea_us"] > 0 and r["tree_aba_us"] > 0 and r["round_trip_rel_error"] < 1e-8 for r in rows)
+    assert all(r["backward_error"] < 1e-10 for r in rows)
 
 
 def test_readme_higher_order_section_runs():
