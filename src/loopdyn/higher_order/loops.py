@@ -42,11 +42,13 @@ import weakref
 import numpy as np
 
 from ..algorithms.borrow import borrowed
+from ..algorithms.cluster_kinematics import lu_solve_inplace
 from ..algorithms.common import kernel
 from ..algorithms.status import CONSTRAINT_VIOLATED, SINGULAR_CLUSTER
-from ..constraints.tape import T_C, T_K_LEN, T_N, T_OUT_START, T_PHI_LEN, compile_constraint, pack_programs
+from ..constraints.tape import T_C, T_K_LEN, T_N, T_NREG, T_OUT_START, T_PHI_LEN
 from ..constraints.taylor import taylor_sweep
 from ..jit import inlined, njit, shared
+from ..model import layout
 from ..model.clusters import IMPLICIT
 from . import validation as hv
 from .clusters import (
@@ -87,31 +89,29 @@ def has_loops(model) -> bool:
 def loop_tables(model, data):
     """``(mi, mf, li, code, consts, table, outputs, tol)`` of a model with implicit clusters: the linear
     maps of its tree joints and explicit clusters (:func:`.clusters.cluster_maps`, loops' positions
-    copied), the loops' records ``li`` (layout in this module's constants) and their constraint
-    programs packed (the kernels' own programs: kept rows, then the assembly-branch rows)."""
+    copied), the loops' records ``li`` (layout in this module's constants) and the Data's packed
+    constraint programs (the cluster kernels' own: kept rows, then the assembly-branch rows)."""
     entry = _TABLES.get(model)
     if entry is not None and entry[0] is data.source_key:
         return entry[1]
     mi, mf = cluster_maps(model, data, implicit=True)
-    loops = [(k, c) for k, c in enumerate(model.clusters().clusters, start=1) if c.kind == IMPLICIT]
-    programs = [compile_constraint(list(c.phi_exprs) + list(c.check_exprs), c.symbols, c.definitions)
-                for _, c in loops]  # fmt: skip
-    packed = pack_programs(programs)
+    loops = [c for c in model.clusters().clusters if c.kind == IMPLICIT]
     li = [0] * LI_HEADER
     arrays: list[int] = []
     at = LI_HEADER + R_WIDTH * len(loops)
     work_k = work_d = max_rows = 0
-    for p, (k, c) in enumerate(loops):
+    for c in loops:
         nrow = c.n - c.m
-        li += [k, p, c.n, c.m, nrow, nrow + len(c.check_exprs), c.iq, c.iv, at + len(arrays)]
+        p = int(data.ic[c.index + 1, layout.C_PROG])  # the cluster's program in the Data's packed programs
+        li += [c.index + 1, p, c.n, c.m, nrow, int(data.table[p, T_C]), c.iq, c.iv, at + len(arrays)]
         arrays += [model.bodies[b - 1].idx_v for b in c.bodies] + list(c.independent) + list(c.dependent)
         work_k += nrow * c.n
         work_d += nrow * nrow
         max_rows = max(max_rows, nrow)
-    li[LI_NLOOPS], li[LI_MAXREG] = len(loops), max(int(packed.max_reg), 1)
+    li[LI_NLOOPS], li[LI_MAXREG] = len(loops), max(int(data.table[:, T_NREG].max()), 1)
     li[LI_WORK_K], li[LI_WORK_D], li[LI_MAXROWS] = work_k, work_d, max(max_rows, 1)
     li = np.array(li + arrays, dtype=np.int64)
-    out = (mi, mf, li, packed.code, packed.consts, packed.table, packed.outputs,
+    out = (mi, mf, li, data.code, data.consts, data.table, data.outputs,
            float(model.constraint_tolerance))  # fmt: skip
     _TABLES[model] = (data.source_key, out)
     return out
@@ -130,39 +130,6 @@ def loop_record(li, L):
 
 
 @njit(cache=True)
-def _invert_small(M, n, Minv):
-    """``Minv = M⁻¹`` (n × n, Gauss–Jordan with partial pivoting); False if M is singular (a pivot
-    below 1e-12 of M's largest entry)."""
-    W = M.copy()
-    scale = 0.0
-    for i in range(n):
-        for j in range(n):
-            Minv[i, j] = 1.0 if i == j else 0.0
-            scale = max(scale, abs(W[i, j]))
-    for col in range(n):
-        piv = col
-        for i in range(col + 1, n):
-            if abs(W[i, col]) > abs(W[piv, col]):
-                piv = i
-        if not abs(W[piv, col]) > 1e-12 * scale:
-            return False
-        for j in range(n):
-            W[col, j], W[piv, j] = W[piv, j], W[col, j]
-            Minv[col, j], Minv[piv, j] = Minv[piv, j], Minv[col, j]
-        f = 1.0 / W[col, col]
-        for j in range(n):
-            W[col, j] *= f
-            Minv[col, j] *= f
-        for i in range(n):
-            if i != col and W[i, col] != 0.0:
-                g = W[i, col]
-                for j in range(n):
-                    W[i, j] -= g * W[col, j]
-                    Minv[i, j] -= g * Minv[col, j]
-    return True
-
-
-@njit(cache=True)
 def loop_series(li, code, consts, table, outputs, tol, q, dv, dvs, Kser, KDinv):
     """For every implicit cluster: the Taylor coefficients ``c_0 … c_rows`` of its spanning coordinates
     by (1) (``rows = dv.shape[0]``), written as ``v_s^(k) = (k+1)! c_{k+1}`` into ``dvs[k]`` at its spanning
@@ -176,8 +143,7 @@ def loop_series(li, code, consts, table, outputs, tol, q, dv, dvs, Kser, KDinv):
     s1 = np.empty(rows + 1)
     s2 = np.empty(rows + 1)
     maxd = li[LI_MAXROWS]
-    KD = np.empty((maxd, maxd))
-    Dinv = np.empty((maxd, maxd))
+    KD = np.empty(maxd * maxd)
     e = np.empty(maxd)
     ko = 0
     do = 0
@@ -195,15 +161,13 @@ def loop_series(li, code, consts, table, outputs, tol, q, dv, dvs, Kser, KDinv):
             i = outputs[o + r]
             if i >= 0 and not abs(T[i, 0]) <= tol:
                 return CONSTRAINT_VIOLATED * hv.STATUS_BASE + li[rec + R_CLUSTER]
-        for r in range(nrow):
+        for r in range(nrow):  # K_{0,D}, and K_{0,D}⁻¹ by the cluster kernels' LU (their singularity test)
             for l in range(nrow):
                 i = outputs[o + c + r * table[p, T_N] + li[dep + l]]
-                KD[r, l] = T[i, 0] if i >= 0 else 0.0
-        if not _invert_small(KD, nrow, Dinv):
+                KD[r * nrow + l] = T[i, 0] if i >= 0 else 0.0
+                KDinv[do + r * nrow + l] = 1.0 if r == l else 0.0
+        if not lu_solve_inplace(KD, 0, nrow, KDinv, do, nrow):
             return SINGULAR_CLUSTER * hv.STATUS_BASE + li[rec + R_CLUSTER]
-        for r in range(nrow):
-            for l in range(nrow):
-                KDinv[do + r * nrow + l] = Dinv[r, l]
         _store_K(outputs, o + c, n, nrow, T, 0, Kser, ko)
         fact = 1.0
         for k in range(1, rows + 1):
@@ -219,7 +183,7 @@ def loop_series(li, code, consts, table, outputs, tol, q, dv, dvs, Kser, KDinv):
             for l in range(nrow):
                 x = 0.0
                 for r in range(nrow):
-                    x -= Dinv[l, r] * e[r]
+                    x -= KDinv[do + l * nrow + r] * e[r]
                 T[li[dep + l], k] = x
             if k < rows:  # the registers at the complete c_k (the next orders read them), and K_k
                 taylor_sweep(code, consts, table, p, K_len, k, T, A, s1, s2)
