@@ -26,8 +26,9 @@ _LAST = (object(), None, None, 0)  # (key, hb, hf, nv) of the tree model state u
 # model._key`` identifies the model and its state, and ``key is data.source_key`` the Data, with no
 # dictionary look-up (the common case: one model called repeatedly)
 
-_FAST_CL: dict = {}  # the same for cluster models: id(model) → (…, (hb, hf, mi, mf, ct, bt)), or with
-# loops (…, (hb, hf, mi, mf, li, code, consts, table, outputs, tol)) (:func:`.loops.loop_tables`)
+_FAST_CL: dict = {}  # the same for cluster models: id(model) → (…, (with_loops, tables)), the tables
+# (hb, hf, mi, mf, ct, bt), or with loops (hb, hf, mi, mf, li, code, consts, table, outputs, tol)
+# (:func:`.loops.loop_tables`)
 
 
 def prepare_tree(model, data):
@@ -63,11 +64,12 @@ def _cluster_call(model, data, which, args, f_ext):
     if the compiled kernel refuses them."""
     e = _FAST_CL.get(id(model))
     if e is not None and e[1] is model.compiled() and e[2] is getattr(data, "source_key", None):
-        tables = e[3]
+        with_loops, tables = e[3]
     else:
         check_data(model, data)
         hb, hf = model_arrays(model, data)
-        if loops.has_loops(model):
+        with_loops = loops.has_loops(model)
+        if with_loops:
             tables = (hb, hf, *loops.loop_tables(model, data))
         else:
             tables = (hb, hf, *cl.cluster_maps(model, data), *cluster_aba.cluster_tables(model, data))
@@ -76,11 +78,10 @@ def _cluster_call(model, data, which, args, f_ext):
             weakref.ref(model, lambda _, key=key: _FAST_CL.pop(key, None)),
             model.compiled(),
             data.source_key,
-            tables,
+            (with_loops, tables),
         )
     nv = model.nv
     fext = _NO_FORCES if f_ext is None else f_ext
-    with_loops = len(tables) == 10
     if which == "rnea":
         rnea_kernel = loops.loop_rnea_kernel if with_loops else cl.cluster_rnea_kernel
         tables = tables if with_loops else tables[:4]  # (the explicit kernel needs no cluster tables)
