@@ -168,7 +168,7 @@ def central_differences_of_aba(m, d, q, v, tau, h=1e-6):
 
 def loops(repeats: int, target: float) -> list[tuple]:
     rows = []
-    for robot in ("mini_cheetah", "mit_humanoid", "four_bar", "tello"):
+    for robot in ("mini_cheetah", "mit_humanoid", "four_bar", "five_bar", "delta_robot", "tello"):
         m = getattr(ld.robots, robot)()
         d = m.create_data()
         t = ld.spanning_tree(m)
@@ -198,7 +198,7 @@ def main() -> None:
     if not args.no_compile:
         print("cold first call (empty caches), CPU seconds:")
         for robot, kind in (("solo12", "tree kernel"), ("mini_cheetah", "explicit-cluster kernel"),
-                            ("four_bar", "implicit loops: tree kernel + sympy terms")):  # fmt: skip
+                            ("four_bar", "implicit loops: cluster kernel + Taylor terms")):  # fmt: skip
             for name in ("rnea_derivatives", "aba_derivatives"):
                 print(f"  {name:18s} {robot:13s} {cold_compile(name, robot):6.1f} s  ({kind})")
         name = "constrained_forward_dynamics_derivatives"

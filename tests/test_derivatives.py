@@ -11,7 +11,8 @@ trees and on models with explicit clusters (geared rotors), checked against inde
 
 with negative controls showing the difference check fails on a derivative that drops one term (the
 configuration dependence of the body-fixed external forces; the rotors' gear coupling) or carries a
-small error in one entry. Models with implicit loops are refused (UnsupportedFeatureError).
+small error in one entry. Models with implicit loops are checked against central differences, automatic
+differentiation (JAX) of an independent implementation and the same identities.
 """
 
 from __future__ import annotations
@@ -640,8 +641,8 @@ def test_threads_with_their_own_data_match_the_serial_run_bitwise():
 @pytest.mark.parametrize("robot", ["tree", "mini_cheetah", "five_bar"])
 def test_batch_rows_equal_the_single_state_functions(robot):
     """``loopdyn.batch.rnea_derivatives`` / ``aba_derivatives``: row k bitwise equal to the single-state
-    function's (trees and explicit clusters on the batch kernels and threads, implicit loops row by
-    row); a bad row raises the single-state exception prefixed by ``row k:``."""
+    function's (trees, explicit clusters and implicit loops on the batch kernels and threads); a bad
+    row raises the single-state exception prefixed by ``row k:``."""
     if robot == "tree":
         model = load_case("tree120-n20-floating", with_pinocchio=False).lm
     else:

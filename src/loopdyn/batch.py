@@ -343,12 +343,9 @@ def constrained_forward_dynamics(
     return DDQ, LAM
 
 
-def _derivative_batch(single, tree_kern, cluster_kern, model, Q, V, X, names) -> tuple:
-    """Run a (Q, V, X) → three (N, nv, nv) derivative batch kernel with validated inputs. A model with
-    implicit loops (whose derivatives are a dense Python first version) takes the rows one after the
-    other through the single-state function ``single``, on the calling thread."""
-    from .model import layout as L
-
+def _derivative_batch(tree_kern, cluster_kern, model, Q, V, X, names) -> tuple:
+    """Run a (Q, V, X) → three (N, nv, nv) derivative batch kernel with validated inputs (models with
+    clusters, implicit loops included, take the cluster kernel)."""
     Q = _rows(Q, names[0], None, model.nq)
     n = Q.shape[0]
     V = _rows(V, names[1], n, model.nv)
@@ -357,14 +354,6 @@ def _derivative_batch(single, tree_kern, cluster_kern, model, Q, V, X, names) ->
     out = np.empty((3, n, nv, nv))
     if model.has_constraints:
         arrays = _model_arrays(model)
-        data = model.create_data()
-        if (data.ic[1:, L.C_KIND] == L.IMPLICIT).any():
-            for k in range(n):
-                try:
-                    out[0, k], out[1, k], out[2, k] = single(model, data, Q[k], V[k], X[k])
-                except InputError as exc:
-                    raise type(exc)(f"row {k}: {exc}") from None
-            return out[0], out[1], out[2]
         ns = model.spanning_nv
         scratch, kern = (3 * ns + nv) * ns + nv * nv + nv, cluster_kern
     else:
@@ -378,25 +367,21 @@ def _derivative_batch(single, tree_kern, cluster_kern, model, Q, V, X, names) ->
 def rnea_derivatives(model, Q, V, A) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`loopdyn.rnea_derivatives` for N states: ``(dtau_dq, dtau_dv, dtau_da)``, each of shape
     (N, nv, nv), ``[k]`` equal to the single-state function's at ``(Q[k], V[k], A[k])`` (no external
-    forces). Trees and explicit clusters on all cores; implicit loops row by row."""
-    from .derivatives import rnea_derivatives as single
-
+    forces), on all cores."""
     if _lazy(Q, V, A):
         return map_rows(rnea_derivatives, model, _qvx(model, Q=Q, V=V, A=A), ((model.nv, model.nv),) * 3)
     kern, c_kern = kernels.rnea_derivatives_batch_kernel, kernels.c_rnea_derivatives_batch_kernel
-    return _derivative_batch(single, kern, c_kern, model, Q, V, A, ("Q", "V", "A"))
+    return _derivative_batch(kern, c_kern, model, Q, V, A, ("Q", "V", "A"))
 
 
 def aba_derivatives(model, Q, V, TAU) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`loopdyn.aba_derivatives` for N states: ``(dddq_dq, dddq_dv, dddq_dtau)``, each of shape
     (N, nv, nv), ``[k]`` equal to the single-state function's at ``(Q[k], V[k], TAU[k])`` (no
-    external forces). Trees and explicit clusters on all cores; implicit loops row by row."""
-    from .derivatives import aba_derivatives as single
-
+    external forces), on all cores."""
     if _lazy(Q, V, TAU):
         return map_rows(aba_derivatives, model, _qvx(model, Q=Q, V=V, TAU=TAU), ((model.nv, model.nv),) * 3)
     kern, c_kern = kernels.aba_derivatives_batch_kernel, kernels.c_aba_derivatives_batch_kernel
-    return _derivative_batch(single, kern, c_kern, model, Q, V, TAU, ("Q", "V", "TAU"))
+    return _derivative_batch(kern, c_kern, model, Q, V, TAU, ("Q", "V", "TAU"))
 
 
 def constrained_forward_dynamics_derivatives(

@@ -33,7 +33,11 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "algorithms.cluster_delassus_world",
     ),
     "contact": ("algorithms.contact",),
-    "derivatives": ("algorithms.derivatives", "algorithms.contact_derivatives"),
+    "derivatives": (
+        "algorithms.derivatives",
+        "algorithms.loop_derivatives",
+        "algorithms.contact_derivatives",
+    ),
     "identification": ("algorithms.regressor",),
     "coriolis": ("algorithms.coriolis",),
     "batch": ("algorithms.batch",),

@@ -235,7 +235,7 @@ def aba_derivatives_batch_kernel(ib, ws, sc, Q, V, TAU, out, status, start, stop
 
 @kernel(_SIGCD)
 def c_rnea_derivatives_batch_kernel(ints, floats, sc, Q, V, A, out, status, start, stop):
-    """RNEA derivatives of a model with explicit clusters for rows start ≤ k < stop; ``sc``: the
+    """RNEA derivatives of a model with clusters for rows start ≤ k < stop; ``sc``: the
     spanning matrices and scratch of :func:`~.derivatives.c_rnea_derivatives_core`."""
     ints, floats, sc, Q, V, A, out, status = borrowed((ints, floats, sc, Q, V, A, out, status))
     ib, ws, ic, cb, wc = model_views(ints, floats)
@@ -251,7 +251,7 @@ def c_rnea_derivatives_batch_kernel(ints, floats, sc, Q, V, A, out, status, star
 
 @kernel(_SIGCD)
 def c_aba_derivatives_batch_kernel(ints, floats, sc, Q, V, TAU, out, status, start, stop):
-    """ABA derivatives of a model with explicit clusters for rows start ≤ k < stop; ``sc``: the
+    """ABA derivatives of a model with clusters for rows start ≤ k < stop; ``sc``: the
     spanning matrices and scratch, then H's factor (nv²) and ÿ (nv)."""
     ints, floats, sc, Q, V, TAU, out, status = borrowed((ints, floats, sc, Q, V, TAU, out, status))
     ib, ws, ic, cb, wc = model_views(ints, floats)

@@ -78,6 +78,7 @@ from .cluster_dynamics import c_aba_core
 from .cluster_kinematics import cluster_coordinates, tapes, validate_cluster_state
 from .common import external_force, gravity_seed, jcalc, kernel, s_column
 from .crba import dof_parents, ltl_in_place, ltl_singular_body, zero_fill
+from .loop_derivatives import has_implicit, loop_corrections, loop_tangent_terms, terms_size
 from .rnea import validate_qva
 from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
@@ -402,9 +403,9 @@ def aba_derivatives_kernel(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf):
 # τ_y = Gᵀ τ_s(q_s, G ẏ, G ÿ) (Chignoli et al. 2024, eq. 29). A tangent step δ of y moves q_s by G δ,
 # so with the spanning tree's derivatives (the recursive kernel above on the spanning tree):
 # ∂τ_y/∂δ = Gᵀ (∂τ_s/∂q_s) G, ∂τ_y/∂ẏ = Gᵀ (∂τ_s/∂q̇_s) G, ∂τ_y/∂ÿ = Gᵀ M_s G = H (spec §2 with
-# ∂G = 0, g = 0). Implicit clusters (G(q), g(q, q̇)) need ∂G/∂q, ∂g/∂q: not here (the public layer
-# refuses them). The congruences Gᵀ X G are sums over the sparse columns of G (C0_GCOLS): O(nnz(G)²),
-# not recursive.
+# ∂G = 0, g = 0). Implicit clusters (G(q), g(q, q̇)) add the terms of ∂G/∂q, ∂g/∂q
+# (:mod:`.loop_derivatives`, (L5)–(L6)). The congruences Gᵀ X G are sums over the sparse columns of
+# G (C0_GCOLS): O(nnz(G)²), not recursive.
 
 
 @njit(cache=True, fastmath={"contract"})
@@ -454,7 +455,27 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
     g_congruence(ic, cb, wc, Xq, dq, Z)
     g_congruence(ic, cb, wc, Xv, dv, Z)
     g_congruence(ic, cb, wc, Xm, H, Z)
+    if has_implicit(ic):  # G(q), g(q, q̇): the terms of ∂G and ∂g (loop_derivatives, (L5)–(L6))
+        terms = np.empty(terms_size(ic))
+        st = loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms)
+        if st != 0:
+            return st
+        taus = np.empty(nvs)
+        spanning_forces(ib, ws, view(wc, QDDS, (nvs,)), taus)
+        loop_corrections(ib, ic, cb, wc, Xv, Xm, taus, terms, dq, dv)
     return 0
+
+
+@njit(cache=True)
+def spanning_forces(ib, ws, a, tau):
+    """The spanning tree's joint forces ``τ_i = S_iᵀ F_i`` (+ armature · q̈) from the world-frame ``S_i``
+    and ``F_i`` that :func:`rnea_derivatives_core` leaves in ws (its backward pass summed F)."""
+    ib, ws, a, tau = borrowed((ib, ws, a, tau))
+    for i in range(1, ib[0, L.I0_NBODIES] + 1):
+        F = ops.load6(ws, i, L.W_F)
+        iv = ib[i, L.I_IV]
+        for k in range(ib[i, L.I_NV]):
+            tau[iv + k] = ops.dot6(ops.load6(ws, i, D_S + 6 * k), F) + ws[i, L.W_ARM + k] * a[iv + k]
 
 
 @kernel(
@@ -462,7 +483,7 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
     "float64[:, ::1], float64[:, ::1], float64[:, ::1])"
 )
 def c_rnea_derivatives_kernel(ints, floats, q, v, a, fext, dq, dv, H):
-    """RNEA derivatives of a model with explicit clusters only (independent coordinates)."""
+    """RNEA derivatives of a model with clusters (independent coordinates; implicit loops included)."""
     ints, floats, q, v, a, fext, dq, dv, H = borrowed((ints, floats, q, v, a, fext, dq, dv, H))
     ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
@@ -548,8 +569,8 @@ def c_hinv_apply(ic, cb, Hf, dq, dv, hinv):
     "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1])"
 )
 def c_aba_derivatives_kernel(ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, Hf):
-    """ABA derivatives of a model with explicit clusters only: ÿ by C-ABA into ``ddy``, then the RNEA
-    derivatives at a = ÿ (H into ``Hf``) and ∂ÿ/∂x = −H⁻¹ ∂τ_y/∂x, ∂ÿ/∂τ = H⁻¹ (spec §2)."""
+    """ABA derivatives of a model with clusters (implicit loops included): ÿ by C-ABA into ``ddy``, then
+    the RNEA derivatives at a = ÿ (H into ``Hf``) and ∂ÿ/∂x = −H⁻¹ ∂τ_y/∂x, ∂ÿ/∂τ = H⁻¹ (spec §2)."""
     ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, Hf = borrowed(
         (ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, Hf)
     )

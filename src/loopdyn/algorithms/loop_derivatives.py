@@ -1,0 +1,265 @@
+"""The derivatives of the dynamics on implicit loops: how the spanning state moves with the independent
+coordinates when G and g depend on the configuration (spec §2; Chignoli et al. 2024 §X name these
+derivatives as the open step).
+
+An implicit cluster (four-bar, five-bar, Tello's differentials) has ``n`` spanning coordinates ``q_s``
+with ``φ(q_s) = 0``, ``m`` independent ones ``y = q_s[I]`` and ``nrow = n − m`` dependent ones D. Its
+spanning rates are ``q̇_s = G ẏ``, ``q̈_s = G ÿ + g`` with (K = ∂φ/∂q_s, K_D square)
+
+    G = P[1; −K_D⁻¹ K_I],   g = P[0; K_D⁻¹ k],   k = −K̇ q̇_s = −∂²φ(q̇_s, q̇_s).                 (L1)
+
+A tangent step δ_l of the cluster's independent coordinate l moves q_s by ``u = G e_l``
+(``loopdyn.integrate`` re-closes the loop) and, ẏ and ÿ held, changes only this cluster's block of G
+and g. Differentiating ``K G = 0`` (G's independent rows fixed) and ``K_D g_D = k`` along u, with q̇_s
+moving by ``w = (∂G/∂δ_l) ẏ`` (∂K[u] := ∂²φ(u, ·)):
+
+    ∂G_D/∂δ_l = −K_D⁻¹ (∂K[u] G),                                                             (L2)
+    ∂g_D/∂δ_l = K_D⁻¹ (−∂³φ(q̇_s, q̇_s, u) − 2 ∂²φ(q̇_s, w) − ∂K[u] g),                         (L3)
+
+and along ẏ_l (u = 0, q̇_s moving by G e_l): ``∂g_D/∂ẏ_l = K_D⁻¹ (−2 ∂²φ(q̇_s, G e_l))``.          (L4)
+
+The spanning state therefore moves, per δ_l, by ``(u, W_l, Zq_l) = (G e_l, ∂G_l ẏ, ∂G_l ÿ + ∂g_l)``
+and, per ẏ_l, by ``(0, G e_l, Zv_l)`` with ``Zv_l = ∂g/∂ẏ_l``. With the spanning tree's derivatives
+X_q, X_v, M_s (:mod:`.derivatives`, Carpentier & Mansard 2018) and its forces τ_s, the independent
+coordinates' ``τ_y = Gᵀ τ_s`` has
+
+    ∂τ_y/∂δ_l = Gᵀ (X_q G e_l + X_v W_l + M_s Zq_l) + (∂G/∂δ_l)ᵀ τ_s,                           (L5)
+    ∂τ_y/∂ẏ_l = Gᵀ (X_v G e_l + M_s Zv_l),   ∂τ_y/∂ÿ = Gᵀ M_s G = H.                            (L6)
+
+:func:`~.derivatives.c_rnea_derivatives_core` computes the ``Gᵀ X G`` congruences for every model;
+:func:`loop_corrections` adds the remaining terms of (L5)–(L6) for the implicit clusters.
+
+The second and third derivatives of φ come from the cluster's own constraint program (the cluster
+kernels' tape) run in Taylor arithmetic (:func:`loopdyn.constraints.taylor.taylor_sweep`): along the
+line ``q_s + t q̇_s`` the coefficients of K are ``K_0 = K``, ``K_1 = ∂²φ(q̇_s, ·)`` and
+``K_2 = ½ ∂³φ(q̇_s, q̇_s, ·)``; along ``q_s + t u`` the first one is ``∂K[u]``. So a cluster costs three
+sweeps of its program's φ, K prefix, then one per independent coordinate, and no symbolic
+differentiation (the first version of these terms differentiated the sympy rows three times per model).
+
+``terms`` layout, implicit clusters in order, then for each independent coordinate l (cluster-local
+coordinate order, n rows): ``∂G/∂δ_l`` (n × m, row-major), ``W_l`` (n), ``Zq_l`` (n), ``Zv_l`` (n).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..constraints.tape import T_C, T_K_LEN, T_N, T_NREG, T_OUT_START
+from ..constraints.taylor import taylor_sweep
+from ..jit import njit, shared
+from ..model import layout as L
+from .borrow import acquire, borrowed, model_views, release
+from .cluster_kinematics import lu_solve_inplace, tapes
+from .common import kernel
+from .status import DATA_IN_USE, SINGULAR_CLUSTER, STATUS_BASE
+
+__all__ = ["has_implicit", "terms_size", "loop_tangent_terms", "loop_corrections", "loop_terms_kernel"]
+
+
+@njit(cache=True)
+def has_implicit(ic):
+    """Whether the cluster table has an implicit cluster."""
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        if ic[k, L.C_KIND] == L.IMPLICIT:
+            return True
+    return False
+
+
+@njit(cache=True)
+def terms_size(ic):
+    """Floats of :func:`loop_tangent_terms`'s output: Σ over implicit clusters of ``m (n m + 3 n)``."""
+    size = 0
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        if ic[k, L.C_KIND] == L.IMPLICIT:
+            n, m = ic[k, L.C_N], ic[k, L.C_M]
+            size += m * (n * m + 3 * n)
+    return size
+
+
+@njit(cache=True)
+def _K_coefficient(outputs, o, n, nrow, T, j, out):
+    """Coefficient j of the kept rows of K (``nrow × n``, row-major) from the registers into ``out``."""
+    for r in range(nrow * n):
+        i = outputs[o + r]
+        out[r] = T[i, j] if i >= 0 else 0.0
+
+
+@shared
+def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms):
+    """(L2)–(L4) for every implicit cluster into ``terms`` (module docstring), at the spanning state and
+    G that the cluster kinematics left in wc for (q, v, a). Returns a status (``K_D`` singular names the
+    cluster: the cluster kinematics would have refused it first)."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ic, cb, wc, code, consts, table, outputs, v, a, terms = borrowed(
+        (ib, ic, cb, wc, code, consts, table, outputs, v, a, terms)
+    )
+    QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
+    nreg = 1
+    width = 1
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        if ic[k, L.C_KIND] == L.IMPLICIT:
+            nreg = max(nreg, table[ic[k, L.C_PROG], T_NREG])
+            width = max(width, ic[k, L.C_N])
+    T = np.zeros((nreg, 3))  # Taylor coefficients 0..2 of every register, and their companions
+    A = np.zeros((nreg, 3))
+    s1 = np.empty(3)
+    s2 = np.empty(3)
+    w6 = width * width
+    K1 = np.empty(w6)  # ∂²φ(q̇, ·), nrow × n
+    K2 = np.empty(w6)  # ½ ∂³φ(q̇, q̇, ·)
+    dK = np.empty(w6)  # ∂K[u]
+    KD = np.empty(w6)  # K_D, then its LU
+    KDi = np.empty(w6)  # K_D⁻¹
+    P = np.empty(w6)  # ∂K[u] G (nrow × m)
+    qd = np.empty(width)
+    gl = np.empty(width)
+    rhs = np.empty(width)
+    at = 0
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        if ic[k, L.C_KIND] != L.IMPLICIT:
+            continue
+        first, iv = ic[k, L.C_FIRST], ic[k, L.C_IV]
+        n, m, nrow = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_NROW]
+        G, dep, p = ic[k, L.C_G], ic[k, L.C_DEP], ic[k, L.C_PROG]
+        o = table[p, T_OUT_START] + table[p, T_C]  # the registers of K's rows (n = table[p, T_N] columns)
+        stop = table[p, T_K_LEN]
+        nK = table[p, T_N]
+        for j in range(n):  # the line q_s + t q̇_s, and g = q̈_s − G ÿ on it
+            b = cb[first + j]
+            sv = ib[b, L.I_IV]
+            T[j, 0] = wc[QS + ib[b, L.I_IQ]]
+            T[j, 1] = qd[j] = wc[QDS + sv]
+            T[j, 2] = 0.0
+            x = wc[QDDS + sv]
+            for l in range(m):
+                x -= wc[G + j * m + l] * a[iv + l]
+            gl[j] = x
+        for c in range(3):
+            taylor_sweep(code, consts, table, p, stop, c, T, A, s1, s2)
+        for r in range(nrow):  # K_D and K_D⁻¹ (the cluster kernels' LU and singularity test)
+            for l in range(nrow):
+                i = outputs[o + r * nK + cb[dep + l]]
+                KD[r * nrow + l] = T[i, 0] if i >= 0 else 0.0
+                KDi[r * nrow + l] = 1.0 if r == l else 0.0
+        if not lu_solve_inplace(KD, 0, nrow, KDi, 0, nrow):
+            return SINGULAR_CLUSTER * STATUS_BASE + k
+        _K_coefficient(outputs, o, n, nrow, T, 1, K1)
+        _K_coefficient(outputs, o, n, nrow, T, 2, K2)
+        for l in range(m):
+            dG = at
+            W, Zq, Zv = at + n * m, at + n * m + n, at + n * m + 2 * n
+            at += n * m + 3 * n
+            for j in range(n):  # the line q_s + t u, u = G e_l: ∂K[u] (L2)
+                T[j, 1] = wc[G + j * m + l]
+            taylor_sweep(code, consts, table, p, stop, 1, T, A, s1, s2)
+            _K_coefficient(outputs, o, n, nrow, T, 1, dK)
+            for s in range(nrow):  # P = ∂K[u] G
+                for c in range(m):
+                    x = 0.0
+                    for j in range(n):
+                        x += dK[s * n + j] * wc[G + j * m + c]
+                    P[s * m + c] = x
+            for j in range(n * m):
+                terms[dG + j] = 0.0
+            for r in range(nrow):  # ∂G_D = −K_D⁻¹ P (L2)
+                row = cb[dep + r]
+                for c in range(m):
+                    x = 0.0
+                    for s in range(nrow):
+                        x -= KDi[r * nrow + s] * P[s * m + c]
+                    terms[dG + row * m + c] = x
+            for j in range(n):  # W = ∂G ẏ, and ∂G ÿ into Zq (zero on the independent rows)
+                x = 0.0
+                y = 0.0
+                for c in range(m):
+                    x += terms[dG + j * m + c] * v[iv + c]
+                    y += terms[dG + j * m + c] * a[iv + c]
+                terms[W + j] = x
+                terms[Zq + j] = y
+                terms[Zv + j] = 0.0
+            for s in range(nrow):  # (L3): −∂³φ(q̇, q̇, u) − 2 ∂²φ(q̇, w) − ∂K[u] g, with ∂³φ(q̇, q̇, ·) = 2 K_2
+                x = 0.0
+                for j in range(n):
+                    e = s * n + j
+                    x -= 2.0 * (K2[e] * T[j, 1] + K1[e] * terms[W + j]) + dK[e] * gl[j]
+                rhs[s] = x
+            for r in range(nrow):
+                x = 0.0
+                for s in range(nrow):
+                    x += KDi[r * nrow + s] * rhs[s]
+                terms[Zq + cb[dep + r]] += x
+            for s in range(nrow):  # (L4): −2 ∂²φ(q̇, G e_l)
+                x = 0.0
+                for j in range(n):
+                    x -= 2.0 * K1[s * n + j] * T[j, 1]
+                rhs[s] = x
+            for r in range(nrow):
+                x = 0.0
+                for s in range(nrow):
+                    x += KDi[r * nrow + s] * rhs[s]
+                terms[Zv + cb[dep + r]] = x
+    return 0
+
+
+@njit(cache=True, fastmath={"contract"})
+def _gt_add(ic, cb, wc, y, out, col):
+    """``out[:, col] += Gᵀ y`` through the sparse columns of G (``ic[0, C0_GCOLS]``)."""
+    GC = ic[0, L.C0_GCOLS]
+    for x in range(out.shape[0]):
+        acc = 0.0
+        for e in range(GC + cb[GC + x], GC + cb[GC + x + 1], 2):
+            acc += wc[cb[e + 1]] * y[cb[e]]
+        out[x, col] += acc
+
+
+@shared(fastmath={"contract"})  # called by the four derivative kernels of models with clusters: compiled once
+def loop_corrections(ib, ic, cb, wc, Xv, Xm, taus, terms, dq, dv):
+    """Add the implicit clusters' terms of (L5)–(L6) to ``dq`` = ``Gᵀ X_q G`` and ``dv`` = ``Gᵀ X_v G``:
+    ``Gᵀ (X_v W_l + M_s Zq_l) + ∂G_lᵀ τ_s`` and ``Gᵀ M_s Zv_l`` in column ``iv + l``, from
+    :func:`loop_tangent_terms`'s ``terms``, the spanning tree's ``X_v``, ``M_s`` (``Xm``) and forces
+    ``taus``. O(nv_s · n) per independent coordinate of a loop, plus a product with Gᵀ."""
+    ib, ic, cb, wc, Xv, Xm, taus, terms, dq, dv = borrowed((ib, ic, cb, wc, Xv, Xm, taus, terms, dq, dv))
+    nvs = Xm.shape[0]
+    y = np.empty(nvs)
+    y2 = np.empty(nvs)
+    at = 0
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        if ic[k, L.C_KIND] != L.IMPLICIT:
+            continue
+        first, iv = ic[k, L.C_FIRST], ic[k, L.C_IV]
+        n, m, nrow, dep = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_NROW], ic[k, L.C_DEP]
+        for l in range(m):
+            dG = at
+            W, Zq, Zv = at + n * m, at + n * m + n, at + n * m + 2 * n
+            at += n * m + 3 * n
+            for x in range(nvs):
+                y[x] = 0.0
+                y2[x] = 0.0
+            for r in range(nrow):  # W, Zq, Zv vanish on the independent rows
+                j = cb[dep + r]
+                sv = ib[cb[first + j], L.I_IV]
+                w, zq, zv = terms[W + j], terms[Zq + j], terms[Zv + j]
+                for x in range(nvs):
+                    y[x] += Xv[x, sv] * w + Xm[x, sv] * zq
+                    y2[x] += Xm[x, sv] * zv
+            _gt_add(ic, cb, wc, y, dq, iv + l)  # (L5)
+            _gt_add(ic, cb, wc, y2, dv, iv + l)  # (L6)
+            for c in range(m):  # (∂G/∂δ_l)ᵀ τ_s: this cluster's columns only
+                x = 0.0
+                for j in range(n):
+                    x += terms[dG + j * m + c] * taus[ib[cb[first + j], L.I_IV]]
+                dq[iv + c, iv + l] += x
+
+
+@kernel("int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1])")
+def loop_terms_kernel(ints, floats, v, a, terms):
+    """:func:`loop_tangent_terms` on the state that the cluster kinematics (``c_fk_kernel`` at the same
+    q, v, a, with validated inputs) left in the Data: for the dense contact derivatives on loops."""
+    ints, floats, v, a, terms = borrowed((ints, floats, v, a, terms))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    st = loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms)
+    release(ints)
+    return st
