@@ -355,7 +355,7 @@ def _derivative_batch(tree_kern, cluster_kern, model, Q, V, X, names) -> tuple:
     if model.has_constraints:
         arrays = _model_arrays(model)
         ns = model.spanning_nv
-        scratch, kern = (3 * ns + nv) * ns + nv * nv + nv, cluster_kern
+        scratch, kern = 3 * (ns + nv) * ns + nv * nv + nv, cluster_kern
     else:
         arrays, scratch, kern = None, 4 * nv * nv + nv, tree_kern
     status = np.zeros(n, dtype=np.int64)

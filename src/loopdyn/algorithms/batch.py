@@ -258,7 +258,7 @@ def c_aba_derivatives_batch_kernel(ints, floats, sc, Q, V, TAU, out, status, sta
     code, consts, table, outputs = tapes(ic, cb, wc)
     no_forces = np.zeros((0, 6))
     n, ns = out.shape[2], ic[0, L.C0_NVS]
-    o = (3 * ns + n) * ns
+    o = 3 * (ns + n) * ns
     Hf = view(sc, o, (n, n))
     ddy = view(sc, o + n * n, (n,))
     for k in range(start, stop):
