@@ -176,11 +176,21 @@ def _structure_calls(model, data, q, v, a) -> dict:
     }
 
 
+DERIVATIVES = ("rnea_derivatives", "aba_derivatives")
+
+
+def _derivative_calls(model, data, q, v, a) -> dict:
+    return {
+        "rnea_derivatives": lambda: rnea_derivatives(model, data, q, v, a),
+        "aba_derivatives": lambda: aba_derivatives(model, data, q, v, a),
+    }
+
+
 def _structure_on_loops(quick: bool, repeats: int, rng) -> dict:
-    """The identification and structure functions on robots with loops (in independent coordinates)
-    against the same function on the spanning tree (the same bodies in spanning coordinates, loops
-    ignored), interleaved; ratio = loops / spanning tree."""
-    print("\n## Identification and structure on loops: each model against its spanning tree (median)\n")
+    """The derivatives, identification and structure functions on robots with loops (in independent
+    coordinates) against the same function on the spanning tree (the same bodies in spanning
+    coordinates, loops ignored), interleaved; ratio = loops / spanning tree."""
+    print("\n## Derivatives, identification and structure on loops, against the spanning tree (medians)\n")
     print("| robot | nv | spanning nv | function | loops µs | spanning tree µs | ratio |")
     print("|---|---:|---:|---|---:|---:|---:|")
     out: dict = {}
@@ -193,10 +203,11 @@ def _structure_on_loops(quick: bool, repeats: int, rng) -> dict:
         a = rng.standard_normal(model.nv)
         qs, vs = to_spanning(model, q, v)
         as_ = rng.standard_normal(st.nv)
-        loops = _structure_calls(model, model.create_data(), q, v, a)
-        tree = _structure_calls(st, st.create_data(), qs, vs, as_)
+        md, td = model.create_data(), st.create_data()
+        loops = {**_structure_calls(model, md, q, v, a), **_derivative_calls(model, md, q, v, a)}
+        tree = {**_structure_calls(st, td, qs, vs, as_), **_derivative_calls(st, td, qs, vs, as_)}
         out[label] = {}
-        for fn in STRUCTURE:
+        for fn in (*DERIVATIVES, *STRUCTURE):
             t = interleaved({"loops": loops[fn], "tree": tree[fn]}, repeats=repeats)
             ratio = t["loops"] / t["tree"]
             out[label][fn] = {"loops_s": t["loops"], "spanning_tree_s": t["tree"], "ratio": ratio}
