@@ -68,22 +68,28 @@ def test_trees_match_pinocchio(robot):
 
 # ------------------------------------------------------------------------------------------------
 # against central differences of the verified forward function
-def fd_check(model, d, q, v, tau, cons, k, mu, f, step=1e-4):
-    """The worst relative error of the six derivatives against 4th-order central differences of
-    ``constrained_forward_dynamics`` along ``integrate``, v and τ; and the result."""
-    r = loopdyn.constrained_forward_dynamics_derivatives(model, d, q, v, tau, cons, desired=k, mu=mu, f_ext=f)
+def fd_jacobians(model, d, q, v, tau, cons, k, mu, f, step=1e-4):
+    """4th-order central differences of ``(q̈, λ)`` of ``constrained_forward_dynamics`` along
+    ``integrate``, v and τ: three (nv + m) × nv matrices."""
 
     def F(qq, vv, tt):
         a, lam = loopdyn.constrained_forward_dynamics(model, d, qq, vv, tt, cons, desired=k, mu=mu, f_ext=f)
         return np.concatenate([a, lam])
 
     n = model.nv
-    fd = [central_jacobian(lambda e: F(loopdyn.integrate(model, q, e), v, tau), n, step),
-          central_jacobian(lambda e: F(q, v + e, tau), n, step),
-          central_jacobian(lambda e: F(q, v, tau + e), n, step)]  # fmt: skip
+    return [central_jacobian(lambda e: F(loopdyn.integrate(model, q, e), v, tau), n, step),
+            central_jacobian(lambda e: F(q, v + e, tau), n, step),
+            central_jacobian(lambda e: F(q, v, tau + e), n, step)]  # fmt: skip
+
+
+def fd_check(model, d, q, v, tau, cons, k, mu, f, step=1e-4):
+    """The worst relative error of the six derivatives against 4th-order central differences of
+    ``constrained_forward_dynamics`` along ``integrate``, v and τ; and the result."""
+    r = loopdyn.constrained_forward_dynamics_derivatives(model, d, q, v, tau, cons, desired=k, mu=mu, f_ext=f)
+    fd = fd_jacobians(model, d, q, v, tau, cons, k, mu, f, step)
     got = [np.vstack([r[2 + x], r[5 + x]]) for x in range(3)]
-    base = F(q, v, tau)
-    assert rel(np.concatenate([r.ddq, r.forces]), base) < 1e-12
+    base = loopdyn.constrained_forward_dynamics(model, d, q, v, tau, cons, desired=k, mu=mu, f_ext=f)
+    assert rel(np.concatenate([r.ddq, r.forces]), np.concatenate(base)) < 1e-12
     return max(rel(g, e) for g, e in zip(got, fd, strict=True)), r
 
 
@@ -143,23 +149,90 @@ def test_loops_match_central_differences(loop_case):
         assert err < RTOL_FD, f"{name}, mu={mu}: {err:.2e}"
 
 
-def test_negative_control_frozen_g_fails_on_the_four_bar(monkeypatch):
+def dense_reference(model, d, q, v, tau, cons, mu, f_ext, frozen=False):
+    """The KKT sensitivities (5)–(6) of ``algorithms/contact_derivatives.py`` on a model with loops as
+    dense NumPy/SciPy products — the library's first version, kept here as a second computation of the
+    kernel's formulas: the spanning tree's RNEA and frame-acceleration derivatives from the tree
+    kernels, the loops' tangent maps ``loopdyn.derivatives.loop_tangent_maps`` as dense matrices,
+    Cholesky solves with ``H = Gᵀ M_s G``. ``frozen``: G's and g's state dependence dropped (W, Zq,
+    Zv, ∂G set to zero), the negative control."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    from loopdyn.algorithms import contact_derivatives as ck
+    from loopdyn.algorithms import derivatives as dk
+    from loopdyn.algorithms import rnea as rk
+    from loopdyn.constraint_rows import prepare
+    from loopdyn.derivatives import loop_tangent_maps
+
+    rows = prepare(model, cons)
+    ddy, lam = loopdyn.constrained_forward_dynamics(model, d, q, v, tau, cons, None, mu, f_ext)
+    qs, vs, as_, G, W, Zq, Zv, dG = loop_tangent_maps(model, d, q, v, ddy)
+    if frozen:
+        W, Zq, Zv, dG = 0 * W, 0 * Zq, 0 * Zv, 0 * dG
+    nvs, nv, m = model.spanning_nv, model.nv, rows.m
+    f2 = np.zeros((d.ib.shape[0], 6)) if f_ext is None else np.array(f_ext, dtype=float)
+    for e in range(len(rows.body)):  # Jᵀλ as body forces [force; torque]: K_eᵀ λ_e = [n; f]
+        b = int(rows.body[e])
+        if b:
+            w = rows.K[rows.row[e] : rows.row[e + 1]].T @ lam[rows.row[e] : rows.row[e + 1]]
+            f2[b, :3] += w[3:]
+            f2[b, 3:] += w[:3]
+    Xq, Xv, Ms = np.empty((nvs, nvs)), np.empty((nvs, nvs)), np.empty((nvs, nvs))
+    assert dk.rnea_derivatives_kernel(d.ib, d.ws, qs, vs, as_, f2, Xq, Xv, Ms) == 0
+    taus = np.empty(nvs)
+    assert rk.rnea_fext_kernel(d.ib, d.ws, qs, vs, as_, f2, taus) == 0
+    prog = cd._frame_program(d, rows)
+    P, Js = np.empty((m, 3 * nvs)), np.empty((m, nvs))
+    assert ck.frame_acceleration_derivatives_kernel(d.ib, d.ws, qs, vs, as_, prog.cf, prog.ci, P, Js) == 0
+    Aq, Av = P[:, :nvs], P[:, nvs : 2 * nvs]
+    dtau_dq = G.T @ (Xq @ G + Xv @ W + Ms @ Zq) + np.einsum("jsc,s->cj", dG, taus)
+    dtau_dv = G.T @ (Xv @ G + Ms @ Zv)
+    H = G.T @ Ms @ G
+    J = Js @ G
+    dalpha = np.hstack([Aq @ G + Av @ W + Js @ Zq, Av @ G + Js @ Zv, np.zeros((m, nv))])
+    Z = cho_solve(cho_factor(H), np.hstack([-dtau_dq, -dtau_dv, np.eye(nv)]))  # Z_δ, Z_v, H⁻¹
+    JH = J @ Z[:, 2 * nv :]
+    dlam = -cho_solve(cho_factor(JH @ J.T + mu * np.eye(m)), J @ Z + dalpha)  # (5)
+    dddq = Z + JH.T @ dlam  # (6)
+    s = (slice(0, nv), slice(nv, 2 * nv), slice(2 * nv, 3 * nv))
+    return (*(dddq[:, x] for x in s), *(dlam[:, x] for x in s))
+
+
+def test_loops_equal_the_dense_reference(loop_case):
+    """The kernel against the dense reference (the same formulas, computed another way), with external
+    forces and damping; the difference check above is the independent oracle. Each block relative to
+    its largest entry, or to 1e-3 of the largest entry of the six when it is smaller: a block that is
+    zero in exact arithmetic (∂q̈/∂τ of the one-DoF four-bar held by one row, of the five-bar held by
+    two) is a cancellation whose rounding has no scale of its own (measured: ≤ 2e-14 of the six's)."""
+    name, model = loop_case
+    d = model.create_data()
+    cons = LOOP_CASES[name]
+    rng = np.random.default_rng(23)
+    for mu in (0.0, 0.1):
+        q, v, tau, f = loop_state(model, rng)
+        got = loopdyn.constrained_forward_dynamics_derivatives(model, d, q, v, tau, cons, None, mu, f)
+        ref = dense_reference(model, d, q, v, tau, cons, mu, f)
+        scale = max(np.abs(y).max() for y in ref)  # a block can be exactly zero (the one-DoF four-bar held)
+        for what, x, y in zip(NAMES, got[2:], ref, strict=True):
+            err = np.abs(x - y).max() / max(np.abs(y).max(), 1e-3 * scale)
+            assert err < 1e-10, f"{name}, mu={mu}: {what} {err:.1e}"
+
+
+def test_negative_control_frozen_g_fails_on_the_four_bar():
+    """The difference check passes the dense reference and fails it with G's and g's state dependence
+    dropped: it can see the terms the implicit loops add."""
     model = loopdyn.robots.four_bar()
     d = model.create_data()
     cons = LOOP_CASES["four_bar"]
     rng = np.random.default_rng(21)
     q, v, tau, f = loop_state(model, rng)
-    err, _ = fd_check(model, d, q, v, tau, cons, None, 0.0, f)
-    assert err < RTOL_FD
-    real = cd.loop_tangent_maps
+    fd = fd_jacobians(model, d, q, v, tau, cons, None, 0.0, f)
 
-    def frozen(*args):
-        qs, vs, as_, G, W, Zq, Zv, dG = real(*args)
-        return qs, vs, as_, G, 0 * W, 0 * Zq, 0 * Zv, 0 * dG  # ∂G/∂q, ∂g/∂(q, ẏ) dropped
+    def err(r):
+        return max(rel(np.vstack([r[x], r[3 + x]]), fd[x]) for x in range(3))
 
-    monkeypatch.setattr(cd, "loop_tangent_maps", frozen)
-    err, _ = fd_check(model, d, q, v, tau, cons, None, 0.0, f)
-    assert err > 1e3 * RTOL_FD
+    assert err(dense_reference(model, d, q, v, tau, cons, 0.0, f)) < RTOL_FD
+    assert err(dense_reference(model, d, q, v, tau, cons, 0.0, f, frozen=True)) > 1e3 * RTOL_FD
 
 
 # ------------------------------------------------------------------------------------------------

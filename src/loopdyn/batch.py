@@ -40,6 +40,7 @@ import numpy as np
 
 from .algorithms import batch as kernels
 from .algorithms import coriolis as coriolis_kernels
+from .algorithms import derivatives as derivative_kernels
 from .algorithms.common import compiled
 from .algorithms.status import raise_for_status
 from .batch_dask import map_rows
@@ -353,9 +354,9 @@ def _derivative_batch(tree_kern, cluster_kern, model, Q, V, X, names) -> tuple:
     nv = model.nv
     out = np.empty((3, n, nv, nv))
     if model.has_constraints:
-        arrays = _model_arrays(model)
-        ns = model.spanning_nv
-        scratch, kern = 3 * (ns + nv) * ns + nv * nv + nv, cluster_kern
+        data = model.create_data()
+        arrays = data.cluster_arrays
+        scratch, kern = derivative_kernels.c_buffer_size(data.ic, nv) + nv * nv + nv, cluster_kern
     else:
         arrays, scratch, kern = None, 4 * nv * nv + nv, tree_kern
     status = np.zeros(n, dtype=np.int64)

@@ -19,11 +19,12 @@ By model:
 * a tree: one kernel call (:func:`~loopdyn.algorithms.contact_derivatives.contact_derivatives_kernel`):
   the forward solve, the recursive RNEA derivatives, the frame-acceleration derivatives, the sparse
   factor of M and the m × m Cholesky factor of the forward solve reused;
-* a model with clusters (explicit or implicit): exact, in the independent coordinates, but a dense
-  first version in Python (several kernel calls): the spanning tree's RNEA and frame-acceleration
-  derivatives from the tree kernels, composed with G and, on implicit loops, with the configuration
-  and velocity dependence of G and g (:func:`loopdyn.derivatives.loop_tangent_maps`); then (5)–(6)
-  with a Cholesky factor of ``H = Gᵀ M_s G`` (no inverse formed).
+* a model with clusters (explicit or implicit): exact, in the independent coordinates, in two kernel
+  calls: the forward solve (:func:`loopdyn.constrained_forward_dynamics`), then
+  :func:`~loopdyn.algorithms.contact_derivatives.c_contact_derivatives_kernel` — the RNEA derivatives
+  in independent coordinates (with the implicit loops' ∂G and ∂g), the spanning tree's
+  frame-acceleration derivatives composed with G and with the loops' tangent maps, and (5)–(6) with
+  a dense Cholesky factor of ``H = Gᵀ M_s G`` (H⁻¹ = ∂q̈/∂τ from it).
 """
 
 from __future__ import annotations
@@ -33,14 +34,12 @@ from typing import NamedTuple
 import numpy as np
 
 from .algorithms import contact_derivatives as kernels
-from .algorithms import derivatives as derivative_kernels
-from .algorithms import rnea as tree_rnea
 from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
 from .algorithms.contact import contact_program
 from .algorithms.validation import check_data
 from .constraint_rows import ConstraintRows, prepare
 from .contact import compiled_constraints, constrained_forward_dynamics, damping, desired_accelerations
-from .derivatives import aba_derivatives, loop_tangent_maps
+from .derivatives import aba_derivatives
 
 __all__ = ["ConstrainedDynamicsDerivatives", "constrained_forward_dynamics_derivatives"]
 
@@ -59,7 +58,7 @@ class ConstrainedDynamicsDerivatives(NamedTuple):
 
 
 _ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
-_STATE = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT), ("f_ext", FORCES))
+_ARGS_LOOPS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT))
 
 
 def _work(data, prog, m: int):
@@ -124,48 +123,18 @@ def _frame_program(data, rows: ConstraintRows):
 
 
 def _loop_derivatives(model, data, q, v, tau, constraints, rows, k, mu, f_ext):
-    """A model with clusters: the KKT sensitivities (5)–(6) with dense G, ∂G, ∂g (module docstring).
-
-    τ_y = Gᵀ τ_s(q_s, G ẏ, G ÿ + g) with the constraint forces held as body forces; the constraint
-    accelerations α_y = α_s(q_s, q̇_s, q̈_s), so along δ_j (q_s by G e_j, q̇_s by W e_j, q̈_s by
-    Zq e_j) and ẏ_j (q̇_s by G e_j, q̈_s by Zv e_j):
-    ``∂α/∂δ = A_q G + A_v W + J_s Zq``, ``∂α/∂ẏ = A_v G + J_s Zv``, ``J = J_s G``, and the inverse
-    dynamics as :func:`loopdyn.rnea_derivatives` on loops."""
-    from scipy.linalg import cho_factor, cho_solve
-
+    """A model with clusters: the forward solve, then the KKT sensitivities (5)–(6) in independent
+    coordinates in one kernel call (``c_contact_derivatives_kernel``, (10) of
+    :mod:`loopdyn.algorithms.contact_derivatives`): the implicit loops' ∂G and ∂g included."""
     ddy, lam = constrained_forward_dynamics(model, data, q, v, tau, constraints, k, mu, f_ext)
-    qs, vs, as_, G, W, Zq, Zv, dG = loop_tangent_maps(model, data, q, v, ddy)
-    nvs, nv, m = model.spanning_nv, model.nv, rows.m
-    f2 = np.zeros((data.ib.shape[0], 6)) if f_ext is None else np.array(f_ext, dtype=float)
-    for e in range(len(rows.body)):  # Jᵀλ as body forces [force; torque]: K_eᵀ λ_e = [n; f]
-        b = int(rows.body[e])
-        if b:
-            w = rows.K[rows.row[e] : rows.row[e + 1]].T @ lam[rows.row[e] : rows.row[e + 1]]
-            f2[b, :3] += w[3:]
-            f2[b, 3:] += w[:3]
-    Xq, Xv, Ms = np.empty((nvs, nvs)), np.empty((nvs, nvs)), np.empty((nvs, nvs))
-    ib, ws = data.ib, data.ws
-    run(derivative_kernels.rnea_derivatives_kernel, model, _STATE, (ib, ws, qs, vs, as_, f2, Xq, Xv, Ms))
-    taus = np.empty(nvs)
-    run(tree_rnea.rnea_fext_kernel, model, _STATE, (ib, ws, qs, vs, as_, f2, taus))
     prog = _frame_program(data, rows)
-    P = np.empty((m, 3 * nvs))
-    Js = np.empty((m, nvs))
-    run(kernels.frame_acceleration_derivatives_kernel, model, _STATE,
-        (ib, ws, qs, vs, as_, prog.cf, prog.ci, P, Js))  # fmt: skip
-    Aq, Av = P[:, :nvs], P[:, nvs : 2 * nvs]
-    dtau_dq = G.T @ (Xq @ G + Xv @ W + Ms @ Zq) + np.einsum("jsc,s->cj", dG, taus)
-    dtau_dv = G.T @ (Xv @ G + Ms @ Zv)
-    H = G.T @ Ms @ G
-    J = Js @ G
-    dalpha = np.hstack([Aq @ G + Av @ W + Js @ Zq, Av @ G + Js @ Zv, np.zeros((m, nv))])
-    factor = cho_factor(H)
-    Z = cho_solve(factor, np.hstack([-dtau_dq, -dtau_dv, np.eye(nv)]))  # Z_δ, Z_v, H⁻¹
-    JH = J @ Z[:, 2 * nv :]  # J H⁻¹
-    Lc = cho_factor(JH @ J.T + mu * np.eye(m))
-    dlam = -cho_solve(Lc, J @ Z + dalpha)  # (5)
-    dddq = Z + JH.T @ dlam  # (6)
-    s = (slice(0, nv), slice(nv, 2 * nv), slice(2 * nv, 3 * nv))
-    return ConstrainedDynamicsDerivatives(
-        ddy, lam, *(dddq[:, x] for x in s), *(dlam[:, x] for x in s)
-    )
+    n, m = model.nv, rows.m
+    out = np.empty(3 * n * n + 3 * m * n)
+    dA = out[: 3 * n * n].reshape(3, n, n)
+    dL = out[3 * n * n :].reshape(3, m, n)
+    fext = data.no_forces if f_ext is None else f_ext
+    q, v, _, fext = _ARGS.coerce_user(model, (q, v, tau, fext))  # checked by the forward solve
+    ints, floats = data.cluster_arrays
+    args = (ints, floats, q, v, ddy, lam, fext, float(mu), prog.cf, prog.ci, dA, dL)
+    run(kernels.c_contact_derivatives_kernel, model, _ARGS_LOOPS, args)
+    return ConstrainedDynamicsDerivatives(ddy, lam, dA[0], dA[1], dA[2], dL[0], dL[1], dL[2])

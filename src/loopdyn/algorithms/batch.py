@@ -34,7 +34,13 @@ from .contact import contact_core, contact_loops_core
 from .contact_derivatives import contact_derivatives_core
 from .coriolis import CORIOLIS, WANT_C, WANT_MDOT, c_coriolis_core, coriolis_core
 from .crba import crba_core
-from .derivatives import c_hinv_apply, c_rnea_derivatives_core, minv_apply, rnea_derivatives_core
+from .derivatives import (
+    c_buffer_size,
+    c_hinv_apply,
+    c_rnea_derivatives_core,
+    minv_apply,
+    rnea_derivatives_core,
+)
 from .regressor import c_regressor_core, regressor_forward, tree_regressor_fill
 from .rnea import rnea_core, validate_qva
 
@@ -257,8 +263,8 @@ def c_aba_derivatives_batch_kernel(ints, floats, sc, Q, V, TAU, out, status, sta
     ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
     no_forces = np.zeros((0, 6))
-    n, ns = out.shape[2], ic[0, L.C0_NVS]
-    o = 3 * (ns + n) * ns
+    n = out.shape[2]
+    o = c_buffer_size(ic, n)
     Hf = view(sc, o, (n, n))
     ddy = view(sc, o + n * n, (n,))
     for k in range(start, stop):

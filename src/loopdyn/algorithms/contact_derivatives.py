@@ -63,7 +63,8 @@ import numpy as np
 from ..jit import inlined, njit, shared
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import STACK_INTS, acquire, borrowed, release, stack_ints, view
+from .borrow import STACK_INTS, acquire, borrowed, model_views, release, stack_ints, view
+from .cluster_kinematics import tapes
 from .common import gravity_seed, jcalc, kernel
 from .contact import CI_BODY, CI_CLASSICAL, CI_ROW0, CI_ROW1, CI_W, contact_core
 from .derivatives import (
@@ -75,13 +76,19 @@ from .derivatives import (
     D_S,
     D_V,
     D_VCOL,
+    c_buffer_size,
+    c_hinv_apply,
+    c_rnea_derivatives_core,
+    c_terms_offset,
+    cholesky_in_place,
     forward_body,
     minv_apply,
     rnea_derivatives_core,
 )
+from .loop_derivatives import has_implicit, terms_size
 from .pv_osim import H_USER
 from .rnea import validate_qva
-from .status import DATA_IN_USE, STATUS_BASE
+from .status import DAMPED_NOT_PD, DATA_IN_USE, REDUNDANT_CONSTRAINTS, STATUS_BASE
 
 
 @inlined
@@ -311,3 +318,131 @@ def contact_derivatives_kernel(ib, ws, q, v, tau, fext, mu, cf, ci, sc, wk, ddq,
 def work_size(nb: int, n: int, m: int) -> int:
     """Floats of :func:`contact_derivatives_core`'s ``wk``."""
     return 6 * (nb + 1) + n * n + 3 * m * n + m * n + 3 * n * n
+
+
+# ---------------------------------------------------------------------------------------------
+# models with clusters (explicit and implicit): (3)–(6) in the independent coordinates y
+#
+# With q̇_s = G ẏ, q̈_s = G ÿ + g and the constraint forces as body forces of the spanning tree:
+# ``∂τ_ID/∂x`` and H by :func:`~.derivatives.c_rnea_derivatives_core` (the implicit loops' ∂G, ∂g
+# included, (L5)–(L6) of :mod:`.loop_derivatives`); the constraint frames' accelerations are the
+# spanning tree's ``α_s(q_s, q̇_s, q̈_s)``, so along δ_j (q_s by G e_j, q̇_s by W e_j, q̈_s by Zq e_j)
+# and ẏ_j (q̇_s by G e_j, q̈_s by Zv e_j)
+#
+#     J = J_s G,   ∂α/∂δ = A_q G + A_v W + J_s Zq,   ∂α/∂ẏ = A_v G + J_s Zv                 (10)
+#
+# (A_q, A_v, J_s the spanning tree's (7)–(9)); then (5)–(6) with H's dense Cholesky factor in place
+# of M's sparse one, and Λ⁻¹ + μ I = J H⁻¹ Jᵀ + μ I factorised here.
+
+
+@njit(cache=True, fastmath={"contract"})
+def cluster_frame_terms(ib, ic, cb, wc, Ps, Js, terms, J, P):
+    """(10): ``J`` (m × nv) and ``P = [∂α/∂δ | ∂α/∂ẏ | 0]`` (m × 3 nv) from the spanning tree's
+    ``Ps = [A_q | A_v | ·]`` (m × 3 nv_s) and ``Js``, through G's sparse columns and the implicit loops'
+    ``terms`` (the layout of :func:`.loop_derivatives.loop_tangent_terms`)."""
+    ib, ic, cb, wc, Ps, Js, terms, J, P = borrowed((ib, ic, cb, wc, Ps, Js, terms, J, P))
+    m, nvs = Js.shape
+    n = J.shape[1]
+    GC = ic[0, L.C0_GCOLS]
+    for r in range(m):
+        for x in range(n):
+            aq = 0.0
+            av = 0.0
+            js = 0.0
+            for e in range(GC + cb[GC + x], GC + cb[GC + x + 1], 2):
+                s = cb[e]
+                g = wc[cb[e + 1]]
+                aq += Ps[r, s] * g
+                av += Ps[r, nvs + s] * g
+                js += Js[r, s] * g
+            P[r, x] = aq
+            P[r, n + x] = av
+            P[r, 2 * n + x] = 0.0
+            J[r, x] = js
+    at = 0
+    for k in range(1, ic[0, L.C0_NCL] + 1):  # + A_v W + J_s Zq and + J_s Zv: the loops' dependent rows
+        if ic[k, L.C_KIND] != L.IMPLICIT:
+            continue
+        first, iv = ic[k, L.C_FIRST], ic[k, L.C_IV]
+        nn, mm, nrow, dep = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_NROW], ic[k, L.C_DEP]
+        for l in range(mm):
+            W, Zq, Zv = at + nn * mm, at + nn * mm + nn, at + nn * mm + 2 * nn
+            at += nn * mm + 3 * nn
+            for rr in range(nrow):
+                j = cb[dep + rr]
+                sv = ib[cb[first + j], L.I_IV]
+                w, zq, zv = terms[W + j], terms[Zq + j], terms[Zv + j]
+                for r in range(m):
+                    P[r, iv + l] += Ps[r, nvs + sv] * w + Js[r, sv] * zq
+                    P[r, n + iv + l] += Js[r, sv] * zv
+
+
+@shared(fastmath={"contract"})
+def c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, lam, fext, mu,
+                               cf, ci, dA, dL):  # fmt: skip
+    """(3)–(6) on a model with clusters at its solution ``ddy``, ``lam`` of the constrained forward
+    dynamics (validated inputs): ``dA`` = (∂ÿ/∂δ, ∂ÿ/∂ẏ, ∂ÿ/∂τ), ``dL`` = (∂λ/∂δ, ∂λ/∂ẏ, ∂λ/∂τ).
+    ``cf``, ``ci``: the constraint list compiled on the spanning tree. Returns a status."""
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, lam, fext, cf, ci, dA, dL = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, lam, fext, cf, ci, dA, dL)
+    )
+    n, m, nvs = ddy.shape[0], lam.shape[0], ic[0, L.C0_NVS]
+    f2 = np.empty((ib[0, L.I0_NBODIES] + 1, 6))
+    wrenches_into(fext, cf, ci, lam, f2)  # Jᵀλ as body forces of the spanning tree
+    buf = np.empty(c_buffer_size(ic, n))
+    Hf = np.empty((n, n))
+    st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, f2,
+                                 dA[0], dA[1], Hf, buf)  # fmt: skip
+    if st != 0:
+        return st
+    Ps = np.empty((m, 3 * nvs))
+    Js = np.empty((m, nvs))
+    frame_acceleration_derivatives(ib, ws, cf, ci, Ps, Js)  # (7)–(9) on the spanning tree
+    nt = terms_size(ic) if has_implicit(ic) else 0
+    J = np.empty((m, n))
+    P = np.empty((m, 3 * n))
+    cluster_frame_terms(ib, ic, cb, wc, Ps, Js, buf[c_terms_offset(ic, n) : c_terms_offset(ic, n) + nt], J, P)
+    st = c_hinv_apply(ic, cb, Hf, dA[0], dA[1], dA[2])  # Z_δ = −H⁻¹ ∂τ_ID/∂δ, Z_v, H⁻¹
+    if st != 0:
+        return st
+    Lc = np.empty((m, m))  # Λ⁻¹ + μ I = J H⁻¹ Jᵀ + μ I
+    JH = np.empty((m, n))
+    for r in range(m):
+        for c in range(n):
+            x = 0.0
+            for i in range(n):
+                x += J[r, i] * dA[2, i, c]
+            JH[r, c] = x
+    for r in range(m):
+        for s_ in range(r + 1):
+            x = 0.0
+            for c in range(n):
+                x += JH[r, c] * J[s_, c]
+            Lc[r, s_] = x + (mu if r == s_ else 0.0)
+            Lc[s_, r] = Lc[r, s_]
+    bad = cholesky_in_place(Lc)
+    if bad >= 0:
+        return (DAMPED_NOT_PD if mu > 0.0 else REDUNDANT_CONSTRAINTS) * STATUS_BASE + bad
+    kkt_sensitivities(Lc, J, dA, P, dL)
+    return 0
+
+
+@kernel(
+    "int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], float64[::1], "
+    "float64[:, ::1], float64, float64[:, ::1], int64[::1], float64[:, :, ::1], float64[:, :, ::1])"
+)
+def c_contact_derivatives_kernel(ints, floats, q, v, ddy, lam, fext, mu, cf, ci, dA, dL):
+    """The derivatives of the constrained forward dynamics of a model with clusters, at its solution
+    (``ddy``, ``lam``: :func:`loopdyn.constrained_forward_dynamics` at q, v, τ with validated inputs);
+    ``fext`` (nbodies + 1, 6) or (0, 6) for none (see the block comment above)."""
+    ints, floats, q, v, ddy, lam, fext, cf, ci, dA, dL = borrowed(
+        (ints, floats, q, v, ddy, lam, fext, cf, ci, dA, dL)
+    )
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    if not acquire(ints):
+        return DATA_IN_USE * STATUS_BASE
+    st = c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, lam, fext,
+                                    mu, cf, ci, dA, dL)  # fmt: skip
+    release(ints)
+    return st

@@ -470,11 +470,30 @@ def g_congruence3(ic, cb, wc, Xq, Xv, Xm, dq, dv, H, Z):
             H[x, y] = a2
 
 
+@njit(cache=True)
+def c_buffer_size(ic, nv):
+    """Floats of :func:`c_rnea_derivatives_core`'s ``buf``: the spanning tree's three derivative
+    matrices and the congruences' scratch, 3 (nv_s + nv) nv_s; then, with implicit clusters, the
+    loops' terms (:func:`.loop_derivatives.terms_size`, at :func:`c_terms_offset`) and τ_s (nv_s)."""
+    nvs = ic[0, L.C0_NVS]
+    size = 3 * (nvs + nv) * nvs
+    if has_implicit(ic):
+        size += terms_size(ic) + nvs
+    return size
+
+
+@inlined
+def c_terms_offset(ic, nv):
+    """Where :func:`c_rnea_derivatives_core` leaves the implicit loops' terms in its ``buf``."""
+    return 3 * (ic[0, L.C0_NVS] + nv) * ic[0, L.C0_NVS]
+
+
 @inlined
 def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf):
     """RNEA derivatives in independent coordinates of a model with clusters (see above; implicit ones
-    add :mod:`.loop_derivatives`' terms), validated inputs; ``buf`` holds 3 (nv_s + nv) nv_s floats
-    (the spanning tree's three derivative matrices and the congruences' scratch). Returns a status."""
+    add :mod:`.loop_derivatives`' terms), validated inputs; ``buf`` holds :func:`c_buffer_size` floats
+    (the spanning tree's three derivative matrices ``X_q, X_v, M_s`` at its start, the loops' terms at
+    :func:`c_terms_offset`: left there for the callers). Returns a status."""
     for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q, q̇ = G ẏ, q̈ = G ÿ
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
         if st != 0:
@@ -491,11 +510,13 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
                           Xq, Xv, Xm)  # fmt: skip
     g_congruence3(ic, cb, wc, Xq, Xv, Xm, dq, dv, H, Z)
     if has_implicit(ic):  # G(q), g(q, q̇): the terms of ∂G and ∂g (loop_derivatives, (L5)–(L6))
-        terms = np.empty(terms_size(ic))
+        o = c_terms_offset(ic, dq.shape[0])
+        nt = terms_size(ic)
+        terms = view(buf, o, (nt,))
         st = loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms)
         if st != 0:
             return st
-        taus = np.empty(nvs)
+        taus = view(buf, o + nt, (nvs,))
         spanning_forces(ib, ws, view(wc, QDDS, (nvs,)), taus)
         loop_corrections(ib, ic, cb, wc, Xv, Xm, taus, terms, dq, dv)
     return 0
@@ -527,7 +548,7 @@ def c_rnea_derivatives_kernel(ints, floats, q, v, a, fext, dq, dv, H):
         return st
     if not acquire(ints):
         return DATA_IN_USE * STATUS_BASE
-    need = 3 * (ic[0, L.C0_NVS] + dq.shape[0]) * ic[0, L.C0_NVS]
+    need = c_buffer_size(ic, dq.shape[0])
     # the spanning matrices on the stack (no allocation) while they fit
     buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
     st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H,
@@ -624,7 +645,7 @@ def c_aba_derivatives_kernel(ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, H
         return st
     if not acquire(ints):
         return DATA_IN_USE * STATUS_BASE
-    need = 3 * (ic[0, L.C0_NVS] + dq.shape[0]) * ic[0, L.C0_NVS]
+    need = c_buffer_size(ic, dq.shape[0])
     buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
     st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
     if st == 0:
