@@ -181,7 +181,7 @@ def dense_reference(model, d, q, v, tau, cons, mu, f_ext, frozen=False):
     assert dk.rnea_derivatives_kernel(d.ib, d.ws, qs, vs, as_, f2, Xq, Xv, Ms) == 0
     taus = np.empty(nvs)
     assert rk.rnea_fext_kernel(d.ib, d.ws, qs, vs, as_, f2, taus) == 0
-    prog = cd._frame_program(d, rows)
+    prog = cd.spanning_constraints(d, rows)
     P, Js = np.empty((m, 3 * nvs)), np.empty((m, nvs))
     assert ck.frame_acceleration_derivatives_kernel(d.ib, d.ws, qs, vs, as_, prog.cf, prog.ci, P, Js) == 0
     Aq, Av = P[:, :nvs], P[:, nvs : 2 * nvs]
@@ -315,7 +315,7 @@ def test_bad_input_raises_and_leaves_data_usable(case):
 
 # ------------------------------------------------------------------------------------------------
 # batch
-@pytest.mark.parametrize("case", ["solo12", "four_bar"])
+@pytest.mark.parametrize("case", ["solo12", "four_bar", "tello"])
 def test_batch_rows_equal_the_single_state_function(case):
     if case in ROBOTS:
         model, _ = trees.robot_case(case, with_pinocchio=False)

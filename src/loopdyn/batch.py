@@ -394,14 +394,16 @@ def constrained_forward_dynamics_derivatives(
     function's at ``(Q[k], V[k], TAU[k])`` with ``desired`` (None, (m,) or (N, m)) and ``f_ext``
     (None or (N, njoints, 6)) as in :func:`constrained_forward_dynamics`.
 
-    Trees on all cores, one kernel call per chunk of rows
-    (:func:`~loopdyn.algorithms.batch.contact_derivatives_batch_kernel`); models with clusters (a dense
-    first version) row by row on the calling thread. The six derivative arrays are views of two
+    On all cores, one kernel call per chunk of rows
+    (:func:`~loopdyn.algorithms.batch.contact_derivatives_batch_kernel`, and
+    ``c_contact_derivatives_batch_kernel`` on models with clusters); without constraints, row by row
+    on the calling thread (the ABA derivatives). The six derivative arrays are views of two
     buffers of shape (N, 3, ·, nv) (one contiguous block per state for the kernel). A bad row raises
     the single-state function's exception, its message starting with ``row k:``.
     """
     from .algorithms.contact_derivatives import work_size
     from .contact_derivatives import constrained_forward_dynamics_derivatives as single
+    from .contact_derivatives import spanning_constraints
 
     mu = damping(mu)
     rows = prepare(model, constraints)
@@ -421,7 +423,17 @@ def constrained_forward_dynamics_derivatives(
     DDQ = np.empty((n, nv))
     DA = np.empty((n, 3, nv, nv))
     DL = np.empty((n, 3, m, nv))
-    if model.has_constraints or m == 0:
+    if model.has_constraints and m > 0:
+        status = np.zeros(n, dtype=np.int64)
+        data = model.create_data()
+        prog = compiled_constraints(model, data, rows)
+        spanning = spanning_constraints(data, rows)
+        args = (Q, V, TAU, F, mu, prog.cf, prog.ci, prog.T, prog.cemp, prog.asm, spanning.cf, spanning.ci,
+                DDQ, LAM, DA, DL, status)  # fmt: skip
+        _run(kernels.c_contact_derivatives_batch_kernel, model, n, args, scratch=max(prog.size, 1),
+             arrays=data.cluster_arrays)  # fmt: skip
+        _check(model, status, ("q", "v", "tau", "f_ext"), (model.nq, model.nv, model.nv, model.njoints))
+    elif m == 0:
         data = model.create_data()
         for k in range(n):
             try:

@@ -19,9 +19,9 @@ By model:
 * a tree: one kernel call (:func:`~loopdyn.algorithms.contact_derivatives.contact_derivatives_kernel`):
   the forward solve, the recursive RNEA derivatives, the frame-acceleration derivatives, the sparse
   factor of M and the m × m Cholesky factor of the forward solve reused;
-* a model with clusters (explicit or implicit): exact, in the independent coordinates, in two kernel
-  calls: the forward solve (:func:`loopdyn.constrained_forward_dynamics`), then
-  :func:`~loopdyn.algorithms.contact_derivatives.c_contact_derivatives_kernel` — the RNEA derivatives
+* a model with clusters (explicit or implicit): exact, in the independent coordinates, in one kernel
+  call (:func:`~loopdyn.algorithms.contact_derivatives.c_contact_derivatives_kernel`): the forward
+  solve of :func:`loopdyn.constrained_forward_dynamics`, then the RNEA derivatives
   in independent coordinates (with the implicit loops' ∂G and ∂g), the spanning tree's
   frame-acceleration derivatives composed with G and with the loops' tangent maps, and (5)–(6) with
   a dense Cholesky factor of ``H = Gᵀ M_s G`` (H⁻¹ = ∂q̈/∂τ from it).
@@ -58,7 +58,7 @@ class ConstrainedDynamicsDerivatives(NamedTuple):
 
 
 _ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
-_ARGS_LOOPS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT))
+_ARGS_LOOPS = _ARGS  # the cluster kernel's user arguments sit where the tree kernel's do
 
 
 def _work(data, prog, m: int):
@@ -112,7 +112,7 @@ def constrained_forward_dynamics_derivatives(
     return ConstrainedDynamicsDerivatives(ddq, k, dA[0], dA[1], dA[2], dL[0], dL[1], dL[2])
 
 
-def _frame_program(data, rows: ConstraintRows):
+def spanning_constraints(data, rows: ConstraintRows):
     """The constraint list compiled for the tree kernels, on the spanning tree of a model with loops."""
     prog = rows.compiled.get("contact_spanning")
     if prog is None:
@@ -123,18 +123,19 @@ def _frame_program(data, rows: ConstraintRows):
 
 
 def _loop_derivatives(model, data, q, v, tau, constraints, rows, k, mu, f_ext):
-    """A model with clusters: the forward solve, then the KKT sensitivities (5)–(6) in independent
-    coordinates in one kernel call (``c_contact_derivatives_kernel``, (10) of
-    :mod:`loopdyn.algorithms.contact_derivatives`): the implicit loops' ∂G and ∂g included."""
-    ddy, lam = constrained_forward_dynamics(model, data, q, v, tau, constraints, k, mu, f_ext)
-    prog = _frame_program(data, rows)
+    """A model with clusters, in one kernel call (``c_contact_derivatives_kernel``): the forward solve
+    (:func:`~loopdyn.algorithms.contact.contact_loops_core`), then the KKT sensitivities (5)–(6) in
+    independent coordinates ((10) of :mod:`loopdyn.algorithms.contact_derivatives`), the implicit
+    loops' ∂G and ∂g included."""
+    prog = compiled_constraints(model, data, rows)
+    spanning = spanning_constraints(data, rows)
     n, m = model.nv, rows.m
-    out = np.empty(3 * n * n + 3 * m * n)
-    dA = out[: 3 * n * n].reshape(3, n, n)
-    dL = out[3 * n * n :].reshape(3, m, n)
+    out = np.empty(n + 3 * n * n + 3 * m * n)  # one allocation; the results are contiguous views of it
+    ddq = out[:n]
+    dA = out[n : n + 3 * n * n].reshape(3, n, n)
+    dL = out[n + 3 * n * n :].reshape(3, m, n)
     fext = data.no_forces if f_ext is None else f_ext
-    q, v, _, fext = _ARGS.coerce_user(model, (q, v, tau, fext))  # checked by the forward solve
-    ints, floats = data.cluster_arrays
-    args = (ints, floats, q, v, ddy, lam, fext, float(mu), prog.cf, prog.ci, dA, dL)
+    args = (*data.cluster_arrays, q, v, tau, fext, mu, prog.cf, prog.ci, prog.T, prog.cemp, prog.asm,
+            prog.scratch(), spanning.cf, spanning.ci, ddq, k, dA, dL)  # fmt: skip
     run(kernels.c_contact_derivatives_kernel, model, _ARGS_LOOPS, args)
-    return ConstrainedDynamicsDerivatives(ddy, lam, dA[0], dA[1], dA[2], dL[0], dL[1], dL[2])
+    return ConstrainedDynamicsDerivatives(ddq, k, dA[0], dA[1], dA[2], dL[0], dL[1], dL[2])

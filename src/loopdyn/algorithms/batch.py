@@ -31,7 +31,7 @@ from .cluster_dynamics import c_aba_core, c_crba_core, c_rnea_core
 from .cluster_kinematics import tapes, validate_cluster_state
 from .common import check_configuration, check_vector, kernel
 from .contact import contact_core, contact_loops_core
-from .contact_derivatives import contact_derivatives_core
+from .contact_derivatives import c_contact_derivatives_core, contact_derivatives_core
 from .coriolis import CORIOLIS, WANT_C, WANT_MDOT, c_coriolis_core, coriolis_core
 from .crba import crba_core
 from .derivatives import (
@@ -277,6 +277,38 @@ def c_aba_derivatives_batch_kernel(ints, floats, sc, Q, V, TAU, out, status, sta
                                          no_forces, out[0, k], out[1, k], Hf, sc)  # fmt: skip
         if st == 0:
             st = c_hinv_apply(ic, cb, Hf, out[0, k], out[1, k], out[2, k])
+        status[k] = st
+
+
+@kernel(
+    "void("
+    + _CLUSTER
+    + "float64[::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, :, ::1], float64, "
+    "float64[:, ::1], int64[::1], int64[:, ::1], int64[:, ::1], int64[:, ::1], float64[:, ::1], "
+    "int64[::1], float64[:, ::1], float64[:, ::1], float64[:, :, :, ::1], float64[:, :, :, ::1], "
+    "int64[::1], int64, int64)"
+)
+def c_contact_derivatives_batch_kernel(
+    ints, floats, sc, Q, V, TAU, F, mu, cf, ci, T, cemp, asm, cfs, cis, DDQ, LAM, DA, DL, status, start, stop
+):
+    """The constrained forward dynamics of a model with clusters and its derivatives for rows
+    start ≤ k < stop: :func:`~loopdyn.algorithms.contact.contact_loops_core` (``cf`` … ``asm``, the
+    thread's scratch ``sc``), then :func:`~.contact_derivatives.c_contact_derivatives_core` (``cfs``,
+    ``cis``: the constraint list compiled on the spanning tree). ``LAM[k]``: the desired accelerations on
+    entry, λ on return; ``DA[k]``, ``DL[k]`` as :func:`contact_derivatives_batch_kernel`'s."""
+    (ints, floats, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, cfs, cis, DDQ, LAM, DA, DL, status) = borrowed(
+        (ints, floats, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, cfs, cis, DDQ, LAM, DA, DL, status)
+    )
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    for k in range(start, stop):
+        st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], F[k], True)
+        if st == 0:
+            st = contact_loops_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], TAU[k],
+                                    F[k], mu, cf, ci, T, cemp, asm, sc, DDQ[k], LAM[k])  # fmt: skip
+        if st == 0:
+            st = c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k],
+                                            DDQ[k], LAM[k], F[k], mu, cfs, cis, DA[k], DL[k])  # fmt: skip
         status[k] = st
 
 

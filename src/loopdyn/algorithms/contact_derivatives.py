@@ -64,9 +64,9 @@ from ..jit import inlined, njit, shared
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import STACK_INTS, acquire, borrowed, model_views, release, stack_ints, view
-from .cluster_kinematics import tapes
+from .cluster_kinematics import tapes, validate_cluster_state
 from .common import gravity_seed, jcalc, kernel
-from .contact import CI_BODY, CI_CLASSICAL, CI_ROW0, CI_ROW1, CI_W, contact_core
+from .contact import CI_BODY, CI_CLASSICAL, CI_ROW0, CI_ROW1, CI_W, contact_core, contact_loops_core
 from .derivatives import (
     D_A,
     D_OP,
@@ -428,21 +428,31 @@ def c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs,
 
 
 @kernel(
-    "int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], float64[::1], "
-    "float64[:, ::1], float64, float64[:, ::1], int64[::1], float64[:, :, ::1], float64[:, :, ::1])"
+    "int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1], float64[:, ::1], float64, "
+    "float64[:, ::1], int64[::1], int64[:, ::1], int64[:, ::1], int64[:, ::1], float64[::1], "
+    "float64[:, ::1], int64[::1], float64[::1], float64[::1], float64[:, :, ::1], float64[:, :, ::1])"
 )
-def c_contact_derivatives_kernel(ints, floats, q, v, ddy, lam, fext, mu, cf, ci, dA, dL):
-    """The derivatives of the constrained forward dynamics of a model with clusters, at its solution
-    (``ddy``, ``lam``: :func:`loopdyn.constrained_forward_dynamics` at q, v, τ with validated inputs);
-    ``fext`` (nbodies + 1, 6) or (0, 6) for none (see the block comment above)."""
-    ints, floats, q, v, ddy, lam, fext, cf, ci, dA, dL = borrowed(
-        (ints, floats, q, v, ddy, lam, fext, cf, ci, dA, dL)
+def c_contact_derivatives_kernel(
+    ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL
+):
+    """The constrained forward dynamics of a model with clusters and its derivatives: ``ddq``, ``lam``
+    (k on entry) by :func:`~.contact.contact_loops_core` (``cf`` … ``sc``: the constraint list compiled
+    for it, a :class:`~.contact.LoopProgram`), then :func:`c_contact_derivatives_core` (``cfs``,
+    ``cis``: the same list compiled on the spanning tree); ``fext`` (nbodies + 1, 6) or (0, 6)."""
+    ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL = borrowed(
+        (ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL)
     )
     ib, ws, ic, cb, wc = model_views(ints, floats)
     code, consts, table, outputs = tapes(ic, cb, wc)
+    st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
+    if st != 0:
+        return st
     if not acquire(ints):
         return DATA_IN_USE * STATUS_BASE
-    st = c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, lam, fext,
-                                    mu, cf, ci, dA, dL)  # fmt: skip
+    st = contact_loops_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T,
+                            cemp, asm, sc, ddq, lam)  # fmt: skip
+    if st == 0:
+        st = c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddq, lam,
+                                        fext, mu, cfs, cis, dA, dL)  # fmt: skip
     release(ints)
     return st
