@@ -488,12 +488,16 @@ def c_terms_offset(ic, nv):
     return 3 * (ic[0, L.C0_NVS] + nv) * ic[0, L.C0_NVS]
 
 
-@inlined
+@shared  # called by five kernels (single, batch, contact): compiled once, called by address
 def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf):
     """RNEA derivatives in independent coordinates of a model with clusters (see above; implicit ones
     add :mod:`.loop_derivatives`' terms), validated inputs; ``buf`` holds :func:`c_buffer_size` floats
     (the spanning tree's three derivative matrices ``X_q, X_v, M_s`` at its start, the loops' terms at
     :func:`c_terms_offset`: left there for the callers). Returns a status."""
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf = borrowed(
+        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf)
+    )
     for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q, q̇ = G ẏ, q̈ = G ÿ
         st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
         if st != 0:
