@@ -190,6 +190,32 @@ def loops(repeats: int, target: float) -> list[tuple]:
     return rows
 
 
+def growth(repeats: int, target: float, sizes=(12, 24, 48, 96)) -> list[tuple]:
+    """``rnea_derivatives`` / ``aba_derivatives`` on the cluster paper's GT and PBT chains of growing
+    length, against the same function on the spanning tree (the outputs are nv × nv: a serial chain's
+    depth is its length, so O(n·d) is O(n²) here)."""
+    rows = []
+    for kind, build in (("GT", ld.robots.gt_chain), ("PBT", ld.robots.pbt_chain)):
+        for n in sizes:
+            m = build(n, seed=0)
+            d = m.create_data()
+            t = ld.spanning_tree(m)
+            td = t.create_data()
+            rng = np.random.default_rng(0)
+            q = ld.random_configuration(m, rng)
+            v, x = rng.standard_normal(m.nv), rng.standard_normal(m.nv)
+            qs, vs, xs = ld.to_spanning(m, q, v, x)
+            for what in ("rnea_derivatives", "aba_derivatives"):
+                f = getattr(ld, what)
+                f(m, d, q, v, x)
+                f(t, td, qs, vs, xs)
+                args, targs = (m, d, q, v, x), (t, td, qs, vs, xs)
+                fns = {"loops": lambda f=f, a=args: f(*a), "tree": lambda f=f, a=targs: f(*a)}
+                tm = interleaved(fns, repeats=repeats, target=target)
+                rows.append((f"{kind} {n}", what, tm["loops"] * 1e6, tm["tree"] * 1e6))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer, shorter timing blocks")
@@ -214,6 +240,9 @@ def main() -> None:
     print("\nmodel with loops  function           loops µs  spanning tree µs  ratio  differences of C-ABA µs")
     for robot, what, ours, tree, fd in loops(repeats, target):
         print(f"{robot:17s} {what:18s} {ours:9.1f}  {tree:16.1f}  {ours / tree:5.2f}  {fd:10.1f}")
+    print("\nchain      function           loops µs  spanning tree µs  ratio")
+    for chain, what, ours, tree in growth(repeats, target):
+        print(f"{chain:10s} {what:18s} {ours:9.1f}  {tree:16.1f}  {ours / tree:5.2f}")
 
 
 if __name__ == "__main__":
