@@ -166,26 +166,34 @@ def central_differences_of_aba(m, d, q, v, tau, h=1e-6):
     return cols
 
 
+def against_spanning_tree(m, repeats: int, target: float, with_differences: bool = False) -> dict:
+    """``{function: {"loops": s, "tree": s[, "fd": s]}}``: ``rnea_derivatives`` and ``aba_derivatives``
+    on model ``m`` and on ``spanning_tree(m)`` (the same state in spanning coordinates), interleaved;
+    with ``with_differences``, central differences of C-ABA beside the ABA derivatives."""
+    d = m.create_data()
+    t = ld.spanning_tree(m)
+    td = t.create_data()
+    rng = np.random.default_rng(0)
+    q = ld.random_configuration(m, rng)
+    v, x = rng.standard_normal(m.nv), rng.standard_normal(m.nv)
+    qs, vs, xs = ld.to_spanning(m, q, v, x)
+    out = {}
+    for what in ("rnea_derivatives", "aba_derivatives"):
+        f = getattr(ld, what)
+        args, targs = (m, d, q, v, x), (t, td, qs, vs, xs)
+        f(*args)
+        f(*targs)
+        fns = {"loops": lambda f=f, a=args: f(*a), "tree": lambda f=f, a=targs: f(*a)}
+        if with_differences and what == "aba_derivatives":
+            fns["fd"] = lambda a=args: central_differences_of_aba(*a)
+        out[what] = interleaved(fns, repeats=repeats, target=target)
+    return out
+
+
 def loops(repeats: int, target: float) -> list[tuple]:
     rows = []
     for robot in ("mini_cheetah", "mit_humanoid", "four_bar", "five_bar", "delta_robot", "tello"):
-        m = getattr(ld.robots, robot)()
-        d = m.create_data()
-        t = ld.spanning_tree(m)
-        td = t.create_data()
-        rng = np.random.default_rng(0)
-        q = ld.random_configuration(m, rng)
-        v, x = rng.standard_normal(m.nv), rng.standard_normal(m.nv)
-        qs, vs, xs = ld.to_spanning(m, q, v, x)
-        for what in ("rnea_derivatives", "aba_derivatives"):
-            f = getattr(ld, what)
-            f(m, d, q, v, x)
-            f(t, td, qs, vs, xs)
-            args, targs = (m, d, q, v, x), (t, td, qs, vs, xs)
-            fns = {"loops": lambda f=f, a=args: f(*a), "tree": lambda f=f, a=targs: f(*a)}
-            if what == "aba_derivatives":
-                fns["fd"] = lambda a=args: central_differences_of_aba(*a)
-            tm = interleaved(fns, repeats=repeats, target=target)
+        for what, tm in against_spanning_tree(getattr(ld.robots, robot)(), repeats, target, True).items():
             rows.append((robot, what, tm["loops"] * 1e6, tm["tree"] * 1e6, tm.get("fd", float("nan")) * 1e6))
     return rows
 
@@ -197,21 +205,7 @@ def growth(repeats: int, target: float, sizes=(12, 24, 48, 96)) -> list[tuple]:
     rows = []
     for kind, build in (("GT", ld.robots.gt_chain), ("PBT", ld.robots.pbt_chain)):
         for n in sizes:
-            m = build(n, seed=0)
-            d = m.create_data()
-            t = ld.spanning_tree(m)
-            td = t.create_data()
-            rng = np.random.default_rng(0)
-            q = ld.random_configuration(m, rng)
-            v, x = rng.standard_normal(m.nv), rng.standard_normal(m.nv)
-            qs, vs, xs = ld.to_spanning(m, q, v, x)
-            for what in ("rnea_derivatives", "aba_derivatives"):
-                f = getattr(ld, what)
-                f(m, d, q, v, x)
-                f(t, td, qs, vs, xs)
-                args, targs = (m, d, q, v, x), (t, td, qs, vs, xs)
-                fns = {"loops": lambda f=f, a=args: f(*a), "tree": lambda f=f, a=targs: f(*a)}
-                tm = interleaved(fns, repeats=repeats, target=target)
+            for what, tm in against_spanning_tree(build(n, seed=0), repeats, target).items():
                 rows.append((f"{kind} {n}", what, tm["loops"] * 1e6, tm["tree"] * 1e6))
     return rows
 
