@@ -25,7 +25,13 @@ from test_derivatives import central_jacobian
 import loopdyn
 from loopdyn import Constraint
 from loopdyn import contact_derivatives as cd
-from loopdyn.errors import InputError, NonFiniteError, RedundantConstraintsError, ShapeError
+from loopdyn.errors import (
+    ConfigurationError,
+    InputError,
+    NonFiniteError,
+    RedundantConstraintsError,
+    ShapeError,
+)
 
 RTOL_PIN = 1e-9
 RTOL_FD = 1e-7
@@ -279,7 +285,7 @@ def test_no_constraints_is_aba_derivatives():
 
 # ------------------------------------------------------------------------------------------------
 # bad input
-@pytest.mark.parametrize("case", ["solo12", "mini_cheetah"])
+@pytest.mark.parametrize("case", ["solo12", "mini_cheetah", "four_bar"])
 def test_bad_input_raises_and_leaves_data_usable(case):
     if case in ROBOTS:
         model, _ = trees.robot_case(case, with_pinocchio=False)
@@ -308,6 +314,11 @@ def test_bad_input_raises_and_leaves_data_usable(case):
         fn(model, d, q, v, tau, cons, f_ext=np.zeros((2, 6)))
     with pytest.raises(RedundantConstraintsError):  # a singular contact set: one foot twice
         fn(model, d, q, v, tau, [*cons, cons[0]])
+    if case == "four_bar":  # positions off the loop
+        off = q.copy()
+        off[1] += 0.1
+        with pytest.raises(ConfigurationError, match="violate its constraints"):
+            fn(model, d, off, v, tau, cons)
     again = fn(model, d, q, v, tau, cons)
     for x, y in zip(again, good, strict=True):
         assert np.array_equal(x, y)
