@@ -58,7 +58,6 @@ class ConstrainedDynamicsDerivatives(NamedTuple):
 
 
 _ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
-_ARGS_LOOPS = _ARGS  # the cluster kernel's user arguments sit where the tree kernel's do
 
 
 def _work(data, prog, m: int):
@@ -137,5 +136,5 @@ def _loop_derivatives(model, data, q, v, tau, constraints, rows, k, mu, f_ext):
     fext = data.no_forces if f_ext is None else f_ext
     args = (*data.cluster_arrays, q, v, tau, fext, mu, prog.cf, prog.ci, prog.T, prog.cemp, prog.asm,
             prog.scratch(), spanning.cf, spanning.ci, ddq, k, dA, dL)  # fmt: skip
-    run(kernels.c_contact_derivatives_kernel, model, _ARGS_LOOPS, args)
+    run(kernels.c_contact_derivatives_kernel, model, _ARGS, args)  # q, v, tau, f_ext where the tree's are
     return ConstrainedDynamicsDerivatives(ddq, k, dA[0], dA[1], dA[2], dL[0], dL[1], dL[2])

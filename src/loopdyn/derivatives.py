@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .algorithms import derivatives as kernels
+from .algorithms import loop_derivatives
 from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
 from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
@@ -162,7 +163,7 @@ class _LoopTerms:
             if c.kind == L.IMPLICIT:
                 span_v = np.array([data.ib[b, L.I_IV] for b in c.bodies], dtype=np.int64)
                 self.clusters.append((span_v, c.iv, c.m))
-        self.size = sum(len(s) * m * (m + 3) for s, _, m in self.clusters)
+        self.size = int(loop_derivatives.terms_size(ic))
 
 
 _LOOP_TERMS: dict[int, tuple[object, _LoopTerms]] = {}
@@ -187,7 +188,7 @@ def loop_tangent_maps(model, data, q, v, a):
     of q̈_s, ``Zv[:, j] = ∂g/∂ẏ_j`` (q_s moves by ``G e_j``, q̇_s by ``G e_j``); and ``dG[j] = ∂G/∂δ_j``
     (nv × nv_s × nv). W, Zq, Zv and dG are zero unless a cluster is implicit
     (:mod:`loopdyn.algorithms.loop_derivatives`, (L2)–(L4), computes them)."""
-    from .algorithms import cluster_kinematics, loop_derivatives
+    from .algorithms import cluster_kinematics
 
     terms = _loop_terms(model, data)
     ints, floats = data.cluster_arrays

@@ -291,11 +291,11 @@ def c_aba_derivatives_batch_kernel(ints, floats, sc, Q, V, TAU, out, status, sta
 def c_contact_derivatives_batch_kernel(
     ints, floats, sc, Q, V, TAU, F, mu, cf, ci, T, cemp, asm, cfs, cis, DDQ, LAM, DA, DL, status, start, stop
 ):
-    """The constrained forward dynamics of a model with clusters and its derivatives for rows
-    start ≤ k < stop: :func:`~loopdyn.algorithms.contact.contact_loops_core` (``cf`` … ``asm``, the
-    thread's scratch ``sc``), then :func:`~.contact_derivatives.c_contact_derivatives_core` (``cfs``,
-    ``cis``: the constraint list compiled on the spanning tree). ``LAM[k]``: the desired accelerations on
-    entry, λ on return; ``DA[k]``, ``DL[k]`` as :func:`contact_derivatives_batch_kernel`'s."""
+    """The constrained forward dynamics of a model with clusters and its derivatives
+    (:func:`~.contact_derivatives.c_contact_derivatives_core`: ``cf`` … ``asm`` the loop program, ``sc``
+    the thread's scratch, ``cfs``, ``cis`` the constraint list compiled on the spanning tree) for rows
+    start ≤ k < stop. ``LAM[k]``: the desired accelerations on entry, λ on return; ``DA[k]``, ``DL[k]`` as
+    :func:`contact_derivatives_batch_kernel`'s."""
     (ints, floats, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, cfs, cis, DDQ, LAM, DA, DL, status) = borrowed(
         (ints, floats, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, cfs, cis, DDQ, LAM, DA, DL, status)
     )
@@ -304,11 +304,9 @@ def c_contact_derivatives_batch_kernel(
     for k in range(start, stop):
         st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], F[k], True)
         if st == 0:
-            st = contact_loops_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], TAU[k],
-                                    F[k], mu, cf, ci, T, cemp, asm, sc, DDQ[k], LAM[k])  # fmt: skip
-        if st == 0:
             st = c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k],
-                                            DDQ[k], LAM[k], F[k], mu, cfs, cis, DA[k], DL[k])  # fmt: skip
+                                            TAU[k], F[k], mu, cf, ci, T, cemp, asm, sc, cfs, cis, DDQ[k],
+                                            LAM[k], DA[k], DL[k])  # fmt: skip
         status[k] = st
 
 

@@ -490,6 +490,13 @@ def constraint_wrenches(fext, cf, cbody, crow, lam, f2):
             f2[b, 3 + k] += w[k]
 
 
+@inlined
+def loop_factor(ci, sc, m):
+    """The Cholesky factor of ``Λ⁻¹ + μ I`` (m × m, lower triangle) that :func:`contact_loops_core`
+    leaves in its scratch ``sc`` (after the cluster PV-OSIMr's buffer of ``ci[3]`` floats)."""
+    return sc[ci[3] : ci[3] + m * m].reshape((m, m))
+
+
 @shared
 def contact_loops_core(
     ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam
@@ -518,7 +525,7 @@ def contact_loops_core(
     nbuf = ci[3]
     nb = ib[0, L.I0_NBODIES]
     buf = sc[:nbuf]
-    G = sc[nbuf : nbuf + m * m].reshape((m, m))
+    G = loop_factor(ci, sc, m)
     f2 = sc[nbuf + m * m : nbuf + m * m + 6 * (nb + 1)].reshape((nb + 1, 6))
     st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddq)  # a0
     if st != 0:

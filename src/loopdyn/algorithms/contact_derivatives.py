@@ -66,7 +66,16 @@ from ..spatial import ops
 from .borrow import STACK_INTS, acquire, borrowed, model_views, release, stack_ints, view
 from .cluster_kinematics import tapes, validate_cluster_state
 from .common import gravity_seed, jcalc, kernel
-from .contact import CI_BODY, CI_CLASSICAL, CI_ROW0, CI_ROW1, CI_W, contact_core, contact_loops_core
+from .contact import (
+    CI_BODY,
+    CI_CLASSICAL,
+    CI_ROW0,
+    CI_ROW1,
+    CI_W,
+    contact_core,
+    contact_loops_core,
+    loop_factor,
+)
 from .derivatives import (
     D_A,
     D_OP,
@@ -80,15 +89,14 @@ from .derivatives import (
     c_hinv_apply,
     c_rnea_derivatives_core,
     c_terms_offset,
-    cholesky_in_place,
     forward_body,
     minv_apply,
     rnea_derivatives_core,
 )
-from .loop_derivatives import has_implicit, terms_size
+from .loop_derivatives import term_offsets, terms_size
 from .pv_osim import H_USER
 from .rnea import validate_qva
-from .status import DAMPED_NOT_PD, DATA_IN_USE, REDUNDANT_CONSTRAINTS, STATUS_BASE
+from .status import DATA_IN_USE, STATUS_BASE
 
 
 @inlined
@@ -366,8 +374,7 @@ def cluster_frame_terms(ib, ic, cb, wc, Ps, Js, terms, J, P):
         first, iv = ic[k, L.C_FIRST], ic[k, L.C_IV]
         nn, mm, nrow, dep = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_NROW], ic[k, L.C_DEP]
         for l in range(mm):
-            W, Zq, Zv = at + nn * mm, at + nn * mm + nn, at + nn * mm + 2 * nn
-            at += nn * mm + 3 * nn
+            _, W, Zq, Zv, at = term_offsets(at, nn, mm)
             for rr in range(nrow):
                 j = cb[dep + rr]
                 sv = ib[cb[first + j], L.I_IV]
@@ -378,52 +385,47 @@ def cluster_frame_terms(ib, ic, cb, wc, Ps, Js, terms, J, P):
 
 
 @shared(fastmath={"contract"})
-def c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, lam, fext, mu,
-                               cf, ci, dA, dL):  # fmt: skip
-    """(3)–(6) on a model with clusters at its solution ``ddy``, ``lam`` of the constrained forward
-    dynamics (validated inputs): ``dA`` = (∂ÿ/∂δ, ∂ÿ/∂ẏ, ∂ÿ/∂τ), ``dL`` = (∂λ/∂δ, ∂λ/∂ẏ, ∂λ/∂τ).
-    ``cf``, ``ci``: the constraint list compiled on the spanning tree. Returns a status."""
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, lam, fext, cf, ci, dA, dL = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, lam, fext, cf, ci, dA, dL)
-    )
-    n, m, nvs = ddy.shape[0], lam.shape[0], ic[0, L.C0_NVS]
+def c_contact_derivatives_core(
+    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, cfs, cis,
+    ddq, lam, dA, dL
+):
+    """The constrained forward dynamics of a model with clusters and its derivatives on validated inputs:
+    ``ddq``, ``lam`` (k on entry, λ on return) by :func:`~.contact.contact_loops_core` (``cf`` … ``sc``:
+    the constraint list compiled for it, a :class:`~.contact.LoopProgram`, and its scratch), then (3)–(6)
+    in independent coordinates with (10): ``dA`` = (∂ÿ/∂δ, ∂ÿ/∂ẏ, ∂ÿ/∂τ), ``dL`` = (∂λ/∂δ, ∂λ/∂ẏ,
+    ∂λ/∂τ). ``cfs``, ``cis``: the same list compiled on the spanning tree. (5) reuses the forward
+    solve's Cholesky factor of Λ⁻¹ + μ I (:func:`~.contact.loop_factor`). Returns a status."""
+    (
+        ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis,
+        ddq, lam, dA, dL
+    ) = borrowed((
+        ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis,
+        ddq, lam, dA, dL
+    ))
+    st = contact_loops_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T,
+                            cemp, asm, sc, ddq, lam)  # fmt: skip
+    if st != 0:
+        return st
+    n, m, nvs = ddq.shape[0], lam.shape[0], ic[0, L.C0_NVS]
     f2 = np.empty((ib[0, L.I0_NBODIES] + 1, 6))
-    wrenches_into(fext, cf, ci, lam, f2)  # Jᵀλ as body forces of the spanning tree
+    wrenches_into(fext, cfs, cis, lam, f2)  # Jᵀλ as body forces of the spanning tree
     buf = np.empty(c_buffer_size(ic, n))
     Hf = np.empty((n, n))
-    st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, f2,
+    st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddq, f2,
                                  dA[0], dA[1], Hf, buf)  # fmt: skip
     if st != 0:
         return st
     Ps = np.empty((m, 3 * nvs))
     Js = np.empty((m, nvs))
-    frame_acceleration_derivatives(ib, ws, cf, ci, Ps, Js)  # (7)–(9) on the spanning tree
-    nt = terms_size(ic) if has_implicit(ic) else 0
+    frame_acceleration_derivatives(ib, ws, cfs, cis, Ps, Js)  # (7)–(9) on the spanning tree
     J = np.empty((m, n))
     P = np.empty((m, 3 * n))
-    cluster_frame_terms(ib, ic, cb, wc, Ps, Js, buf[c_terms_offset(ic, n) : c_terms_offset(ic, n) + nt], J, P)
+    o = c_terms_offset(ic, n)
+    cluster_frame_terms(ib, ic, cb, wc, Ps, Js, buf[o : o + terms_size(ic)], J, P)
     st = c_hinv_apply(ic, cb, Hf, dA[0], dA[1], dA[2])  # Z_δ = −H⁻¹ ∂τ_ID/∂δ, Z_v, H⁻¹
     if st != 0:
         return st
-    Lc = np.empty((m, m))  # Λ⁻¹ + μ I = J H⁻¹ Jᵀ + μ I
-    JH = np.empty((m, n))
-    for r in range(m):
-        for c in range(n):
-            x = 0.0
-            for i in range(n):
-                x += J[r, i] * dA[2, i, c]
-            JH[r, c] = x
-    for r in range(m):
-        for s_ in range(r + 1):
-            x = 0.0
-            for c in range(n):
-                x += JH[r, c] * J[s_, c]
-            Lc[r, s_] = x + (mu if r == s_ else 0.0)
-            Lc[s_, r] = Lc[r, s_]
-    bad = cholesky_in_place(Lc)
-    if bad >= 0:
-        return (DAMPED_NOT_PD if mu > 0.0 else REDUNDANT_CONSTRAINTS) * STATUS_BASE + bad
-    kkt_sensitivities(Lc, J, dA, P, dL)
+    kkt_sensitivities(loop_factor(ci, sc, m), J, dA, P, dL)
     return 0
 
 
@@ -435,10 +437,7 @@ def c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs,
 def c_contact_derivatives_kernel(
     ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL
 ):
-    """The constrained forward dynamics of a model with clusters and its derivatives: ``ddq``, ``lam``
-    (k on entry) by :func:`~.contact.contact_loops_core` (``cf`` … ``sc``: the constraint list compiled
-    for it, a :class:`~.contact.LoopProgram`), then :func:`c_contact_derivatives_core` (``cfs``,
-    ``cis``: the same list compiled on the spanning tree); ``fext`` (nbodies + 1, 6) or (0, 6)."""
+    """:func:`c_contact_derivatives_core` on a model with clusters; ``fext`` (nbodies + 1, 6) or (0, 6)."""
     ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL = borrowed(
         (ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL)
     )
@@ -449,10 +448,7 @@ def c_contact_derivatives_kernel(
         return st
     if not acquire(ints):
         return DATA_IN_USE * STATUS_BASE
-    st = contact_loops_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T,
-                            cemp, asm, sc, ddq, lam)  # fmt: skip
-    if st == 0:
-        st = c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddq, lam,
-                                        fext, mu, cfs, cis, dA, dL)  # fmt: skip
+    st = c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf,
+                                    ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL)  # fmt: skip
     release(ints)
     return st

@@ -470,22 +470,22 @@ def g_congruence3(ic, cb, wc, Xq, Xv, Xm, dq, dv, H, Z):
             H[x, y] = a2
 
 
+@inlined
+def c_terms_offset(ic, nv):
+    """Where :func:`c_rnea_derivatives_core` leaves the implicit loops' terms in its ``buf``: after the
+    spanning tree's three derivative matrices and the congruences' scratch, 3 (nv_s + nv) nv_s floats."""
+    return 3 * (ic[0, L.C0_NVS] + nv) * ic[0, L.C0_NVS]
+
+
 @njit(cache=True)
 def c_buffer_size(ic, nv):
     """Floats of :func:`c_rnea_derivatives_core`'s ``buf``: the spanning tree's three derivative
     matrices and the congruences' scratch, 3 (nv_s + nv) nv_s; then, with implicit clusters, the
     loops' terms (:func:`.loop_derivatives.terms_size`, at :func:`c_terms_offset`) and τ_s (nv_s)."""
-    nvs = ic[0, L.C0_NVS]
-    size = 3 * (nvs + nv) * nvs
+    size = c_terms_offset(ic, nv)
     if has_implicit(ic):
-        size += terms_size(ic) + nvs
+        size += terms_size(ic) + ic[0, L.C0_NVS]
     return size
-
-
-@inlined
-def c_terms_offset(ic, nv):
-    """Where :func:`c_rnea_derivatives_core` leaves the implicit loops' terms in its ``buf``."""
-    return 3 * (ic[0, L.C0_NVS] + nv) * ic[0, L.C0_NVS]
 
 
 @shared  # called by five kernels (single, batch, contact): compiled once, called by address

@@ -45,15 +45,23 @@ from __future__ import annotations
 import numpy as np
 
 from ..constraints.tape import T_C, T_K_LEN, T_N, T_NREG, T_OUT_START
-from ..constraints.taylor import taylor_sweep
-from ..jit import njit, shared
+from ..constraints.taylor import K_coefficient, taylor_sweep
+from ..jit import inlined, njit, shared
 from ..model import layout as L
 from .borrow import acquire, borrowed, model_views, release
 from .cluster_kinematics import lu_solve_inplace, tapes
 from .common import kernel
 from .status import DATA_IN_USE, SINGULAR_CLUSTER, STATUS_BASE
 
-__all__ = ["has_implicit", "terms_size", "loop_tangent_terms", "loop_corrections", "loop_terms_kernel"]
+__all__ = [
+    "has_implicit",
+    "terms_size",
+    "term_offsets",
+    "kd_inverse",
+    "loop_tangent_terms",
+    "loop_corrections",
+    "loop_terms_kernel",
+]
 
 
 @njit(cache=True)
@@ -76,12 +84,26 @@ def terms_size(ic):
     return size
 
 
+@inlined
+def term_offsets(at, n, m):
+    """Offsets of one independent coordinate's block of ``terms`` starting at ``at`` (module docstring):
+    ``(∂G/∂δ_l, W_l, Zq_l, Zv_l, the next block)`` for a cluster of n spanning, m independent coordinates."""
+    W = at + n * m
+    return at, W, W + n, W + 2 * n, W + 3 * n
+
+
 @njit(cache=True)
-def _K_coefficient(outputs, o, n, nrow, T, j, out):
-    """Coefficient j of the kept rows of K (``nrow × n``, row-major) from the registers into ``out``."""
-    for r in range(nrow * n):
-        i = outputs[o + r]
-        out[r] = T[i, j] if i >= 0 else 0.0
+def kd_inverse(outputs, o, nK, T, idx, dep, nrow, KD, KDinv, at):
+    """``K_D⁻¹`` (``nrow × nrow``, row-major) into ``KDinv[at:]`` from the order-0 registers ``T`` of a
+    loop's program (K's registers at ``outputs[o:]``, ``nK`` columns; the dependent columns at
+    ``idx[dep : dep + nrow]``), by the cluster kernels' LU (:func:`.cluster_kinematics.lu_solve_inplace`,
+    its singularity test); ``KD``: nrow² scratch. False if K_D is singular."""
+    for r in range(nrow):
+        for l in range(nrow):
+            i = outputs[o + r * nK + idx[dep + l]]
+            KD[r * nrow + l] = T[i, 0] if i >= 0 else 0.0
+            KDinv[at + r * nrow + l] = 1.0 if r == l else 0.0
+    return lu_solve_inplace(KD, 0, nrow, KDinv, at, nrow)
 
 
 @shared
@@ -111,7 +133,6 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
     KD = np.empty(w6)  # K_D, then its LU
     KDi = np.empty(w6)  # K_D⁻¹
     P = np.empty(w6)  # ∂K[u] G (nrow × m)
-    qd = np.empty(width)
     gl = np.empty(width)
     rhs = np.empty(width)
     at = 0
@@ -128,7 +149,7 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
             b = cb[first + j]
             sv = ib[b, L.I_IV]
             T[j, 0] = wc[QS + ib[b, L.I_IQ]]
-            T[j, 1] = qd[j] = wc[QDS + sv]
+            T[j, 1] = wc[QDS + sv]
             T[j, 2] = 0.0
             x = wc[QDDS + sv]
             for l in range(m):
@@ -136,23 +157,16 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
             gl[j] = x
         for c in range(3):
             taylor_sweep(code, consts, table, p, stop, c, T, A, s1, s2)
-        for r in range(nrow):  # K_D and K_D⁻¹ (the cluster kernels' LU and singularity test)
-            for l in range(nrow):
-                i = outputs[o + r * nK + cb[dep + l]]
-                KD[r * nrow + l] = T[i, 0] if i >= 0 else 0.0
-                KDi[r * nrow + l] = 1.0 if r == l else 0.0
-        if not lu_solve_inplace(KD, 0, nrow, KDi, 0, nrow):
+        if not kd_inverse(outputs, o, nK, T, cb, dep, nrow, KD, KDi, 0):
             return SINGULAR_CLUSTER * STATUS_BASE + k
-        _K_coefficient(outputs, o, n, nrow, T, 1, K1)
-        _K_coefficient(outputs, o, n, nrow, T, 2, K2)
+        K_coefficient(outputs, o, n, nrow, T, 1, K1, 0)
+        K_coefficient(outputs, o, n, nrow, T, 2, K2, 0)
         for l in range(m):
-            dG = at
-            W, Zq, Zv = at + n * m, at + n * m + n, at + n * m + 2 * n
-            at += n * m + 3 * n
+            dG, W, Zq, Zv, at = term_offsets(at, n, m)
             for j in range(n):  # the line q_s + t u, u = G e_l: ∂K[u] (L2)
                 T[j, 1] = wc[G + j * m + l]
             taylor_sweep(code, consts, table, p, stop, 1, T, A, s1, s2)
-            _K_coefficient(outputs, o, n, nrow, T, 1, dK)
+            K_coefficient(outputs, o, n, nrow, T, 1, dK, 0)
             for s in range(nrow):  # P = ∂K[u] G
                 for c in range(m):
                     x = 0.0
@@ -229,9 +243,7 @@ def loop_corrections(ib, ic, cb, wc, Xv, Xm, taus, terms, dq, dv):
         first, iv = ic[k, L.C_FIRST], ic[k, L.C_IV]
         n, m, nrow, dep = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_NROW], ic[k, L.C_DEP]
         for l in range(m):
-            dG = at
-            W, Zq, Zv = at + n * m, at + n * m + n, at + n * m + 2 * n
-            at += n * m + 3 * n
+            dG, W, Zq, Zv, at = term_offsets(at, n, m)
             for x in range(nvs):
                 y[x] = 0.0
                 y2[x] = 0.0

@@ -66,7 +66,7 @@ from .tape import (
     TAN,
 )
 
-__all__ = ["taylor_sweep"]
+__all__ = ["taylor_sweep", "K_coefficient"]
 
 
 @njit(cache=True, error_model="numpy")  # a division by zero gives inf or NaN, as NumPy
@@ -277,3 +277,13 @@ def _log_coefficient(T, L, a, d, k):
     for j in range(1, k):
         s -= j * L[d, j] * T[a, k - j] / k
     return s / T[a, 0]
+
+
+@njit(cache=True)
+def K_coefficient(outputs, o, n, nrow, T, k, out, at):
+    """Coefficient ``k`` of the first ``nrow`` rows of K (``nrow × n``, row-major) from the registers
+    ``T`` into ``out[at:]``; ``o``: the offset in ``outputs`` of K's registers
+    (``table[p, T_OUT_START] + table[p, T_C]``). An output without a register (K's zeros) gives 0."""
+    for r in range(nrow * n):
+        i = outputs[o + r]
+        out[at + r] = T[i, k] if i >= 0 else 0.0

@@ -42,11 +42,11 @@ import weakref
 import numpy as np
 
 from ..algorithms.borrow import borrowed
-from ..algorithms.cluster_kinematics import lu_solve_inplace
 from ..algorithms.common import kernel
+from ..algorithms.loop_derivatives import kd_inverse
 from ..algorithms.status import CONSTRAINT_VIOLATED, SINGULAR_CLUSTER
 from ..constraints.tape import T_C, T_K_LEN, T_N, T_NREG, T_OUT_START, T_PHI_LEN
-from ..constraints.taylor import taylor_sweep
+from ..constraints.taylor import K_coefficient, taylor_sweep
 from ..jit import inlined, njit, shared
 from ..model import layout
 from ..model.clusters import IMPLICIT
@@ -161,14 +161,10 @@ def loop_series(li, code, consts, table, outputs, tol, q, dv, dvs, Kser, KDinv):
             i = outputs[o + r]
             if i >= 0 and not abs(T[i, 0]) <= tol:
                 return CONSTRAINT_VIOLATED * hv.STATUS_BASE + li[rec + R_CLUSTER]
-        for r in range(nrow):  # K_{0,D}, and K_{0,D}⁻¹ by the cluster kernels' LU (their singularity test)
-            for l in range(nrow):
-                i = outputs[o + c + r * table[p, T_N] + li[dep + l]]
-                KD[r * nrow + l] = T[i, 0] if i >= 0 else 0.0
-                KDinv[do + r * nrow + l] = 1.0 if r == l else 0.0
-        if not lu_solve_inplace(KD, 0, nrow, KDinv, do, nrow):
+        # K_{0,D}⁻¹ by the cluster kernels' LU (their singularity test)
+        if not kd_inverse(outputs, o + c, table[p, T_N], T, li, dep, nrow, KD, KDinv, do):
             return SINGULAR_CLUSTER * hv.STATUS_BASE + li[rec + R_CLUSTER]
-        _store_K(outputs, o + c, n, nrow, T, 0, Kser, ko)
+        K_coefficient(outputs, o + c, n, nrow, T, 0, Kser, ko)
         fact = 1.0
         for k in range(1, rows + 1):
             fact *= k
@@ -188,20 +184,12 @@ def loop_series(li, code, consts, table, outputs, tol, q, dv, dvs, Kser, KDinv):
             if k < rows:  # the registers at the complete c_k (the next orders read them), and K_k
                 taylor_sweep(code, consts, table, p, K_len, k, T, A, s1, s2)
                 if k <= rows - 2:
-                    _store_K(outputs, o + c, n, nrow, T, k, Kser, ko + k * nrow * n)
+                    K_coefficient(outputs, o + c, n, nrow, T, k, Kser, ko + k * nrow * n)
             for j in range(n):
                 dvs[k - 1, li[vidx + j]] = fact * T[j, k]
         ko += (rows - 1) * nrow * n
         do += nrow * nrow
     return 0
-
-
-@njit(cache=True)
-def _store_K(outputs, o, n, nrow, T, k, Kser, at):
-    """Coefficient k of K's kept rows (row-major, ``nrow × n``) into ``Kser[at:]``."""
-    for r in range(nrow * n):
-        i = outputs[o + r]
-        Kser[at + r] = T[i, k] if i >= 0 else 0.0
 
 
 @njit(cache=True)
