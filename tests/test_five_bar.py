@@ -55,17 +55,41 @@ def _pinocchio(pin, m):
     return pm, fl, fr
 
 
+def _g_map(pin, pm, fl, fr, q):
+    """``(G, J)``: the tips' point constraint in the plane (rows x and z of ``J_left − J_right``, world
+    axes) and its null-space map ``G = [1; −J_D⁻¹ J_I]`` at q."""
+    kd = pm.createData()
+    world = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+    pin.computeJointJacobians(pm, kd, q)
+    pin.updateFramePlacements(pm, kd)
+    J = (pin.getFrameJacobian(pm, kd, fl, world) - pin.getFrameJacobian(pm, kd, fr, world))[[0, 2]]
+    G = np.zeros((4, 2))
+    G[IND] = np.eye(2)
+    G[DEP] = -np.linalg.solve(J[:, DEP], J[:, IND])
+    return G, J
+
+
+def _closed_chain(pin, pm):
+    """Pinocchio's closed chain on the spanning tree: the loop closed by a 3-D contact between the tips
+    (LOCAL), ``(constraint models, constraint datas, data, proximal settings)`` ready for
+    ``constraintDynamics`` (the y row is redundant in the plane: proximal iterations)."""
+    tip = pin.SE3(np.eye(3), np.array([L_DISTAL, 0.0, 0.0]))
+    cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, pm.getJointId("left_elbow"), tip,
+                                  pm.getJointId("right_elbow"), tip, pin.ReferenceFrame.LOCAL)  # fmt: skip
+    cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    cms.append(cm)
+    cds.append(cm.createData())
+    pd = pm.createData()
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    return cms, cds, pd, pin.ProximalSettings(1e-14, 1e-12, 100)
+
+
 def _oracle(pin, pm, fl, fr, q, v):
     """H = GᵀMG, C = Gᵀ(c + M g), and the spanning velocity, from the tips' point constraint in the
     plane (rows x and z of p_left − p_right; y is identically satisfied)."""
     pd = pm.createData()
     world = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-    pin.computeJointJacobians(pm, pd, q)
-    pin.updateFramePlacements(pm, pd)
-    J = (pin.getFrameJacobian(pm, pd, fl, world) - pin.getFrameJacobian(pm, pd, fr, world))[[0, 2]]
-    G = np.zeros((4, 2))
-    G[IND] = np.eye(2)
-    G[DEP] = -np.linalg.solve(J[:, DEP], J[:, IND])
+    G, J = _g_map(pin, pm, fl, fr, q)
     vs = G @ v
     pin.forwardKinematics(pm, pd, q, vs, np.zeros(4))
     pin.updateFramePlacements(pm, pd)
@@ -129,15 +153,7 @@ def test_against_pinocchio_constraint_dynamics():
     m = robots.five_bar()
     d = m.create_data()
     pm, fl, fr = _pinocchio(pin, m)
-    tip = pin.SE3(np.eye(3), np.array([L_DISTAL, 0.0, 0.0]))
-    cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, pm.getJointId("left_elbow"), tip,
-                                  pm.getJointId("right_elbow"), tip, pin.ReferenceFrame.LOCAL)  # fmt: skip
-    cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    cms.append(cm)
-    cds.append(cm.createData())
-    pd = pm.createData()
-    pin.initConstraintDynamics(pm, pd, cms, cds)
-    prox = pin.ProximalSettings(1e-14, 1e-12, 100)
+    cms, cds, pd, prox = _closed_chain(pin, pm)
     rng = np.random.default_rng(4)
     for _ in range(10):
         q = loopdyn.random_configuration(m, rng)
@@ -205,42 +221,23 @@ def test_aba_derivatives_against_pinocchio_closed_chain_dynamics():
     m = robots.five_bar()
     d = m.create_data()
     pm, fl, fr = _pinocchio(pin, m)
-    tip = pin.SE3(np.eye(3), np.array([L_DISTAL, 0.0, 0.0]))
-    cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, pm.getJointId("left_elbow"), tip,
-                                  pm.getJointId("right_elbow"), tip, pin.ReferenceFrame.LOCAL)  # fmt: skip
-    cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    cms.append(cm)
-    cds.append(cm.createData())
-    pd = pm.createData()
-    pin.initConstraintDynamics(pm, pd, cms, cds)
-    prox = pin.ProximalSettings(1e-14, 1e-12, 100)
-    world = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-
-    def g_map(q):
-        kd = pm.createData()
-        pin.computeJointJacobians(pm, kd, q)
-        pin.updateFramePlacements(pm, kd)
-        J = (pin.getFrameJacobian(pm, kd, fl, world) - pin.getFrameJacobian(pm, kd, fr, world))[[0, 2]]
-        G = np.zeros((4, 2))
-        G[IND] = np.eye(2)
-        G[DEP] = -np.linalg.solve(J[:, DEP], J[:, IND])
-        return G, np.linalg.svd(J[:, DEP], compute_uv=False).min()
-
+    cms, cds, pd, prox = _closed_chain(pin, pm)
     rng = np.random.default_rng(8)
     checked = 0
     worst = 0.0
     for _ in range(12):
         q = loopdyn.random_configuration(m, rng)
         v, tau = rng.normal(size=2), rng.normal(size=2)
-        G, smin = g_map(q)
-        if smin < 1e-2:
+        G, J = _g_map(pin, pm, fl, fr, q)
+        if np.linalg.svd(J[:, DEP], compute_uv=False).min() < 1e-2:
             continue
         ts = np.zeros(4)
         ts[IND] = tau
 
         def ydd(delta, q=q, v=v, ts=ts):
             qe = loopdyn.integrate(m, q, delta)
-            return pin.constraintDynamics(pm, pd, qe, g_map(qe)[0] @ v, ts, cms, cds, prox)[IND].copy()
+            return pin.constraintDynamics(pm, pd, qe, _g_map(pin, pm, fl, fr, qe)[0] @ v, ts, cms, cds,
+                                          prox)[IND].copy()  # fmt: skip
 
         h = 1e-3
         cols = []
