@@ -48,7 +48,7 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None) -> tuple[np.ndarray, np.n
     Parameters
     ----------
     model, data:
-        A :class:`~loopdyn.Model` (a tree, or with explicit clusters only) and a
+        A :class:`~loopdyn.Model` (a tree, or with clusters, implicit loops included) and a
         :class:`~loopdyn.Data` created by it.
     q, v, a:
         Configuration (nq), velocity (nv), acceleration (nv); on a model with clusters, independent
@@ -98,8 +98,8 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.
 
     ``q̈`` is computed by the ABA; then ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at ``a = q̈`` (x = q, v) and
     ``∂q̈/∂τ = M⁻¹`` — M⁻¹ applied by the sparse LᵀL factorisation of M (RBDA Table 6.3) inside the
-    same kernel call (on a model with explicit clusters: C-ABA for ÿ, and a dense Cholesky factor of
-    H = Gᵀ M_s G; with implicit loops, see the module docstring). Arguments as
+    same kernel call (on a model with clusters: C-ABA for ÿ, and a dense Cholesky factor of
+    H = Gᵀ M_s G; see the module docstring). Arguments as
     :func:`rnea_derivatives` with ``tau`` (nv) in place of ``a``.
 
     Returns

@@ -59,10 +59,8 @@ from .clusters import (
     cluster_maps,
     map_offsets,
     spanning_motion,
-    spanning_q,
 )
 from .dynamics import (
-    check_q,
     cholesky_lower,
     cholesky_solve,
     rnea_core,
@@ -317,12 +315,10 @@ def loop_aba_kernel(hb, hf, mi, mf, li, code, consts, table, outputs, tol, q, v,
     no_f = np.zeros((0, 0, 6))
     # H = Gᵀ (M_s + armature) G column by column: G e_j from K(q) (the loops' K_0 by (1) at order
     # 0), the spanning tree's τ_s at v = 0, v̇ = G e_j minus gravity's, projected by (2) at order 0
-    qs = spanning_q(mi, mf, q)
-    st = check_q(hb, qs)
+    dv = np.zeros((R + 2, nv))
+    st, qs, dvs = spanning_motion(hb, mi, mf, q, dv[:2])  # at v = 0, v̇ = 0 (the loops' rows come next)
     if st != 0:
         return st
-    dv = np.zeros((R + 2, nv))
-    dvs = np.zeros((2, nvs))
     Kser = np.empty(max(li[LI_WORK_K], 1))
     KDinv = np.empty(max(li[LI_WORK_D], 1))
     st = loop_series(li, code, consts, table, outputs, tol, q, dv[:2], dvs, Kser, KDinv)
