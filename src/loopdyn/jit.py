@@ -36,6 +36,28 @@ Shared passes
     caller's cache entry lists the passes it calls, and loading it loads them first. A call through
     the symbol costs a few nanoseconds, once per pass per kernel call.
 
+Helpers
+    A plain ``njit`` helper (no signature) called from compiled code is compiled, as a step, to LLVM
+    IR only: its callers link it, optimise it and make its machine code, and LLVM chooses whether to
+    inline it there. Numba would also optimise it as a module of its own and emit its machine code,
+    with a Python entry point, for nobody (1.6 of the 15 s of the first C-ABA call on Mini Cheetah).
+    A helper called from Python (the constraint programs' ``evaluate`` while a model is built) runs
+    a twin compiled with a Python entry point on that first call.
+
+Lazy passes
+    ``@lazy`` is for code that only some models run: the implicit loops' constraint programs,
+    K_d solves and closure checks (:func:`loopdyn.algorithms.cluster_kinematics.implicit_coordinates`).
+    Its callers hold no copy of it and no reference that must be resolved when they are compiled:
+    they load its address from a process-wide slot and call it (a missing pass returns a status), and
+    :class:`loopdyn.Data` compiles or loads it when its model needs it. A tree or a model with
+    explicit clusters only (Mini Cheetah's rotors) never compiles it: its first C-ABA call went from
+    15.8 to 10.5 CPU-s with the three changes of this section and the next.
+
+Machine code
+    loopdyn's libraries (:class:`LoopdynLibrary`) run Numba's per-function passes with one pass
+    manager per module instead of one per function, and emit machine code without LLVM's loop
+    strength reduction, which took half of the emission time for no measurable gain per call.
+
 One compilation per argument types
     Numba types a constant argument (``check_vector(q, nq, 0)``, ``c_fk_core(..., False)``,
     ``ops.col6w(w, o, 2)``) as a literal and compiles the callee once per constant: a helper called
@@ -63,14 +85,18 @@ The cache
 from __future__ import annotations
 
 import copy
+import ctypes
 import functools
 import hashlib
 import os
+import sys
+import types as types_module
 import warnings
 from pathlib import Path
 
 import numba
 from llvmlite import binding as llvm
+from llvmlite import ir
 from numba.core import imputils, typeinfer, types
 from numba.core.base import OverloadSelector
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
@@ -86,7 +112,11 @@ __all__ = [
     "SharedDispatcher",
     "StepDispatcher",
     "StepLibrary",
+    "LazyPass",
+    "ensure_lazy",
+    "lazy_passes",
     "inlined",
+    "lazy",
     "njit",
     "sequence",
     "shared",
@@ -254,7 +284,36 @@ class _OneTypingPerType:
 
 class HelperDispatcher(_OneTypingPerType, CPUDispatcher):
     """The dispatcher of a plain ``njit`` helper (no signature given): compiled once per non-literal
-    argument types when called from compiled code."""
+    argument types when called from compiled code, to LLVM IR only (:class:`StepLibrary`: the callers
+    that link it optimise it and make its machine code, as for a step, but LLVM chooses whether to
+    inline it). A call from Python goes to a twin compiled with a Python entry point."""
+
+    _twin = None
+
+    def __call__(self, *args, **kwargs):
+        twin = self._twin
+        if twin is None:
+            twin = self._twin = _python_twin(self)
+        return twin(*args, **kwargs)
+
+
+def _python_twin(helper):
+    """An ordinary Numba dispatcher (with a Python entry point, cached) of a helper's function, under
+    a name of its own so that its cache entries are not the helper's."""
+    func = helper.py_func
+    clone = types_module.FunctionType(
+        func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__
+    )
+    clone.__qualname__ = f"{func.__qualname__}.python_entry"
+    clone.__module__ = func.__module__
+    clone.__doc__ = func.__doc__
+    options = dict(helper.targetoptions)
+    options.pop("no_cpython_wrapper", None)
+    options.pop("nopython", None)
+    twin = numba.njit(pipeline_class=LoopdynCompiler, **options)(clone)
+    if isinstance(helper._cache, PackageCache):
+        _with_package_cache(twin)
+    return twin
 
 
 def _with_package_cache(dispatcher) -> None:
@@ -268,11 +327,16 @@ def njit(signature_or_function=None, **options):
     cache = options.pop("cache", False)
 
     def decorate(func, signatures):
-        dispatcher = numba.njit(**options)(func)
-        if not signatures:
+        if signatures:
+            dispatcher = numba.njit(pipeline_class=LoopdynCompiler, **options)(func)
+        else:  # a helper: LLVM IR for its compiled callers (a twin serves Python callers)
+            dispatcher = numba.njit(pipeline_class=StepCompiler, no_cpython_wrapper=True, **options)(func)
             dispatcher.__class__ = HelperDispatcher
         if cache:
-            _with_package_cache(dispatcher)
+            if signatures:
+                _with_package_cache(dispatcher)
+            else:
+                dispatcher._cache = StepCache(dispatcher.py_func)
         if signatures:
             with typeinfer.register_dispatcher(dispatcher):
                 for sig in signatures:
@@ -299,7 +363,63 @@ class StepDispatcher(_OneTypingPerType, CPUDispatcher):
         )
 
 
-class StepLibrary(JITCodeLibrary):
+class _NoLoopStrengthReduction:
+    """Context: LLVM's loop strength reduction off while loopdyn's machine code is emitted (the option
+    is process-wide; it is set back on leaving, under Numba's compiler lock, so other code compiled in
+    the process keeps LLVM's default). On the first C-ABA call (Mini Cheetah, empty cache) that pass
+    took 1.15 of the 2.3 s of machine-code emission, half of it on one function, for no measurable
+    change in time per call (interleaved processes: 3.71 against 3.82 µs)."""
+
+    depth = 0
+
+    def __enter__(self):
+        if _NoLoopStrengthReduction.depth == 0:
+            llvm.set_option("", "--disable-lsr=true")
+        _NoLoopStrengthReduction.depth += 1
+
+    def __exit__(self, *exc):
+        _NoLoopStrengthReduction.depth -= 1
+        if _NoLoopStrengthReduction.depth == 0:
+            llvm.set_option("", "--disable-lsr=false")
+
+
+class LoopdynLibrary(JITCodeLibrary):
+    """The code library of loopdyn's compiled functions: Numba's, with two changes to what compiling
+    costs, none to the code. Numba's per-function passes build a new pass manager for every function
+    of a module, declarations included; here one serves the module and declarations are skipped. The
+    machine code is emitted without loop strength reduction (:class:`_NoLoopStrengthReduction`)."""
+
+    def _optimize_functions(self, ll_module):
+        ll_module.data_layout = self._codegen._data_layout
+        fpm, pb = self._codegen._function_pass_manager()
+        for func in ll_module.functions:
+            if func.is_declaration:
+                continue
+            with self._recorded_timings.record(f"Function passes on {func.name!r}", pb):
+                fpm.run(func, pb)
+
+    def _finalize_specific(self):
+        with _NoLoopStrengthReduction():
+            super()._finalize_specific()
+
+
+class LoopdynCompiler(Compiler):
+    """Numba's compiler with a :class:`LoopdynLibrary` (or, for steps, a :class:`StepLibrary`) for the
+    function it compiles."""
+
+    library_class = LoopdynLibrary
+    object_code = True
+
+    def compile_extra(self, func):
+        library = self.state.targetctx.codegen().create_library(func.__qualname__)
+        library.__class__ = self.library_class
+        if self.object_code:
+            library.enable_object_caching()
+        self.state.library = library
+        return super().compile_extra(func)
+
+
+class StepLibrary(LoopdynLibrary):
     """The code library of a step: LLVM IR for the kernels to link, never optimised as a module of its
     own nor turned into machine code.
 
@@ -344,14 +464,11 @@ class StepCache(PackageCache):
     _impl_class = _StepCacheImpl
 
 
-class StepCompiler(Compiler):
+class StepCompiler(LoopdynCompiler):
     """Numba's compiler with a :class:`StepLibrary` for the compiled step."""
 
-    def compile_extra(self, func):
-        library = self.state.targetctx.codegen().create_library(func.__qualname__)
-        library.__class__ = StepLibrary
-        self.state.library = library
-        return super().compile_extra(func)
+    library_class = StepLibrary
+    object_code = False
 
 
 def _set_env_if_loaded(self, env_name, env, _set_env=JITCPUCodegen.set_env):
@@ -422,12 +539,150 @@ def shared(func=None, **options):
     (``fastmath``...). Called from Python, a pass raises ``TypeError``."""
 
     def decorate(f):
-        dispatcher = numba.njit(no_cpython_wrapper=True, **options)(f)
+        dispatcher = numba.njit(no_cpython_wrapper=True, pipeline_class=LoopdynCompiler, **options)(f)
         dispatcher.__class__ = SharedDispatcher
         _with_package_cache(dispatcher)
         return dispatcher
 
     return decorate(func) if func is not None else decorate
+
+
+class LazyPass:
+    """A pass compiled only when :meth:`ensure` is called, and called from compiled code through a
+    process-wide slot that holds its address (see :func:`lazy`)."""
+
+    lazy = True  # loopdyn.algorithms.common.compiled: compile with ensure()
+
+    def __init__(self, func, signature: str, missing_status: int, needed_by: str):
+        from numba.core import sigutils
+
+        functools.update_wrapper(self, func)
+        self.py_func = func
+        self.module = sys.modules[func.__module__]
+        self.signature = signature
+        self.parallel = False
+        self.missing_status = missing_status
+        args, ret = sigutils.normalize_signature(signature)
+        self.arg_types, self.return_type = tuple(args), ret
+        if ret != types.int64:
+            raise TypeError(f"{func.__qualname__}: a lazy pass returns an int64 status, not {ret}")
+        self._slot = ctypes.c_int64(0)
+        self.symbol = f"loopdyn_lazy_{func.__module__}_{func.__qualname__}".replace(".", "_")
+        llvm.add_symbol(self.symbol, ctypes.addressof(self._slot))
+        self._dispatcher = None
+        self.call = _lazy_call(self)
+        _LAZY.setdefault(needed_by, []).append(self)
+
+    @property
+    def ready(self) -> bool:
+        """Whether this process has the pass's machine code (its slot holds the address)."""
+        return self._slot.value != 0
+
+    def ensure(self):
+        """Compile the pass (or load it from the cache) once per process and publish its address;
+        returns its dispatcher."""
+        with numba.core.compiler_lock.global_compiler_lock:
+            if self._dispatcher is None:
+                d = numba.njit(no_cpython_wrapper=True, nogil=True, pipeline_class=LoopdynCompiler)(
+                    self.py_func
+                )
+                _with_package_cache(d)
+                with typeinfer.register_dispatcher(d):
+                    d.compile(self.signature)
+                d.disable_compile()
+                cres = next(iter(d.overloads.values()))
+                address = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+                if not address:
+                    raise RuntimeError(f"no machine code for {self.py_func.__qualname__}")
+                self._dispatcher = d
+                self._slot.value = address
+        return self._dispatcher
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(
+            f"{self.py_func.__module__}.{self.py_func.__qualname__} is a lazy pass "
+            "(loopdyn.jit.lazy): compiled code calls it through its .call"
+        )
+
+
+def _lazy_call(lazy_pass: LazyPass):
+    """The intrinsic through which compiled code calls ``lazy_pass``: it loads the pass's address from
+    its slot and calls it with Numba's calling convention (arrays of layout C are passed where the
+    signature says any layout), or returns the pass's ``missing_status`` while the slot is empty."""
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    want = lazy_pass.arg_types
+
+    def compatible(given, wanted):
+        if isinstance(wanted, types.Array):
+            return (
+                isinstance(given, types.Array)
+                and given.dtype == wanted.dtype
+                and given.ndim == wanted.ndim
+                and (given.layout == wanted.layout or wanted.layout == "A")
+                and (given.mutable or not wanted.mutable)
+            )
+        return isinstance(given, types.Integer) and isinstance(wanted, types.Integer)
+
+    @intrinsic
+    def call(typingctx, *args):
+        if len(args) != len(want) or not all(compatible(g, w) for g, w in zip(args, want, strict=True)):
+            return None
+
+        def codegen(context, builder, signature, llargs):
+            given = signature.args[0].types  # the arguments arrive as one tuple (*args)
+            values = cgutils.unpack_tuple(builder, llargs[0], len(given))
+            cast = [context.cast(builder, v, g, w) for v, g, w in zip(values, given, want, strict=True)]
+            module = builder.module
+            slot = module.globals.get(lazy_pass.symbol)
+            if slot is None:
+                slot = ir.GlobalVariable(module, ir.IntType(64), name=lazy_pass.symbol)
+            address = builder.load(slot)
+            missing = context.get_constant(types.int64, lazy_pass.missing_status)
+            result = cgutils.alloca_once_value(builder, missing)
+            with builder.if_then(builder.icmp_unsigned("!=", address, address.type(0)), likely=True):
+                fnty = context.call_conv.get_function_type(types.int64, want)
+                fn = builder.inttoptr(address, fnty.as_pointer())
+                status, value = context.call_conv.call_function(builder, fn, types.int64, want, cast)
+                with cgutils.if_unlikely(builder, status.is_error):
+                    context.call_conv.return_status_propagate(builder, status)
+                builder.store(value, result)
+            return builder.load(result)
+
+        return types.int64(types.StarArgTuple.from_types(args)), codegen
+
+    return call
+
+
+_LAZY: dict[str, list[LazyPass]] = {}  # what needs them -> the lazy passes
+
+
+def lazy_passes() -> list[LazyPass]:
+    """Every lazy pass defined so far (by the modules imported)."""
+    return [p for passes in _LAZY.values() for p in passes]
+
+
+def ensure_lazy(needed_by: str) -> None:
+    """Compile (or load) every lazy pass registered for ``needed_by`` (e.g. ``"implicit_loops"``)."""
+    for lazy_pass in _LAZY.get(needed_by, ()):
+        lazy_pass.ensure()
+
+
+def lazy(signature: str, missing_status: int, needed_by: str):
+    """Decorator: a pass compiled for one ``signature`` only when a model needs it, and called from
+    compiled code through ``pass.call(...)``.
+
+    A kernel that calls a :func:`shared` pass compiles it (or loads it) with itself. A lazy pass is
+    not part of its callers: they load its address from a process-wide slot and call it, and the
+    Python side compiles it (:meth:`LazyPass.ensure`) when a model that needs it gets a Data. A tree
+    or explicit-cluster model thus never compiles the implicit loops' code. While the slot is empty
+    the call returns ``missing_status`` (an int64 status). Cached on disk as every kernel."""
+
+    def decorate(func):
+        return LazyPass(func, signature, missing_status, needed_by)
+
+    return decorate
 
 
 sequence = njit(cache=True, inline="always")

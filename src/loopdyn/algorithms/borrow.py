@@ -214,3 +214,53 @@ def model_views(ints, floats):
     ws = view(floats, 0, (nib, L.NW))
     wc = view(floats, nib * L.NW, (ints[L.PACK_WC],))
     return ib, ws, ic, cb, wc
+
+
+@intrinsic
+def address_of(typingctx, x):
+    """The address of ``x``'s first element (``x.ctypes.data``), as an int64. C-contiguous arrays
+    only (a compile-time error otherwise): the address alone then describes the array."""
+    if not (isinstance(x, types.Array) and x.layout == "C"):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(x)(context, builder, value=args[0])
+        return builder.ptrtoint(ary.data, context.get_value_type(types.int64))
+
+    return types.int64(x), codegen
+
+
+def _array_at(dtype):
+    @intrinsic
+    def array_at(typingctx, address, shape):
+        if not (isinstance(address, types.Integer) and isinstance(shape, types.BaseTuple)):
+            return None
+        ndim = len(shape)
+        retty = types.Array(dtype, ndim, "C")
+
+        def codegen(context, builder, signature, args):
+            address_v, shape_v = args
+            dst = context.make_array(retty)(context, builder)
+            dims = [
+                context.cast(builder, builder.extract_value(shape_v, k), shape[k], types.intp)
+                for k in range(ndim)
+            ]
+            itemsize = context.get_constant(types.intp, context.get_abi_sizeof(context.get_data_type(dtype)))
+            strides = [itemsize] * ndim
+            for k in range(ndim - 2, -1, -1):
+                strides[k] = builder.mul(strides[k + 1], dims[k + 1])
+            data = builder.inttoptr(address_v, context.get_value_type(dtype).as_pointer())
+            meminfo = cgutils.get_null_value(dst.meminfo.type)
+            populate_array(dst, data=data, shape=dims, strides=strides, itemsize=itemsize, meminfo=meminfo)
+            return dst._getvalue()
+
+        return retty(address, shape), codegen
+
+    return array_at
+
+
+floats_at = _array_at(types.float64)
+floats_at.__doc__ = """``floats_at(address, shape)``: the C-contiguous float64 array of ``shape`` at
+``address`` (as :func:`address_of` gives it), uncounted (a borrowed view: its owner must outlive it)."""
+ints_at = _array_at(types.int64)
+ints_at.__doc__ = """``ints_at(address, shape)``: as :func:`floats_at`, for int64 arrays."""

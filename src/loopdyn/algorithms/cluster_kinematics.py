@@ -21,10 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..constraints.tape import TABLE_WIDTH, evaluate_k, evaluate_phi_K
-from ..jit import inlined, njit, shared
+from ..jit import inlined, lazy, njit, shared
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import acquire, borrowed, model_views, release, view
+from .borrow import acquire, address_of, borrowed, floats_at, ints_at, model_views, release, view
 from .common import (
     check_forces,
     check_unit,
@@ -36,7 +36,7 @@ from .common import (
     s_mul,
     velocity_pass,
 )
-from .status import CONSTRAINT_VIOLATED, DATA_IN_USE, SINGULAR_CLUSTER, STATUS_BASE
+from .status import CONSTRAINT_VIOLATED, DATA_IN_USE, LOOP_CODE_MISSING, SINGULAR_CLUSTER, STATUS_BASE
 
 
 @njit(cache=True)
@@ -154,8 +154,8 @@ def cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a
                 wc[QDS + bv + j] = v[iv + j]
                 wc[QDDS + bv + j] = a[iv + j] if has_a else 0.0
         return 0
-    if kind == L.IMPLICIT:
-        return implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
+    if kind == L.IMPLICIT:  # through the lazy pass: a model without implicit loops never compiles it
+        return implicit_coordinates_call(ib, ic, cb, wc, k, q, v, a)
     # explicit: q = G y, q̇ = G ẏ, q̈ = G ÿ with a constant G (1-DoF joints: q index = body's)
     n, m, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_G]
     if m == 1:  # one independent coordinate (a geared rotor and its link, a gear train): q_j = G_j y
@@ -326,6 +326,40 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
         wc[QDDS + ib[b, L.I_IV]] = acc
     return 0
 
+
+
+@lazy("int64(" + ", ".join(["int64"] * 15) + ")", missing_status=LOOP_CODE_MISSING * STATUS_BASE,
+      needed_by="implicit_loops")  # fmt: skip
+def implicit_coordinates_pass(ib_at, nib, ic_at, nic, cb_at, ncb, wc_at, nwc, k, q_at, nq, v_at, nv,
+                              a_at, na):  # fmt: skip
+    """:func:`implicit_coordinates` as a pass of its own, compiled only in a process that has a model
+    with implicit loops (:func:`loopdyn.jit.lazy`; :class:`loopdyn.Data` asks for it): what trees and
+    explicit clusters need compiles without the constraint programs' interpreter, the K_d solves and
+    the loop-closure checks (a third of the first C-ABA call on Mini Cheetah). It takes its arrays as
+    addresses and sizes (:func:`implicit_coordinates_call`): fifteen integers cost the call a few
+    nanoseconds, where twelve Numba arrays (some ninety machine words) cost 100 ns a cluster."""
+    ib = ints_at(ib_at, (nib, L.NI))
+    ic = ints_at(ic_at, (nic, L.NC))
+    cb = ints_at(cb_at, (ncb,))
+    wc = floats_at(wc_at, (nwc,))
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    q = floats_at(q_at, (nq,))
+    v = floats_at(v_at, (nv,))
+    a = floats_at(a_at, (na,))
+    return implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
+
+
+_call_implicit = implicit_coordinates_pass.call
+
+
+@inlined
+def implicit_coordinates_call(ib, ic, cb, wc, k, q, v, a):
+    """Call :func:`implicit_coordinates_pass` on these arrays (C-contiguous: the kernels' own, and
+    the user's state vectors as the kernels validated them). The constraint programs are read from
+    their views in cb and wc (:func:`tapes`)."""
+    return _call_implicit(address_of(ib), ib.shape[0], address_of(ic), ic.shape[0], address_of(cb),
+                          cb.shape[0], address_of(wc), wc.shape[0], k, address_of(q), q.shape[0],
+                          address_of(v), v.shape[0], address_of(a), a.shape[0])  # fmt: skip
 
 @inlined
 def implicit_two_rows(ib, ic, cb, wc, code, consts, table, outputs, k, v, a, regs):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..jit import inlined, njit
+from ..jit import inlined, lazy_passes, njit
 from ..model import layout as L
 from ..model.joints import FREEFLYER, PRISMATIC, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL
 from ..spatial import ops
@@ -288,6 +288,8 @@ _KERNELS: list = []
 
 def compiled(stub):
     """Compile (or load from the cache) the kernel behind ``stub`` and install it in its module."""
+    if getattr(stub, "lazy", False):  # a lazy pass (loopdyn.jit.lazy): its dispatcher
+        return stub.ensure()
     current = getattr(stub.module, stub.__name__)
     if current is not stub:
         return current
@@ -297,8 +299,9 @@ def compiled(stub):
 
 
 def registered_kernels() -> list:
-    """Every kernel stub registered so far (by the modules imported), in registration order."""
-    return list(_KERNELS)
+    """Every kernel stub registered so far (by the modules imported), in registration order, then the
+    lazy passes (:func:`loopdyn.jit.lazy`)."""
+    return list(_KERNELS) + lazy_passes()
 
 
 def compile_all() -> float:

@@ -12,6 +12,7 @@ from ..errors import (
     ConfigurationError,
     DataInUseError,
     InputError,
+    LoopdynError,
     NonFiniteError,
     RedundantConstraintsError,
     ShapeError,
@@ -33,6 +34,7 @@ ORDER_MISMATCH = 26  # higher-order stacks: argument `index` has another number 
 REDUNDANT_CONSTRAINTS = 27  # Delassus matrix singular (dependent constraint rows, μ = 0); index = row
 DAMPED_NOT_PD = 28  # Λ⁻¹ + μ I not positive definite (μ > 0); index = row
 DATA_IN_USE = 29  # the Data is in use by a kernel of another thread (algorithms.borrow.acquire)
+LOOP_CODE_MISSING = 30  # the implicit loops' lazy pass is not loaded in this process (loopdyn.jit.lazy)
 
 UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
 
@@ -109,6 +111,11 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
             f"this Data of model {model.name!r} is in use by a call running in another thread: a Data "
             "is one thread's workspace (the kernels release the GIL and write into it); give each "
             "thread its own, model.create_data() or copy.deepcopy(data)"
+        )
+    if kind == LOOP_CODE_MISSING:
+        raise LoopdynError(
+            f"the compiled code of model {model.name!r}'s implicit loops is not loaded in this process: "
+            "use a Data made by model.create_data() (or a copy or unpickled copy of one), which loads it"
         )
     if kind == DAMPED_NOT_PD:
         raise InputError("the damped Delassus matrix is not positive definite")

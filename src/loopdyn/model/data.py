@@ -11,6 +11,7 @@ import copy
 
 import numpy as np
 
+from .. import jit
 from ..constraints import native
 from ..constraints.tape import T_NATIVE_PHI_K
 from . import layout as L
@@ -80,6 +81,8 @@ class Data:
             self.ib, self.ws, self.ic, self.cb, self.wc, ints, floats = _pack(c.ib, c.ws, cc.ic, cc.cb, cc.wc)
             # the model arguments every cluster kernel takes first (layout ``PACK_*``)
             self.cluster_arrays = (ints, floats)
+            if self.table.shape[0] > 0:  # implicit loops: their compiled pass (loopdyn.jit.lazy)
+                jit.ensure_lazy("implicit_loops")
             if native_programs is None:
                 native_programs = native.enabled()
             self._set_programs(native.native_addresses(cc.code, cc.table, cc.outputs)
@@ -139,6 +142,8 @@ class Data:
                                                               self.ic.shape)  # fmt: skip
         self.ib[0, L.I0_BUSY] = 0
         self._set_kernel_arrays()
+        if self.table.shape[0] > 0:
+            jit.ensure_lazy("implicit_loops")
         if self.native_programs:
             self._set_programs(native.native_addresses(self.code, self.table, self.outputs))
 

@@ -1,0 +1,85 @@
+"""Lazy passes (``loopdyn.jit.lazy``) and IR-only helpers: the implicit loops' code is compiled only in
+a process that has a model with implicit loops, results do not depend on it, and a kernel that meets
+an implicit cluster without it says so instead of computing garbage."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import loopdyn as ld
+from loopdyn.algorithms import cluster_kinematics
+from loopdyn.algorithms.status import LOOP_CODE_MISSING, STATUS_BASE, raise_for_status
+from loopdyn.errors import LoopdynError
+
+PROBE = r"""
+import json, numpy as np, loopdyn as ld
+from loopdyn.algorithms import cluster_kinematics as ck
+out = {}
+robot = ld.robots.mini_cheetah(); data = robot.create_data()
+q = ld.random_configuration(robot, rng=0); v = np.ones(robot.nv)
+ld.aba(robot, data, q, v, v); ld.rnea(robot, data, q, v, v); ld.crba(robot, data, q)
+out["after_explicit"] = ck.implicit_coordinates_pass.ready
+loop = ld.robots.four_bar(); ldata = loop.create_data()
+out["after_four_bar_data"] = ck.implicit_coordinates_pass.ready
+ql = ld.random_configuration(loop, rng=1)
+out["four_bar_aba"] = ld.aba(loop, ldata, ql, np.ones(loop.nv), np.ones(loop.nv)).tolist()
+print(json.dumps(out))
+"""
+
+
+def test_explicit_models_never_compile_the_implicit_pass_and_loop_models_do():
+    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["after_explicit"] is False  # C-ABA, C-RNEA, CRBA on Mini Cheetah: not needed
+    assert out["after_four_bar_data"] is True  # a Data of a model with implicit loops loads it
+    # the fresh process computes what this one does (the pass is a plain compiled function)
+    loop = ld.robots.four_bar()
+    ql = ld.random_configuration(loop, rng=1)
+    here = ld.aba(loop, loop.create_data(), ql, np.ones(loop.nv), np.ones(loop.nv))
+    assert np.array_equal(np.array(out["four_bar_aba"]), here)
+
+
+def test_the_pass_returns_its_statuses_through_the_call():
+    # negative control of the status path: an off-loop configuration must come back as the pass's
+    # CONSTRAINT_VIOLATED status (a lost return value would let the kernel go on with garbage)
+    loop = ld.robots.four_bar()
+    data = loop.create_data()
+    q = ld.random_configuration(loop, rng=0) + 0.3
+    with pytest.raises(ld.errors.ConfigurationError, match="violate its constraints"):
+        ld.aba(loop, data, q, np.zeros(loop.nv), np.zeros(loop.nv))
+    assert cluster_kinematics.implicit_coordinates_pass.ready
+
+
+def test_a_missing_pass_is_reported_not_computed():
+    loop = ld.robots.four_bar()
+    with pytest.raises(LoopdynError, match="implicit loops is not loaded"):
+        raise_for_status(loop, LOOP_CODE_MISSING * STATUS_BASE)
+
+
+def test_a_lazy_pass_cannot_be_called_from_python():
+    with pytest.raises(TypeError, match="lazy pass"):
+        cluster_kinematics.implicit_coordinates_pass(*([0] * 15))
+
+
+def test_a_helper_called_from_python_runs_its_twin():
+    # tape.evaluate is a helper (IR only for compiled callers); from Python it runs a twin compiled
+    # with a Python entry point, and gives the program's φ, K, k
+    from loopdyn.constraints.tape import T_C, T_N, evaluate
+
+    loop = ld.robots.four_bar()
+    data = loop.create_data()
+    q = ld.random_configuration(loop, rng=2)
+    n, rows = data.table[0, T_N], data.table[0, T_C]
+    iq = next(c for c in loop.clusters().clusters if len(c.bodies) > 1).iq
+    regs = np.zeros(4096)
+    phi, K, k = np.zeros(rows), np.zeros(rows * n), np.zeros(rows)
+    evaluate(data.code, data.consts, data.table, data.outputs, 0, q[iq : iq + n], np.zeros(n), regs, phi, K,
+             k)  # fmt: skip
+    assert np.max(np.abs(phi)) < 1e-9  # a random configuration is on the loop
+    assert np.max(np.abs(K)) > 0.1
