@@ -18,14 +18,17 @@ from loopdyn.errors import LoopdynError
 
 PROBE = r"""
 import json, numpy as np, loopdyn as ld
-from loopdyn.algorithms import cluster_kinematics as ck
+from loopdyn.algorithms import cluster_kinematics as ck, loop_derivatives as ldv
+from loopdyn.jit import lazy_passes
 out = {}
 robot = ld.robots.mini_cheetah(); data = robot.create_data()
 q = ld.random_configuration(robot, rng=0); v = np.ones(robot.nv)
 ld.aba(robot, data, q, v, v); ld.rnea(robot, data, q, v, v); ld.crba(robot, data, q)
-out["after_explicit"] = ck.implicit_coordinates_pass.ready
+ld.rnea_derivatives(robot, data, q, v, v); ld.aba_derivatives(robot, data, q, v, v)
+out["after_explicit"] = [p.ready for p in lazy_passes()]
+out["names"] = sorted(p.__name__ for p in lazy_passes())
 loop = ld.robots.four_bar(); ldata = loop.create_data()
-out["after_four_bar_data"] = ck.implicit_coordinates_pass.ready
+out["after_four_bar_data"] = [p.ready for p in lazy_passes()]
 ql = ld.random_configuration(loop, rng=1)
 out["four_bar_aba"] = ld.aba(loop, ldata, ql, np.ones(loop.nv), np.ones(loop.nv)).tolist()
 print(json.dumps(out))
@@ -36,8 +39,11 @@ def test_explicit_models_never_compile_the_implicit_pass_and_loop_models_do():
     proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["after_explicit"] is False  # C-ABA, C-RNEA, CRBA on Mini Cheetah: not needed
-    assert out["after_four_bar_data"] is True  # a Data of a model with implicit loops loads it
+    # the implicit loops' coordinates and the derivatives' loop terms
+    assert out["names"] == ["implicit_coordinates_pass", "loop_corrections", "loop_tangent_terms"]
+    # C-ABA, C-RNEA, CRBA and the derivatives on Mini Cheetah (explicit clusters) need none of them
+    assert out["after_explicit"] == [False, False, False]
+    assert out["after_four_bar_data"] == [True, True, True]  # a model with implicit loops loads them
     # the fresh process computes what this one does (the pass is a plain compiled function)
     loop = ld.robots.four_bar()
     ql = ld.random_configuration(loop, rng=1)

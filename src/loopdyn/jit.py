@@ -553,7 +553,7 @@ class LazyPass:
 
     lazy = True  # loopdyn.algorithms.common.compiled: compile with ensure()
 
-    def __init__(self, func, signature: str, missing_status: int, needed_by: str):
+    def __init__(self, func, signature: str, missing_status: int, needed_by: str, options: dict):
         from numba.core import sigutils
 
         functools.update_wrapper(self, func)
@@ -562,6 +562,7 @@ class LazyPass:
         self.signature = signature
         self.parallel = False
         self.missing_status = missing_status
+        self.options = dict(options)
         args, ret = sigutils.normalize_signature(signature)
         self.arg_types, self.return_type = tuple(args), ret
         if ret != types.int64:
@@ -583,9 +584,9 @@ class LazyPass:
         returns its dispatcher."""
         with numba.core.compiler_lock.global_compiler_lock:
             if self._dispatcher is None:
-                d = numba.njit(no_cpython_wrapper=True, nogil=True, pipeline_class=LoopdynCompiler)(
-                    self.py_func
-                )
+                d = numba.njit(
+                    no_cpython_wrapper=True, nogil=True, pipeline_class=LoopdynCompiler, **self.options
+                )(self.py_func)
                 _with_package_cache(d)
                 with typeinfer.register_dispatcher(d):
                     d.compile(self.signature)
@@ -669,7 +670,7 @@ def ensure_lazy(needed_by: str) -> None:
         lazy_pass.ensure()
 
 
-def lazy(signature: str, missing_status: int, needed_by: str):
+def lazy(signature: str, missing_status: int, needed_by: str, **options):
     """Decorator: a pass compiled for one ``signature`` only when a model needs it, and called from
     compiled code through ``pass.call(...)``.
 
@@ -677,10 +678,11 @@ def lazy(signature: str, missing_status: int, needed_by: str):
     not part of its callers: they load its address from a process-wide slot and call it, and the
     Python side compiles it (:meth:`LazyPass.ensure`) when a model that needs it gets a Data. A tree
     or explicit-cluster model thus never compiles the implicit loops' code. While the slot is empty
-    the call returns ``missing_status`` (an int64 status). Cached on disk as every kernel."""
+    the call returns ``missing_status`` (an int64 status). Cached on disk as every kernel. ``options``
+    as Numba's ``njit`` (``fastmath``...)."""
 
     def decorate(func):
-        return LazyPass(func, signature, missing_status, needed_by)
+        return LazyPass(func, signature, missing_status, needed_by, options)
 
     return decorate
 

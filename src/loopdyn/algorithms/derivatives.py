@@ -78,7 +78,7 @@ from .cluster_dynamics import c_aba_core
 from .cluster_kinematics import cluster_coordinates, tapes, validate_cluster_state
 from .common import external_force, gravity_seed, jcalc, kernel, s_column
 from .crba import dof_parents, ltl_in_place, ltl_singular_body, zero_fill
-from .loop_derivatives import has_implicit, loop_corrections, loop_tangent_terms, terms_size
+from .loop_derivatives import call_loop_corrections, call_loop_tangent_terms, has_implicit, terms_size
 from .rnea import validate_qva
 from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
@@ -517,12 +517,14 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
         o = c_terms_offset(ic, dq.shape[0])
         nt = terms_size(ic)
         terms = view(buf, o, (nt,))
-        st = loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms)
+        st = call_loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms)
         if st != 0:
             return st
         taus = view(buf, o + nt, (nvs,))
         spanning_forces(ib, ws, view(wc, QDDS, (nvs,)), taus)
-        loop_corrections(ib, ic, cb, wc, Xv, Xm, taus, terms, dq, dv)
+        st = call_loop_corrections(ib, ic, cb, wc, Xv, Xm, taus, terms, dq, dv)
+        if st != 0:
+            return st
     return 0
 
 

@@ -46,12 +46,12 @@ import numpy as np
 
 from ..constraints.tape import T_C, T_K_LEN, T_N, T_NREG, T_OUT_START
 from ..constraints.taylor import K_coefficient, taylor_sweep
-from ..jit import inlined, njit, shared
+from ..jit import inlined, lazy, njit
 from ..model import layout as L
 from .borrow import acquire, borrowed, model_views, release
 from .cluster_kinematics import lu_solve_inplace, tapes
 from .common import kernel
-from .status import DATA_IN_USE, SINGULAR_CLUSTER, STATUS_BASE
+from .status import DATA_IN_USE, LOOP_CODE_MISSING, SINGULAR_CLUSTER, STATUS_BASE
 
 __all__ = [
     "has_implicit",
@@ -60,6 +60,8 @@ __all__ = [
     "kd_inverse",
     "loop_tangent_terms",
     "loop_corrections",
+    "call_loop_tangent_terms",
+    "call_loop_corrections",
     "loop_terms_kernel",
 ]
 
@@ -106,7 +108,12 @@ def kd_inverse(outputs, o, nK, T, idx, dep, nrow, KD, KDinv, at):
     return lu_solve_inplace(KD, 0, nrow, KDinv, at, nrow)
 
 
-@shared
+@lazy(
+    "int64(int64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], float64[::1], "
+    "int64[:, ::1], int64[::1], float64[:], float64[:], float64[::1])",
+    missing_status=LOOP_CODE_MISSING * STATUS_BASE,
+    needed_by="implicit_loops",
+)  # compiled only in a process with a model with implicit loops (loopdyn.jit.lazy); called once a call
 def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms):
     """(L2)–(L4) for every implicit cluster into ``terms`` (module docstring), at the spanning state and
     G that the cluster kinematics left in wc for (q, v, a). Returns a status (``K_D`` singular names the
@@ -226,7 +233,13 @@ def _gt_add(ic, cb, wc, y, out, col):
         out[x, col] += acc
 
 
-@shared(fastmath={"contract"})  # called by the four derivative kernels of models with clusters: compiled once
+@lazy(
+    "int64(int64[:, ::1], int64[:, ::1], int64[::1], float64[::1], float64[:, ::1], float64[:, ::1], "
+    "float64[::1], float64[::1], float64[:, :], float64[:, :])",
+    missing_status=LOOP_CODE_MISSING * STATUS_BASE,
+    needed_by="implicit_loops",
+    fastmath={"contract"},
+)  # as loop_tangent_terms: Mini Cheetah's first rnea_derivatives compiled neither (10.6 → 6 CPU-s)
 def loop_corrections(ib, ic, cb, wc, Xv, Xm, taus, terms, dq, dv):
     """Add the implicit clusters' terms of (L5)–(L6) to ``dq`` = ``Gᵀ X_q G`` and ``dv`` = ``Gᵀ X_v G``:
     ``Gᵀ (X_v W_l + M_s Zq_l) + ∂G_lᵀ τ_s`` and ``Gᵀ M_s Zv_l`` in column ``iv + l``, from
@@ -261,6 +274,11 @@ def loop_corrections(ib, ic, cb, wc, Xv, Xm, taus, terms, dq, dv):
                 for j in range(n):
                     x += terms[dG + j * m + c] * taus[ib[cb[first + j], L.I_IV]]
                 dq[iv + c, iv + l] += x
+    return 0
+
+
+call_loop_tangent_terms = loop_tangent_terms.call
+call_loop_corrections = loop_corrections.call
 
 
 @kernel("int64(int64[::1], float64[::1], float64[::1], float64[::1], float64[::1])")
@@ -272,6 +290,6 @@ def loop_terms_kernel(ints, floats, v, a, terms):
     code, consts, table, outputs = tapes(ic, cb, wc)
     if not acquire(ints):
         return DATA_IN_USE * STATUS_BASE
-    st = loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms)
+    st = call_loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms)
     release(ints)
     return st
