@@ -25,6 +25,7 @@ robot = ld.robots.mini_cheetah(); data = robot.create_data()
 q = ld.random_configuration(robot, rng=0); v = np.ones(robot.nv)
 ld.aba(robot, data, q, v, v); ld.rnea(robot, data, q, v, v); ld.crba(robot, data, q)
 ld.rnea_derivatives(robot, data, q, v, v); ld.aba_derivatives(robot, data, q, v, v)
+ld.coriolis_matrix(robot, data, q, v)
 out["after_explicit"] = [p.ready for p in lazy_passes()]
 out["names"] = sorted(p.__name__ for p in lazy_passes())
 loop = ld.robots.four_bar(); ldata = loop.create_data()
@@ -39,11 +40,12 @@ def test_explicit_models_never_compile_the_implicit_pass_and_loop_models_do():
     proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    # the implicit loops' coordinates and the derivatives' loop terms
-    assert out["names"] == ["implicit_coordinates_pass", "loop_corrections", "loop_tangent_terms"]
-    # C-ABA, C-RNEA, CRBA and the derivatives on Mini Cheetah (explicit clusters) need none of them
-    assert out["after_explicit"] == [False, False, False]
-    assert out["after_four_bar_data"] == [True, True, True]  # a model with implicit loops loads them
+    # the implicit loops' coordinates, the derivatives' loop terms, Ġ for the Coriolis matrix
+    names = ["implicit_coordinates_pass", "implicit_gdot_pass", "loop_corrections", "loop_tangent_terms"]
+    assert out["names"] == names
+    # C-ABA, C-RNEA, CRBA, the derivatives and C on Mini Cheetah (explicit clusters) need none of them
+    assert out["after_explicit"] == [False] * len(names)
+    assert out["after_four_bar_data"] == [True] * len(names)  # a model with implicit loops loads them
     # the fresh process computes what this one does (the pass is a plain compiled function)
     loop = ld.robots.four_bar()
     ql = ld.random_configuration(loop, rng=1)

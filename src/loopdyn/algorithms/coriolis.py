@@ -70,10 +70,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..constraints.tape import evaluate_k
-from ..jit import inlined, njit, shared
+from ..jit import inlined, lazy, njit, shared
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import STACK_FLOATS, acquire, borrowed, model_views, release, stack_floats, view
+from .borrow import (
+    STACK_FLOATS,
+    acquire,
+    address_of,
+    borrowed,
+    floats_at,
+    ints_at,
+    model_views,
+    release,
+    stack_floats,
+    view,
+)
 from .cluster_kinematics import (
     cluster_coordinates,
     lu_solve_inplace,
@@ -84,7 +95,7 @@ from .cluster_kinematics import (
 from .common import check_configuration, check_vector, jcalc, kernel, s_column
 from .crba import zero_fill
 from .derivatives import D_B, D_S, D_V, bt_mul, g_congruence, store_b_matrix, to_parent, world_placement
-from .status import DATA_IN_USE, SINGULAR_CLUSTER, STATUS_BASE
+from .status import DATA_IN_USE, LOOP_CODE_MISSING, SINGULAR_CLUSTER, STATUS_BASE
 
 D_SD = L.W_TMP + 36  # Ṡ columns (column k at +6k); W_F holds h_i = I_i v_i, then hc_i
 
@@ -334,6 +345,31 @@ def implicit_gdot(ic, cb, wc, code, consts, table, outputs, k, gd, sc):
     return 0
 
 
+@lazy("int64(" + ", ".join(["int64"] * 11) + ")", missing_status=LOOP_CODE_MISSING * STATUS_BASE,
+      needed_by="implicit_loops")  # fmt: skip
+def implicit_gdot_pass(ic_at, nic, cb_at, ncb, wc_at, nwc, k, gd_at, ngd, sc_at, nsc):
+    """:func:`implicit_gdot` as a lazy pass (loopdyn.jit.lazy), arrays as addresses and sizes, as
+    :func:`~loopdyn.algorithms.cluster_kinematics.implicit_coordinates_pass`: a model without implicit
+    loops compiles its Coriolis kernels without the constraint programs' interpreter."""
+    ic = ints_at(ic_at, (nic, L.NC))
+    cb = ints_at(cb_at, (ncb,))
+    wc = floats_at(wc_at, (nwc,))
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    return implicit_gdot(ic, cb, wc, code, consts, table, outputs, k, floats_at(gd_at, (ngd,)),
+                         floats_at(sc_at, (nsc,)))  # fmt: skip
+
+
+_call_implicit_gdot = implicit_gdot_pass.call
+
+
+@inlined
+def implicit_gdot_call(ic, cb, wc, k, gd, sc):
+    """Call :func:`implicit_gdot_pass` on these C-contiguous arrays."""
+    return _call_implicit_gdot(address_of(ic), ic.shape[0], address_of(cb), cb.shape[0], address_of(wc),
+                               wc.shape[0], k, address_of(gd), gd.shape[0], address_of(sc),
+                               sc.shape[0])  # fmt: skip
+
+
 @shared(fastmath={"contract"})
 def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out, what, buf):
     """C_y (``what`` = CORIOLIS) or Ḣ (MDOT) of a model with clusters at (q, ẏ), validated inputs, into
@@ -363,7 +399,7 @@ def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out,
         if ic[k, L.C_KIND] == L.IMPLICIT:
             implicit = True
             nm = ic[k, L.C_N] * ic[k, L.C_M]
-            st = implicit_gdot(ic, cb, wc, code, consts, table, outputs, k, view(buf, gd, (nm,)), sc)
+            st = implicit_gdot_call(ic, cb, wc, k, view(buf, gd, (nm,)), sc)
             if st != 0:
                 return st
             gd += nm
