@@ -46,7 +46,9 @@ Helpers
 
 Lazy passes
     ``@lazy`` is for code that only some models run: the implicit loops' constraint programs,
-    K_d solves and closure checks (:func:`loopdyn.algorithms.cluster_kinematics.implicit_coordinates`).
+    K_d solves and closure checks (``cluster_kinematics.implicit_coordinates_pass``), their Taylor
+    sweeps for the derivatives (``loop_derivatives.loop_tangent_terms``, ``loop_corrections``) and
+    Ġ for the Coriolis matrix (``coriolis.implicit_gdot_pass``).
     Its callers hold no copy of it and no reference that must be resolved when they are compiled:
     they load its address from a process-wide slot and call it (a missing pass returns a status), and
     :class:`loopdyn.Data` compiles or loads it when its model needs it. A tree or a model with
