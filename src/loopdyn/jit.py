@@ -583,7 +583,10 @@ class LazyPass:
 
     def ensure(self):
         """Compile the pass (or load it from the cache) once per process and publish its address;
-        returns its dispatcher."""
+        returns its dispatcher. Called for every new Data of a model with implicit loops: once
+        compiled, it returns without taking Numba's compiler lock."""
+        if self._dispatcher is not None:
+            return self._dispatcher
         with numba.core.compiler_lock.global_compiler_lock:
             if self._dispatcher is None:
                 d = numba.njit(

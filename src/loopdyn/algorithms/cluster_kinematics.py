@@ -328,6 +328,18 @@ def implicit_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, 
 
 
 
+@inlined
+def cluster_tables_at(ic_at, nic, cb_at, ncb, wc_at, nwc):
+    """``ic, cb, wc`` from their addresses and sizes (:func:`~.borrow.address_of`), and the constraint
+    programs packed into them (:func:`tapes`): what a lazy pass (:func:`loopdyn.jit.lazy`) given the
+    cluster tables as integers works on."""
+    ic = ints_at(ic_at, (nic, L.NC))
+    cb = ints_at(cb_at, (ncb,))
+    wc = floats_at(wc_at, (nwc,))
+    code, consts, table, outputs = tapes(ic, cb, wc)
+    return ic, cb, wc, code, consts, table, outputs
+
+
 @lazy("int64(" + ", ".join(["int64"] * 15) + ")", missing_status=LOOP_CODE_MISSING * STATUS_BASE,
       needed_by="implicit_loops")  # fmt: skip
 def implicit_coordinates_pass(ib_at, nib, ic_at, nic, cb_at, ncb, wc_at, nwc, k, q_at, nq, v_at, nv,
@@ -340,10 +352,7 @@ def implicit_coordinates_pass(ib_at, nib, ic_at, nic, cb_at, ncb, wc_at, nwc, k,
     C-RNEA runs 2–4 % slower than with the code inlined, with twelve Numba arrays (some ninety machine
     words) it ran 10–17 % slower, about 100 ns a cluster."""
     ib = ints_at(ib_at, (nib, L.NI))
-    ic = ints_at(ic_at, (nic, L.NC))
-    cb = ints_at(cb_at, (ncb,))
-    wc = floats_at(wc_at, (nwc,))
-    code, consts, table, outputs = tapes(ic, cb, wc)
+    ic, cb, wc, code, consts, table, outputs = cluster_tables_at(ic_at, nic, cb_at, ncb, wc_at, nwc)
     q = floats_at(q_at, (nq,))
     v = floats_at(v_at, (nv,))
     a = floats_at(a_at, (na,))

@@ -79,7 +79,6 @@ from .borrow import (
     address_of,
     borrowed,
     floats_at,
-    ints_at,
     model_views,
     release,
     stack_floats,
@@ -87,6 +86,7 @@ from .borrow import (
 )
 from .cluster_kinematics import (
     cluster_coordinates,
+    cluster_tables_at,
     lu_solve_inplace,
     tapes,
     validate_cluster_configuration,
@@ -351,10 +351,7 @@ def implicit_gdot_pass(ic_at, nic, cb_at, ncb, wc_at, nwc, k, gd_at, ngd, sc_at,
     """:func:`implicit_gdot` as a lazy pass (loopdyn.jit.lazy), arrays as addresses and sizes, as
     :func:`~loopdyn.algorithms.cluster_kinematics.implicit_coordinates_pass`: a model without implicit
     loops compiles its Coriolis kernels without the constraint programs' interpreter."""
-    ic = ints_at(ic_at, (nic, L.NC))
-    cb = ints_at(cb_at, (ncb,))
-    wc = floats_at(wc_at, (nwc,))
-    code, consts, table, outputs = tapes(ic, cb, wc)
+    ic, cb, wc, code, consts, table, outputs = cluster_tables_at(ic_at, nic, cb_at, ncb, wc_at, nwc)
     return implicit_gdot(ic, cb, wc, code, consts, table, outputs, k, floats_at(gd_at, (ngd,)),
                          floats_at(sc_at, (nsc,)))  # fmt: skip
 
