@@ -26,10 +26,9 @@ q = ld.random_configuration(robot, rng=0); v = np.ones(robot.nv)
 ld.aba(robot, data, q, v, v); ld.rnea(robot, data, q, v, v); ld.crba(robot, data, q)
 ld.rnea_derivatives(robot, data, q, v, v); ld.aba_derivatives(robot, data, q, v, v)
 ld.coriolis_matrix(robot, data, q, v)
-out["after_explicit"] = [p.ready for p in lazy_passes()]
-out["names"] = sorted(p.__name__ for p in lazy_passes())
+out["after_explicit"] = {p.__name__: p.ready for p in lazy_passes()}
 loop = ld.robots.four_bar(); ldata = loop.create_data()
-out["after_four_bar_data"] = [p.ready for p in lazy_passes()]
+out["after_four_bar_data"] = {p.__name__: p.ready for p in lazy_passes()}
 ql = ld.random_configuration(loop, rng=1)
 out["four_bar_aba"] = ld.aba(loop, ldata, ql, np.ones(loop.nv), np.ones(loop.nv)).tolist()
 print(json.dumps(out))
@@ -41,11 +40,21 @@ def test_explicit_models_never_compile_the_implicit_pass_and_loop_models_do():
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     # the implicit loops' coordinates, the derivatives' loop terms, Ġ for the Coriolis matrix
-    names = ["implicit_coordinates_pass", "implicit_gdot_pass", "loop_corrections", "loop_tangent_terms"]
-    assert out["names"] == names
-    # C-ABA, C-RNEA, CRBA, the derivatives and C on Mini Cheetah (explicit clusters) need none of them
-    assert out["after_explicit"] == [False] * len(names)
-    assert out["after_four_bar_data"] == [True] * len(names)  # a model with implicit loops loads them
+    names = {
+        "implicit_coordinates_pass",  # the implicit loops' coordinates
+        "loop_tangent_terms",  # the derivatives' loop terms
+        "loop_corrections",
+        "implicit_gdot_pass",  # Ġ for the Coriolis matrix
+        "c_aba_one_port_pass",  # C-ABA's steps for one-port clusters (m ≠ 2, m = 2)
+        "c_aba_one_port2_pass",
+        "c_aba_to_parent_pass",  # C-ABA's generic step to the parent cluster
+    }
+    assert set(out["after_explicit"]) == names
+    # C-ABA, C-RNEA, CRBA, the derivatives and C on Mini Cheetah (stars and a root body) need none
+    assert not any(out["after_explicit"].values())
+    # the four-bar (one implicit one-port cluster, m = 1) loads the loops' passes and that step only
+    loaded = {name for name, ready in out["after_four_bar_data"].items() if ready}
+    assert loaded == names - {"c_aba_one_port2_pass", "c_aba_to_parent_pass"}
     # the fresh process computes what this one does (the pass is a plain compiled function)
     loop = ld.robots.four_bar()
     ql = ld.random_configuration(loop, rng=1)
@@ -66,8 +75,35 @@ def test_the_pass_returns_its_statuses_through_the_call():
 
 def test_a_missing_pass_is_reported_not_computed():
     loop = ld.robots.four_bar()
-    with pytest.raises(LoopdynError, match="implicit loops is not loaded"):
+    with pytest.raises(LoopdynError, match="lazy pass.* is not loaded"):
         raise_for_status(loop, LOOP_CODE_MISSING * STATUS_BASE)
+
+
+MISSING = r"""
+import numpy as np, loopdyn as ld
+from loopdyn.model import data as data_module
+data_module._ensure_lazy_passes = lambda ic, table: None  # a Data that loads nothing
+for name in ("mit_humanoid", "five_bar"):  # a one-port pair (m = 2) without its C-ABA step
+    robot = getattr(ld.robots, name)(); data = robot.create_data()
+    q = ld.random_configuration(robot, rng=0)
+    try:
+        ld.aba(robot, data, q, np.zeros(robot.nv), np.zeros(robot.nv))
+    except ld.errors.LoopdynError as e:
+        print(name, "raised:", e)
+    else:
+        print(name, "computed")
+"""
+
+
+def test_a_kernel_without_its_lazy_pass_says_so():
+    # negative control of the C-ABA steps' slots: with nothing loaded, the kernel must stop at the
+    # first cluster that needs a missing pass (explicit pairs on the humanoid; the five-bar's
+    # implicit loop stops earlier, in its coordinates), not skip the cluster and return garbage
+    proc = subprocess.run([sys.executable, "-c", MISSING], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()[-2:]
+    for name, line in zip(("mit_humanoid", "five_bar"), lines, strict=True):
+        assert line.startswith(f"{name} raised:") and "lazy pass" in line, line
 
 
 def test_a_lazy_pass_cannot_be_called_from_python():

@@ -47,13 +47,16 @@ Helpers
 Lazy passes
     ``@lazy`` is for code that only some models run: the implicit loops' constraint programs,
     K_d solves and closure checks (``cluster_kinematics.implicit_coordinates_pass``), their Taylor
-    sweeps for the derivatives (``loop_derivatives.loop_tangent_terms``, ``loop_corrections``) and
-    Ġ for the Coriolis matrix (``coriolis.implicit_gdot_pass``).
+    sweeps for the derivatives (``loop_derivatives.loop_tangent_terms``, ``loop_corrections``),
+    Ġ for the Coriolis matrix (``coriolis.implicit_gdot_pass``), and C-ABA's backward steps for
+    one-port clusters of several bodies and its generic step to the parent cluster
+    (``cluster_dynamics.c_aba_one_port_pass``, ``c_aba_one_port2_pass``, ``c_aba_to_parent_pass``).
     Its callers hold no copy of it and no reference that must be resolved when they are compiled:
     they load its address from a process-wide slot and call it (a missing pass returns a status), and
     :class:`loopdyn.Data` compiles or loads it when its model needs it. A tree or a model with
     explicit clusters only (Mini Cheetah's rotors) never compiles it: its first C-ABA call went from
-    15.8 to 10.5 CPU-s with the three changes of this section and the next.
+    15.8 to 10.5 CPU-s with the three changes of this section and the next, and to 8.7 CPU-s when
+    C-ABA's steps that its stars and root body do not take became lazy passes too.
 
 Machine code
     loopdyn's libraries (:class:`LoopdynLibrary`) run Numba's per-function passes with one pass

@@ -15,11 +15,11 @@ A single-body cluster is a tree joint: its placement is in its parent, its 𝖲 
 
 from __future__ import annotations
 
-from ..jit import inlined, njit, sequence, shared
+from ..jit import inlined, lazy, njit, sequence, shared
 from ..model import layout as L
 from ..model.joints import FREEFLYER
 from ..spatial import ops
-from .borrow import acquire, borrowed, model_views, release, view
+from .borrow import acquire, address_of, borrowed, floats_at, ints_at, model_views, release, view
 from .cluster_kinematics import (
     c_fk_core,
     cluster_coordinates,
@@ -31,7 +31,7 @@ from .cluster_kinematics import (
 from .common import cluster_pivot_positive, external_force, gravity_seed, jcalc, kernel, s_column
 from .crba import freeflyer_block, zero_fill
 from .rnea import rnea_core
-from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
+from .status import DATA_IN_USE, LOOP_CODE_MISSING, SINGULAR, STATUS_BASE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -401,7 +401,7 @@ def small_spd_inverse(wc, DS, DI, m):
     return ops.spd_inverse(wc, DS, m, wc, DI, wc, DS + m * m)
 
 
-@njit(cache=True)  # compiled once, not inlined into the backward pass: 7 s less to compile C-ABA
+@njit(cache=True)  # called by its lazy pass (c_aba_one_port_pass), not inlined into the backward pass
 def c_aba_one_port(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     """A one-port cluster k (layout ``C_ONEPORT``: every body b has the same output body Λ, and no
     child cluster couples two of its bodies, so 𝖨^A is block-diagonal) in one step of C-ABA's
@@ -557,6 +557,86 @@ def c_aba_one_port2(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
     return True
 
 
+# The backward pass's steps for one-port clusters of several bodies and its generic step to the
+# parent cluster are lazy passes (loopdyn.jit.lazy): compiled only in a process with a model that
+# has such a cluster (loopdyn.Data asks for them). Stars and a root body (Mini Cheetah's, a
+# humanoid's rotors and floating base) never compile them: 2 of the 9.9 s of Mini Cheetah's first
+# C-ABA call. The arrays go as
+# addresses and sizes, as for the implicit loops' pass (cluster_kinematics.implicit_coordinates_pass).
+_LAZY_ABA_SIG = "int64(" + ", ".join(["int64"] * 15) + ")"
+
+
+@inlined
+def _tables_at(ib_at, nib, ws_at, nws, ic_at, nic, cb_at, ncb, wc_at, nwc):
+    """``ib, ws, ic, cb, wc`` from their addresses and sizes (:func:`~.borrow.address_of`)."""
+    return (ints_at(ib_at, (nib, L.NI)), floats_at(ws_at, (nws, L.NW)), ints_at(ic_at, (nic, L.NC)),
+            ints_at(cb_at, (ncb,)), floats_at(wc_at, (nwc,)))  # fmt: skip
+
+
+@lazy(_LAZY_ABA_SIG, missing_status=LOOP_CODE_MISSING * STATUS_BASE, needed_by="one_port_clusters")
+def c_aba_one_port_pass(ib_at, nib, ws_at, nws, ic_at, nic, cb_at, ncb, wc_at, nwc, k, tau_at, ntau,
+                        has_armature, bias):  # fmt: skip
+    """:func:`c_aba_one_port` (one-port clusters with m ≠ 2: the four-bar, the delta robot) as a lazy
+    pass. Returns 0 or a SINGULAR status."""
+    ib, ws, ic, cb, wc = _tables_at(ib_at, nib, ws_at, nws, ic_at, nic, cb_at, ncb, wc_at, nwc)
+    if not c_aba_one_port(ib, ws, ic, cb, wc, k, floats_at(tau_at, (ntau,)), has_armature != 0, bias != 0):
+        return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+    return 0
+
+
+@lazy(_LAZY_ABA_SIG, missing_status=LOOP_CODE_MISSING * STATUS_BASE, needed_by="one_port_pairs")
+def c_aba_one_port2_pass(ib_at, nib, ws_at, nws, ic_at, nic, cb_at, ncb, wc_at, nwc, k, tau_at, ntau,
+                         has_armature, bias):  # fmt: skip
+    """:func:`c_aba_one_port2` (one-port clusters with m = 2: Tello's differentials, the five-bar, a
+    belt pair) as a lazy pass. Returns 0 or a SINGULAR status."""
+    ib, ws, ic, cb, wc = _tables_at(ib_at, nib, ws_at, nws, ic_at, nic, cb_at, ncb, wc_at, nwc)
+    if not c_aba_one_port2(ib, ws, ic, cb, wc, k, floats_at(tau_at, (ntau,)), has_armature != 0, bias != 0):
+        return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+    return 0
+
+
+_call_one_port = c_aba_one_port_pass.call
+_call_one_port2 = c_aba_one_port2_pass.call
+
+
+@inlined
+def one_port_call(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
+    """One-port cluster k's backward step through its lazy pass; returns its status."""
+    if ic[k, L.C_M] == 2:
+        return _call_one_port2(address_of(ib), ib.shape[0], address_of(ws), ws.shape[0], address_of(ic),
+                               ic.shape[0], address_of(cb), cb.shape[0], address_of(wc), wc.shape[0], k,
+                               address_of(tau), tau.shape[0], int(has_armature), int(bias))  # fmt: skip
+    return _call_one_port(address_of(ib), ib.shape[0], address_of(ws), ws.shape[0], address_of(ic),
+                          ic.shape[0], address_of(cb), cb.shape[0], address_of(wc), wc.shape[0], k,
+                          address_of(tau), tau.shape[0], int(has_armature), int(bias))  # fmt: skip
+
+
+@lazy("int64(" + ", ".join(["int64"] * 12) + ")", missing_status=LOOP_CODE_MISSING * STATUS_BASE,
+      needed_by="generic_clusters")  # fmt: skip
+def c_aba_to_parent_pass(ib_at, nib, ws_at, nws, ic_at, nic, cb_at, ncb, wc_at, nwc, k, bias):
+    """The generic step of cluster k to its parent, after its joint factor (:func:`c_aba_joint_factor`):
+    :func:`c_aba_ports`, then :func:`c_aba_low_rank`. For clusters whose bodies hand their parent
+    several ports, and single bodies below the root; a lazy pass, since no built-in robot has such a
+    cluster (a tree joint after a geared one would be one). Returns 0."""
+    ib, ws, ic, cb, wc = _tables_at(ib_at, nib, ws_at, nws, ic_at, nic, cb_at, ncb, wc_at, nwc)
+    GS = ic[k, L.C_MASK] + ic[k, L.C_NB] * ic[k, L.C_NB]  # port sub-indices (nb), then V (nb × 6 × m)
+    GV = GS + ic[k, L.C_NB]
+    ng = c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV, bias != 0)
+    c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng, bias != 0)
+    return 0
+
+
+_call_to_parent = c_aba_to_parent_pass.call
+
+
+@inlined
+def to_parent_call(ib, ws, ic, cb, wc, k, bias):
+    """The generic step of cluster k to its parent through its lazy pass; returns its status."""
+    return _call_to_parent(address_of(ib), ib.shape[0], address_of(ws), ws.shape[0], address_of(ic),
+                            ic.shape[0], address_of(cb), cb.shape[0], address_of(wc), wc.shape[0], k,
+                            int(bias))  # fmt: skip
+
+
 @shared
 def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
     """C-ABA's first two passes (after the cluster kinematics): per cluster the articulated inertia
@@ -579,22 +659,17 @@ def c_aba_backward(ib, ws, ic, cb, wc, tau, fext):
             if not c_aba_star(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
                 return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
             continue
-        if ic[k, L.C_ONEPORT] != 0 and ic[k, L.C_M] == 2:
-            if not c_aba_one_port2(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
-                return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
-            continue
         if ic[k, L.C_ONEPORT] != 0:
-            if not c_aba_one_port(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
-                return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
+            status = one_port_call(ib, ws, ic, cb, wc, k, tau, has_armature, bias)
+            if status != 0:
+                return status
             continue
         if not c_aba_joint_factor(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
             return SINGULAR * STATUS_BASE + cb[ic[k, L.C_FIRST]]
-        if ic[k, L.C_PARENT] == 0:
-            continue
-        GS = ic[k, L.C_MASK] + ic[k, L.C_NB] * ic[k, L.C_NB]  # port sub-indices (nb), then V (nb × 6 × m)
-        GV = GS + ic[k, L.C_NB]
-        ng = c_aba_ports(ib, ws, ic, cb, wc, k, GS, GV, bias)
-        c_aba_low_rank(ib, ws, ic, cb, wc, k, GS, GV, ng, bias)
+        if ic[k, L.C_PARENT] != 0:
+            status = to_parent_call(ib, ws, ic, cb, wc, k, bias)
+            if status != 0:
+                return status
     return 0
 
 

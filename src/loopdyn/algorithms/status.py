@@ -34,7 +34,7 @@ ORDER_MISMATCH = 26  # higher-order stacks: argument `index` has another number 
 REDUNDANT_CONSTRAINTS = 27  # Delassus matrix singular (dependent constraint rows, μ = 0); index = row
 DAMPED_NOT_PD = 28  # Λ⁻¹ + μ I not positive definite (μ > 0); index = row
 DATA_IN_USE = 29  # the Data is in use by a kernel of another thread (algorithms.borrow.acquire)
-LOOP_CODE_MISSING = 30  # the implicit loops' lazy pass is not loaded in this process (loopdyn.jit.lazy)
+LOOP_CODE_MISSING = 30  # a lazy pass this model needs is not loaded in this process (loopdyn.jit.lazy)
 
 UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
 
@@ -114,8 +114,9 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
         )
     if kind == LOOP_CODE_MISSING:
         raise LoopdynError(
-            f"the compiled code of model {model.name!r}'s implicit loops is not loaded in this process: "
-            "use a Data made by model.create_data() (or a copy or unpickled copy of one), which loads it"
+            f"the compiled code of model {model.name!r}'s loops or clusters (a lazy pass) is not loaded in "
+            "this process: use a Data made by model.create_data() (or a copy or unpickled copy of one), "
+            "which loads it"
         )
     if kind == DAMPED_NOT_PD:
         raise InputError("the damped Delassus matrix is not positive definite")

@@ -81,8 +81,7 @@ class Data:
             self.ib, self.ws, self.ic, self.cb, self.wc, ints, floats = _pack(c.ib, c.ws, cc.ic, cc.cb, cc.wc)
             # the model arguments every cluster kernel takes first (layout ``PACK_*``)
             self.cluster_arrays = (ints, floats)
-            if self.table.shape[0] > 0:  # implicit loops: their compiled pass (loopdyn.jit.lazy)
-                jit.ensure_lazy("implicit_loops")
+            _ensure_lazy_passes(self.ic, self.table)
             if native_programs is None:
                 native_programs = native.enabled()
             self._set_programs(native.native_addresses(cc.code, cc.table, cc.outputs)
@@ -142,8 +141,7 @@ class Data:
                                                               self.ic.shape)  # fmt: skip
         self.ib[0, L.I0_BUSY] = 0
         self._set_kernel_arrays()
-        if self.table.shape[0] > 0:
-            jit.ensure_lazy("implicit_loops")
+        _ensure_lazy_passes(self.ic, self.table)
         if self.native_programs:
             self._set_programs(native.native_addresses(self.code, self.table, self.outputs))
 
@@ -177,6 +175,29 @@ class Data:
 
     def __repr__(self) -> str:
         return f"<loopdyn.Data for {self.model_name!r}: nq={self.nq}, nv={self.nv}>"
+
+
+def lazy_code_needed(ic: np.ndarray, table: np.ndarray) -> list[str]:
+    """The groups of lazy passes (:func:`loopdyn.jit.lazy`) that the cluster kernels run on a model
+    with these cluster tables: ``"implicit_loops"`` (constraint programs), ``"one_port_clusters"`` and
+    ``"one_port_pairs"`` (C-ABA's step for one-port clusters of several bodies, m ≠ 2 and m = 2) and
+    ``"generic_clusters"`` (C-ABA's generic step to the parent cluster: clusters whose bodies hand
+    their parent several ports, and single bodies below the root). Stars and a root body need none."""
+    needed = ["implicit_loops"] if table.shape[0] > 0 else []
+    for k in range(1, int(ic[0, L.C0_NCL]) + 1):
+        if ic[k, L.C_STAR] != 0:
+            continue
+        if ic[k, L.C_ONEPORT] != 0:
+            needed.append("one_port_pairs" if ic[k, L.C_M] == 2 else "one_port_clusters")
+        elif ic[k, L.C_PARENT] != 0:
+            needed.append("generic_clusters")
+    return sorted(set(needed))
+
+
+def _ensure_lazy_passes(ic: np.ndarray, table: np.ndarray) -> None:
+    """Compile (or load from the cache) the lazy passes this model's kernels call."""
+    for group in lazy_code_needed(ic, table):
+        jit.ensure_lazy(group)
 
 
 def _pack(ib, ws, ic, cb, wc) -> tuple:
