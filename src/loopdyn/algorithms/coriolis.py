@@ -94,7 +94,17 @@ from .cluster_kinematics import (
 )
 from .common import check_configuration, check_vector, jcalc, kernel, s_column
 from .crba import zero_fill
-from .derivatives import D_B, D_S, D_V, bt_mul, g_congruence, store_b_matrix, to_parent, world_placement
+from .derivatives import (
+    D_B,
+    D_S,
+    D_V,
+    bt_mul,
+    g_congruence,
+    gt_times,
+    store_b_matrix,
+    to_parent,
+    world_placement,
+)
 from .status import DATA_IN_USE, LOOP_CODE_MISSING, SINGULAR_CLUSTER, STATUS_BASE
 
 D_SD = L.W_TMP + 36  # Ṡ columns (column k at +6k); W_F holds h_i = I_i v_i, then hc_i
@@ -410,10 +420,10 @@ def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out,
     g_congruence(ic, cb, wc, X, out, Z)  # Gᵀ C_s G or Gᵀ Ṁ_s G
     if not implicit:
         return 0
-    # Gᵀ M_s Ġ over the implicit clusters' columns: w = M_s Ġ e_col (Ġ's nonzero rows: the cluster's
-    # dependent coordinates; M_s symmetric, so its rows), then Gᵀ w over the sparse columns of G
-    w = view(buf, 2 * n2, (nvs,))
-    GC = ic[0, L.C0_GCOLS]
+    # Gᵀ M_s Ġ: Ġ's non-zero entries are the implicit clusters' (their dependent rows, their columns):
+    # with Z = Gᵀ M_s (rows of M_s, as the congruence's first product), column col = iv + l of the
+    # result is Σ_r Ġ[s_r, l] Z[:, s_r] over the cluster's dependent spanning coordinates s_r
+    gt_times(ic, cb, wc, Ms, Z)
     gd = gd0
     for k in range(1, ncl + 1):
         if ic[k, L.C_KIND] != L.IMPLICIT:
@@ -422,21 +432,15 @@ def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out,
         dep, nrow = ic[k, L.C_DEP], ic[k, L.C_NROW]
         for l in range(m):
             col = iv + l
-            for c in range(nvs):
-                w[c] = 0.0
             for r in range(nrow):
                 j = cb[dep + r]
                 gjl = buf[gd + j * m + l]
                 sj = ib[cb[first + j], L.I_IV]
-                for c in range(nvs):
-                    w[c] += gjl * Ms[sj, c]
-            for x in range(n):
-                acc = 0.0
-                for e in range(GC + cb[GC + x], GC + cb[GC + x + 1], 2):
-                    acc += wc[cb[e + 1]] * w[cb[e]]
-                out[x, col] += acc
+                for x in range(n):
+                    out[x, col] += gjl * Z[x, sj]
                 if what == MDOT:  # Ḣ: + Ġᵀ M_s G, the transpose
-                    out[col, x] += acc
+                    for x in range(n):
+                        out[col, x] += gjl * Z[x, sj]
         gd += nn * m
     return 0
 
