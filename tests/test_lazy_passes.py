@@ -31,6 +31,11 @@ loop = ld.robots.four_bar(); ldata = loop.create_data()
 out["after_four_bar_data"] = {p.__name__: p.ready for p in lazy_passes()}
 ql = ld.random_configuration(loop, rng=1)
 out["four_bar_aba"] = ld.aba(loop, ldata, ql, np.ones(loop.nv), np.ones(loop.nv)).tolist()
+out["four_bar_rnea_derivatives"] = ld.rnea_derivatives(loop, ldata, ql, np.ones(loop.nv),
+                                                       np.ones(loop.nv))[0].tolist()
+out["after_four_bar_derivatives"] = {p.__name__: p.ready for p in lazy_passes()}
+out["four_bar_coriolis"] = ld.coriolis_matrix(loop, ldata, ql, np.ones(loop.nv)).tolist()
+out["after_four_bar_coriolis"] = {p.__name__: p.ready for p in lazy_passes()}
 print(json.dumps(out))
 """
 
@@ -52,14 +57,27 @@ def test_explicit_models_never_compile_the_implicit_pass_and_loop_models_do():
     assert set(out["after_explicit"]) == names
     # C-ABA, C-RNEA, CRBA, the derivatives and C on Mini Cheetah (stars and a root body) need none
     assert not any(out["after_explicit"].values())
-    # the four-bar (one implicit one-port cluster, m = 1) loads the loops' passes and that step only
-    loaded = {name for name, ready in out["after_four_bar_data"].items() if ready}
-    assert loaded == names - {"c_aba_one_port2_pass", "c_aba_to_parent_pass"}
+    # the four-bar's Data (one implicit one-port cluster, m = 1) loads the loops' coordinates and its
+    # C-ABA step; its first rnea_derivatives the loops' derivative terms; its first C the loops' Ġ
+    def loaded(key):
+        return {name for name, ready in out[key].items() if ready}
+
+    assert loaded("after_four_bar_data") == {"implicit_coordinates_pass", "c_aba_one_port_pass"}
+    assert loaded("after_four_bar_derivatives") == loaded("after_four_bar_data") | {
+        "loop_tangent_terms",
+        "loop_corrections",
+    }
+    assert loaded("after_four_bar_coriolis") == loaded("after_four_bar_derivatives") | {"implicit_gdot_pass"}
     # the fresh process computes what this one does (the pass is a plain compiled function)
     loop = ld.robots.four_bar()
     ql = ld.random_configuration(loop, rng=1)
-    here = ld.aba(loop, loop.create_data(), ql, np.ones(loop.nv), np.ones(loop.nv))
-    assert np.array_equal(np.array(out["four_bar_aba"]), here)
+    ldata = loop.create_data()
+    one = np.ones(loop.nv)
+    assert np.array_equal(np.array(out["four_bar_aba"]), ld.aba(loop, ldata, ql, one, one))
+    # the calls that compiled a pass on the way (a missing pass's status, then the call again)
+    dtau_dq = ld.rnea_derivatives(loop, ldata, ql, one, one)[0]
+    assert np.array_equal(np.array(out["four_bar_rnea_derivatives"]), dtau_dq)
+    assert np.array_equal(np.array(out["four_bar_coriolis"]), ld.coriolis_matrix(loop, ldata, ql, one))
 
 
 def test_the_pass_returns_its_statuses_through_the_call():

@@ -47,6 +47,7 @@ from .batch_dask import map_rows
 from .constraint_rows import prepare
 from .contact import compiled_constraints, damping
 from .errors import InputError, NonFiniteError, ShapeError
+from .model.data import load_deferred_passes
 
 __all__ = [
     "aba",
@@ -355,6 +356,7 @@ def _derivative_batch(tree_kern, cluster_kern, model, Q, V, X, names) -> tuple:
     out = np.empty((3, n, nv, nv))
     if model.has_constraints:
         data = model.create_data()
+        load_deferred_passes(data, "loop_derivatives")  # the implicit loops' terms
         arrays = data.cluster_arrays
         scratch, kern = derivative_kernels.c_buffer_size(data.ic, nv) + nv * nv + nv, cluster_kern
     else:
@@ -426,6 +428,7 @@ def constrained_forward_dynamics_derivatives(
     if model.has_constraints and m > 0:
         status = np.zeros(n, dtype=np.int64)
         data = model.create_data()
+        load_deferred_passes(data, "loop_derivatives")
         prog = compiled_constraints(model, data, rows)
         spanning = spanning_constraints(data, rows)
         args = (Q, V, TAU, F, mu, prog.cf, prog.ci, prog.T, prog.cemp, prog.asm, spanning.cf, spanning.ci,
@@ -466,6 +469,7 @@ def _coriolis_batch(model, Q, V, what) -> np.ndarray:
     status = np.zeros(n, dtype=np.int64)
     if model.has_constraints:
         data = model.create_data()
+        load_deferred_passes(data, "loop_rates")  # Ġ of the implicit loops
         kern, arrays = kernels.c_coriolis_batch_kernel, data.cluster_arrays
         scratch = int(coriolis_kernels.cluster_buffer_size(data.ic, nv, what))
     else:

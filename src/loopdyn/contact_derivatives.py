@@ -40,6 +40,7 @@ from .algorithms.validation import check_data
 from .constraint_rows import ConstraintRows, prepare
 from .contact import compiled_constraints, constrained_forward_dynamics, damping, desired_accelerations
 from .derivatives import aba_derivatives
+from .model.data import load_deferred_passes
 
 __all__ = ["ConstrainedDynamicsDerivatives", "constrained_forward_dynamics_derivatives"]
 
@@ -136,5 +137,7 @@ def _loop_derivatives(model, data, q, v, tau, constraints, rows, k, mu, f_ext):
     fext = data.no_forces if f_ext is None else f_ext
     args = (*data.cluster_arrays, q, v, tau, fext, mu, prog.cf, prog.ci, prog.T, prog.cemp, prog.asm,
             prog.scratch(), spanning.cf, spanning.ci, ddq, k, dA, dL)  # fmt: skip
+    # the implicit loops' terms, loaded before the call: the kernel writes the forces over ``desired``
+    load_deferred_passes(data, "loop_derivatives")
     run(kernels.c_contact_derivatives_kernel, model, _ARGS, args)  # q, v, tau, f_ext where the tree's are
     return ConstrainedDynamicsDerivatives(ddq, k, dA[0], dA[1], dA[2], dL[0], dL[1], dL[2])

@@ -30,10 +30,11 @@ import numpy as np
 
 from .algorithms import derivatives as kernels
 from .algorithms import loop_derivatives
-from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
+from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, missing_code_loaded, run
 from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 from .model import layout as L
+from .model.data import load_deferred_passes
 
 STATE = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("a", TANGENT), ("f_ext", FORCES))
 FORWARD = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
@@ -89,6 +90,8 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None) -> tuple[np.ndarray, np.n
     except TypeError:
         st = kern(m1, m2, *STATE.coerce_user(model, (q, v, a, fext)), dq, dv, M)
     if st:
+        if missing_code_loaded(data, st):  # the implicit loops' terms, compiled at the first call
+            return rnea_derivatives(model, data, q, v, a, f_ext)
         raise_for_status(model, st, STATE.names)
     return dq, dv, M
 
@@ -130,6 +133,8 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.
     except TypeError:
         st = kern(m1, m2, *FORWARD.coerce_user(model, (q, v, tau, fext)), ddq, dq, dv, minv, scratch)
     if st:
+        if missing_code_loaded(data, st):  # the implicit loops' terms, compiled at the first call
+            return aba_derivatives(model, data, q, v, tau, f_ext)
         raise_for_status(model, st, FORWARD.names)
     return dq, dv, minv
 
@@ -205,6 +210,7 @@ def loop_tangent_maps(model, data, q, v, a):
     if not terms.clusters:
         return qs, vs, as_, G, W, Zq, Zv, dG
     out = np.empty(terms.size)
+    load_deferred_passes(data, "loop_derivatives")
     run(loop_derivatives.loop_terms_kernel, model, LOOP_ARGS, (ints, floats, v, a, out))
     at = 0
     for span_v, iv, m in terms.clusters:  # the layout of loop_derivatives' terms

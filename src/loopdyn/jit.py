@@ -52,11 +52,14 @@ Lazy passes
     one-port clusters of several bodies and its generic step to the parent cluster
     (``cluster_dynamics.c_aba_one_port_pass``, ``c_aba_one_port2_pass``, ``c_aba_to_parent_pass``).
     Its callers hold no copy of it and no reference that must be resolved when they are compiled:
-    they load its address from a process-wide slot and call it (a missing pass returns a status), and
-    :class:`loopdyn.Data` compiles or loads it when its model needs it. A tree or a model with
-    explicit clusters only (Mini Cheetah's rotors) never compiles it: its first C-ABA call went from
-    15.8 to 10.5 CPU-s with the three changes of this section and the next, and to 8.7 CPU-s when
-    C-ABA's steps that its stars and root body do not take became lazy passes too.
+    they load its address from a process-wide slot and call it (a missing pass returns a status).
+    :class:`loopdyn.Data` compiles or loads the passes its model's kernels run (the loops'
+    coordinates, the C-ABA steps of its clusters); the derivatives' loop terms and Ġ wait for the
+    first call that needs them, which meets the missing pass's status, loads it and runs again
+    (``algorithms.call.missing_code_loaded``). A tree or a model with explicit clusters only (Mini
+    Cheetah's rotors) never compiles them: its first C-ABA call went from 15.8 to 10.5 CPU-s with the
+    three changes of this section and the next, and to 8.5 CPU-s when C-ABA's steps that its stars
+    and root body do not take became lazy passes too.
 
 Machine code
     loopdyn's libraries (:class:`LoopdynLibrary`) run Numba's per-function passes with one pass
@@ -578,6 +581,7 @@ class LazyPass:
         self._dispatcher = None
         self.call = _lazy_call(self)
         _LAZY.setdefault(needed_by, []).append(self)
+        _LOADED.discard(needed_by)  # a group loaded before this pass was defined is not any more
 
     @property
     def ready(self) -> bool:
@@ -586,8 +590,8 @@ class LazyPass:
 
     def ensure(self):
         """Compile the pass (or load it from the cache) once per process and publish its address;
-        returns its dispatcher. Called for every new Data of a model with implicit loops: once
-        compiled, it returns without taking Numba's compiler lock."""
+        returns its dispatcher. Called for every new Data of a model that needs it: once compiled,
+        it returns without taking Numba's compiler lock."""
         if self._dispatcher is not None:
             return self._dispatcher
         with numba.core.compiler_lock.global_compiler_lock:
@@ -665,6 +669,7 @@ def _lazy_call(lazy_pass: LazyPass):
 
 
 _LAZY: dict[str, list[LazyPass]] = {}  # what needs them -> the lazy passes
+_LOADED: set[str] = set()  # the groups every pass of which ensure_lazy has loaded
 
 
 def lazy_passes() -> list[LazyPass]:
@@ -672,10 +677,20 @@ def lazy_passes() -> list[LazyPass]:
     return [p for passes in _LAZY.values() for p in passes]
 
 
-def ensure_lazy(needed_by: str) -> None:
-    """Compile (or load) every lazy pass registered for ``needed_by`` (e.g. ``"implicit_loops"``)."""
-    for lazy_pass in _LAZY.get(needed_by, ()):
-        lazy_pass.ensure()
+def ensure_lazy(needed_by: str) -> int:
+    """Compile (or load) every lazy pass registered for ``needed_by`` (e.g. ``"implicit_loops"``);
+    returns how many were not loaded yet."""
+    if needed_by in _LOADED:  # (a per-call check of the contact derivatives on loops: kept cheap)
+        return 0
+    if needed_by not in _LAZY:
+        raise KeyError(f"no lazy pass is registered for {needed_by!r}")  # a typo, or a module not imported
+    loaded = 0
+    for lazy_pass in _LAZY[needed_by]:
+        if not lazy_pass.ready:
+            lazy_pass.ensure()
+            loaded += 1
+    _LOADED.add(needed_by)
+    return loaded
 
 
 def lazy(signature: str, missing_status: int, needed_by: str, **options):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .algorithms import coriolis as kernels
-from .algorithms.call import CONFIGURATION, TANGENT, KernelArgs
+from .algorithms.call import CONFIGURATION, TANGENT, KernelArgs, missing_code_loaded
 from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 
@@ -42,6 +42,8 @@ def _run(model, data, q, v, what, out) -> np.ndarray:
     except TypeError:  # a list, another dtype, a read-only or strided array: converted, run again
         st = kern(m1, m2, *STATE.coerce_user(model, (q, v)), out, what)
     if st:
+        if missing_code_loaded(data, st):  # Ġ of the implicit loops, compiled at the first call
+            return _run(model, data, q, v, what, out)
         raise_for_status(model, st, STATE.names)
     return out
 

@@ -111,9 +111,9 @@ def kd_inverse(outputs, o, nK, T, idx, dep, nrow, KD, KDinv, at):
 @lazy(
     "int64(int64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], float64[::1], "
     "int64[:, ::1], int64[::1], float64[:], float64[:], float64[::1])",
-    missing_status=LOOP_CODE_MISSING * STATUS_BASE,
-    needed_by="implicit_loops",
-)  # compiled only in a process with a model with implicit loops (loopdyn.jit.lazy); called once a call
+    missing_status=LOOP_CODE_MISSING * STATUS_BASE + 1,  # DEFERRED_LAZY_CODE[1]
+    needed_by="loop_derivatives",
+)  # compiled when a model with implicit loops first needs it (loopdyn.jit.lazy); called once a call
 def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms):
     """(L2)–(L4) for every implicit cluster into ``terms`` (module docstring), at the spanning state and
     G that the cluster kinematics left in wc for (q, v, a). Returns a status (``K_D`` singular names the
@@ -225,8 +225,8 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
 @lazy(
     "int64(int64[:, ::1], int64[:, ::1], int64[::1], float64[::1], float64[:, ::1], float64[:, ::1], "
     "float64[::1], float64[::1], float64[:, :], float64[:, :])",
-    missing_status=LOOP_CODE_MISSING * STATUS_BASE,
-    needed_by="implicit_loops",
+    missing_status=LOOP_CODE_MISSING * STATUS_BASE + 1,  # DEFERRED_LAZY_CODE[1]
+    needed_by="loop_derivatives",
     fastmath={"contract"},
 )  # as loop_tangent_terms: Mini Cheetah's first rnea_derivatives compiled neither (10.6 → 6 CPU-s)
 def loop_corrections(ib, ic, cb, wc, GXv, GXm, taus, terms, dq, dv):

@@ -35,6 +35,9 @@ REDUNDANT_CONSTRAINTS = 27  # Delassus matrix singular (dependent constraint row
 DAMPED_NOT_PD = 28  # Λ⁻¹ + μ I not positive definite (μ > 0); index = row
 DATA_IN_USE = 29  # the Data is in use by a kernel of another thread (algorithms.borrow.acquire)
 LOOP_CODE_MISSING = 30  # a lazy pass this model needs is not loaded in this process (loopdyn.jit.lazy)
+#: the groups of lazy passes that a call loads when it first needs them (not the Data), by the index
+#: of their LOOP_CODE_MISSING status (algorithms.call.missing_code_loaded)
+DEFERRED_LAZY_CODE = {1: "loop_derivatives", 2: "loop_rates"}
 
 UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
 
