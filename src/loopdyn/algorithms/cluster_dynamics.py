@@ -559,10 +559,10 @@ def c_aba_one_port2(ib, ws, ic, cb, wc, k, tau, has_armature, bias):
 
 # The backward pass's steps for one-port clusters of several bodies and its generic step to the
 # parent cluster are lazy passes (loopdyn.jit.lazy): compiled only in a process with a model that
-# has such a cluster (loopdyn.Data asks for them). Stars and a root body (Mini Cheetah's, a
-# humanoid's rotors and floating base) never compile them: 2 of the 9.9 s of Mini Cheetah's first
-# C-ABA call. The arrays go as
-# addresses and sizes, as for the implicit loops' pass (cluster_kinematics.implicit_coordinates_pass).
+# has such a cluster (loopdyn.Data asks for them, model.data.lazy_code_needed). Stars and a root
+# body (Mini Cheetah's, a humanoid's rotors and floating base) never compile them: 2 of the 9.9 s
+# of Mini Cheetah's first C-ABA call. The arrays go as addresses and sizes, as for the implicit
+# loops' pass (cluster_kinematics.implicit_coordinates_pass).
 _LAZY_ABA_SIG = "int64(" + ", ".join(["int64"] * 15) + ")"
 
 

@@ -183,7 +183,7 @@ def lazy_code_needed(ic: np.ndarray, table: np.ndarray) -> list[str]:
     ``"one_port_pairs"`` (C-ABA's step for one-port clusters of several bodies, m ≠ 2 and m = 2) and
     ``"generic_clusters"`` (C-ABA's generic step to the parent cluster: clusters whose bodies hand
     their parent several ports, and single bodies below the root). Stars and a root body need none.
-    What only some functions run is loaded when they need it (:data:`DEFERRED_LAZY_CODE`)."""
+    What only some functions run is loaded when they need it (:func:`load_deferred_passes`)."""
     needed = ["implicit_loops"] if table.shape[0] > 0 else []
     for k in range(1, int(ic[0, L.C0_NCL]) + 1):
         if ic[k, L.C_STAR] != 0:
