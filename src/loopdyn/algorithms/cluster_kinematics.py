@@ -372,6 +372,14 @@ def implicit_coordinates_call(ib, ic, cb, wc, k, q, v, a):
                           address_of(v), v.shape[0], address_of(a), a.shape[0])  # fmt: skip
 
 @inlined
+def kd_inverse_at(ic, k):
+    """Where :func:`implicit_two_rows` leaves K_d⁻¹ (2 × 2, row-major) of implicit cluster k in wc: the
+    scratch's LU area (layout: q, q̇ (n each), φ (nt), K (nt × n), k (nt), then K_d's LU)."""
+    n, nt = ic[k, L.C_N], ic[k, L.C_NROW] + ic[k, L.C_NCHECK]
+    return ic[k, L.C_SCR] + 2 * n + nt + nt * n + nt
+
+
+@inlined
 def implicit_two_rows(ib, ic, cb, wc, code, consts, table, outputs, k, v, a, regs):
     """The rest of :func:`implicit_coordinates` (after φ, K and the branch check) for an implicit cluster
     with two kept constraint rows, the scratch read once: K_d⁻¹ (:func:`inverse2`) and each column
@@ -392,6 +400,8 @@ def implicit_two_rows(ib, ic, cb, wc, code, consts, table, outputs, k, v, a, reg
     ok, i00, i01, i10, i11 = inverse2(wc[K + d0], wc[K + d1], wc[K + n + d0], wc[K + n + d1])
     if not ok:
         return SINGULAR_CLUSTER * STATUS_BASE + k
+    inv = kd_inverse_at(ic, k)  # kept for Ġ (coriolis.implicit_gdot), which would factorise K_d again
+    wc[inv], wc[inv + 1], wc[inv + 2], wc[inv + 3] = i00, i01, i10, i11
     for j in range(n * m):
         wc[G + j] = 0.0
     with_v = v.shape[0] != 0

@@ -87,6 +87,7 @@ from .borrow import (
 from .cluster_kinematics import (
     cluster_coordinates,
     cluster_tables_at,
+    kd_inverse_at,
     lu_solve_inplace,
     tapes,
     validate_cluster_configuration,
@@ -344,6 +345,14 @@ def implicit_gdot(ic, cb, wc, code, consts, table, outputs, k, gd, sc):
         evaluate_k(code, consts, table, outputs, p, w, regs, km)
         for r in range(nrow):  # −K̇ G e_l (C6), kept rows
             sc[rhs + r * m + l] = 0.25 * (kp[r] - km[r]) / alpha
+    if nrow == 2:  # K_d⁻¹ as the cluster's coordinates left it (cluster_kinematics.implicit_two_rows)
+        inv = kd_inverse_at(ic, k)
+        d0, d1 = cb[dep], cb[dep + 1]
+        for l in range(m):
+            r0, r1 = sc[rhs + l], sc[rhs + m + l]
+            gd[d0 * m + l] = wc[inv] * r0 + wc[inv + 1] * r1
+            gd[d1 * m + l] = wc[inv + 2] * r0 + wc[inv + 3] * r1
+        return 0
     for r in range(nrow):
         for c in range(nrow):
             sc[kd + r * nrow + c] = wc[K + r * n + cb[dep + c]]
