@@ -114,3 +114,39 @@ def test_negative_control_a_changed_coefficient_is_seen_from_its_order_on():
     phi, _, _ = taylor_coefficients(rows, changed)
     assert np.abs(phi[:3] - ref_phi[:3]).max() <= 1e-13  # orders below the change agree
     assert np.abs(phi[3] - ref_phi[3]).max() > 1e-5  # the comparison sees the change
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_tangent_sweep_lanes_equal_one_sweep_per_direction(name):
+    # tangent_sweep (coefficient 1 along several directions in one sweep, for the loop derivatives'
+    # terms) against taylor_sweep run once per direction: equal bit for bit, companions included,
+    # on programs that hold every opcode (the zero branch of powers in "through_zero")
+    from loopdyn.constraints.taylor import tangent_sweep
+
+    rows, curve = CASES[name]
+    curve = curve or DEFAULT_CURVE
+    P = pack_programs([compile_constraint(rows, [x, y])])
+    n, stop, nreg = int(P.table[0, T_N]), int(P.table[0, T_K_LEN]), P.max_reg
+    rng = np.random.default_rng(5)
+    lanes = rng.normal(size=(n, 3))
+    lanes[:, 0] = [float(curve[j][1]) for j in range(n)]  # the curve's own direction as lane 0
+    s1, s2 = np.empty(R + 1), np.empty(R + 1)
+    T = np.zeros((nreg, 3))
+    A = np.zeros((nreg, 3))
+    for j in range(n):
+        T[j, 0] = float(curve[j][0])
+    taylor_sweep(P.code, P.consts, P.table, 0, stop, 0, T, A, s1, s2)
+    D, DA = np.zeros((nreg, 3)), np.zeros((nreg, 3))
+    D[:n] = lanes
+    tangent_sweep(P.code, P.consts, P.table, 0, stop, T.copy(), A.copy(), D, DA, 3, s1, s2)
+    written = sorted({int(d) for d in P.code[:stop, 1]})
+    for lane in range(3):
+        T1, A1 = T.copy(), A.copy()
+        T1[:n, 1] = lanes[:, lane]
+        taylor_sweep(P.code, P.consts, P.table, 0, stop, 1, T1, A1, s1, s2)
+        assert np.array_equal(D[written, lane], T1[written, 1]), (name, lane)
+        assert np.array_equal(DA[written, lane], A1[written, 1]), (name, lane)
+    # not vacuous: the lanes differ from one another where the program depends on its inputs (at
+    # "through_zero" every first coefficient vanishes: powers of series starting at zero)
+    if name != "through_zero":
+        assert not np.array_equal(D[written, 1], D[written, 2])

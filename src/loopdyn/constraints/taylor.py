@@ -66,7 +66,7 @@ from .tape import (
     TAN,
 )
 
-__all__ = ["taylor_sweep", "K_coefficient"]
+__all__ = ["taylor_sweep", "tangent_sweep", "K_coefficient"]
 
 
 @njit(cache=True, error_model="numpy")  # a division by zero gives inf or NaN, as NumPy
@@ -135,6 +135,84 @@ def taylor_sweep(code, consts, table, p, stop, k, T, A, s1, s2):
                 A[d, k] = sn
         else:
             _taylor_other(op, code, i, d, a, b, k, T, A, s1, s2)
+
+
+@njit(cache=True, error_model="numpy")  # a division by zero gives inf or NaN, as NumPy
+def tangent_sweep(code, consts, table, p, stop, T, A, D, DA, nl, s1, s2):
+    """Coefficient 1 of every register written by the first ``stop`` instructions of program ``p``
+    along ``nl`` directions at once ("lanes"): ``D[r, l]`` (and the companion ``DA[r, l]``) is what
+    ``T[r, 1]`` (``A[r, 1]``) would be after :func:`taylor_sweep` with ``k = 1`` and the inputs'
+    ``T[0..n−1, 1] = D[0..n−1, l]``, bit for bit (the same operations in the same order).
+
+    For a loop's derivative terms, which need coefficient 1 along q̇ and along each column of G
+    (:func:`loopdyn.algorithms.loop_derivatives.loop_tangent_terms`): one sweep decodes each
+    instruction once for all of them, where one sweep per direction decoded it each time.
+
+    Args:
+        code, consts, table, p, stop: as :func:`taylor_sweep`.
+        T, A: the register series with coefficient 0 of every register (a ``k = 0`` sweep); the
+            less frequent opcodes (library functions, powers) go through :func:`taylor_sweep`'s own
+            step one lane at a time, with ``T[:, 1]`` and ``A[:, 1]`` as its scratch: both hold
+            garbage afterwards.
+        D, DA: ``float64 (≥ n_reg, ≥ nl)``: the inputs' lanes ``D[0..n−1, :]`` in, every written
+            register's lanes out.
+        nl: the number of lanes.
+        s1, s2: ``float64 (≥ 2)`` scratch, as :func:`taylor_sweep`'s.
+    """
+    start = table[p, T_CODE_START]
+    for i in range(start, start + stop):
+        op = code[i, 0]
+        d = code[i, 1]
+        a = code[i, 2]
+        b = code[i, 3]
+        if op == MUL:
+            a0, b0 = T[a, 0], T[b, 0]
+            for l in range(nl):
+                s = 0.0
+                s += a0 * D[b, l]
+                s += D[a, l] * b0
+                D[d, l] = s
+        elif op == ADD:
+            for l in range(nl):
+                D[d, l] = D[a, l] + D[b, l]
+        elif op == SUB:
+            for l in range(nl):
+                D[d, l] = D[a, l] - D[b, l]
+        elif op == CONST:
+            for l in range(nl):
+                D[d, l] = 0.0
+        elif op == NEG:
+            for l in range(nl):
+                D[d, l] = -D[a, l]
+        elif op == DIV:
+            b0, c0 = T[b, 0], T[d, 0]
+            for l in range(nl):
+                s = D[a, l]
+                s -= D[b, l] * c0
+                D[d, l] = s / b0
+        elif op == SIN or op == COS:  # as taylor_sweep's k = 1 step (its sums of one term)
+            own, other = T[d, 0], A[d, 0]  # SIN: T[d] the sine, A[d] its cosine; COS the reverse
+            for l in range(nl):
+                sn = 0.0
+                cs = 0.0
+                if op == SIN:
+                    sn += 1 * D[a, l] * other
+                    cs -= 1 * D[a, l] * own
+                    D[d, l] = sn / 1
+                    DA[d, l] = cs / 1
+                else:
+                    sn += 1 * D[a, l] * own
+                    cs -= 1 * D[a, l] * other
+                    D[d, l] = cs / 1
+                    DA[d, l] = sn / 1
+        else:
+            for l in range(nl):  # one lane at a time through the generic step
+                T[a, 1] = D[a, l]
+                if op == ATAN2 or op == POW:
+                    T[b, 1] = D[b, l]
+                _taylor_other(op, code, i, d, a, b, 1, T, A, s1, s2)
+                D[d, l] = T[d, 1]
+                DA[d, l] = A[d, 1]
 
 
 @njit(cache=True, error_model="numpy")  # a division by zero gives inf or NaN, as NumPy
