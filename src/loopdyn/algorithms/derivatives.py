@@ -538,10 +538,8 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
             return st
         taus = view(buf, o + nt, (nvs,))
         spanning_forces(ib, ws, view(wc, QDDS, (nvs,)), taus)
-        n = dq.shape[0]  # Gᵀ X_v and Gᵀ M_s: the congruence's first products, left in Z
-        gxv = view(buf, 3 * n2 + n * nvs, (n, nvs))
-        gxm = view(buf, 3 * n2 + 2 * n * nvs, (n, nvs))
-        st = call_loop_corrections(ib, ic, cb, wc, gxv, gxm, taus, terms, dq, dv)
+        # Gᵀ X_v and Gᵀ M_s: the congruence's first products, left in Z
+        st = call_loop_corrections(ib, ic, cb, wc, Z[1], Z[2], taus, terms, dq, dv)
         if st != 0:
             return st
     return 0

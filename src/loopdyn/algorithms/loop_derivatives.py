@@ -127,13 +127,11 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
     nreg = 1
     width = 1
+    mmax = 1
     for k in range(1, ic[0, L.C0_NCL] + 1):
         if ic[k, L.C_KIND] == L.IMPLICIT:
             nreg = max(nreg, table[ic[k, L.C_PROG], T_NREG])
             width = max(width, ic[k, L.C_N])
-    mmax = 1
-    for k in range(1, ic[0, L.C0_NCL] + 1):
-        if ic[k, L.C_KIND] == L.IMPLICIT:
             mmax = max(mmax, ic[k, L.C_M])
     # the scratch below in one buffer, in this pass's stack frame when it fits (fourteen heap arrays
     # a call cost the four-bar's RNEA derivatives 0.2 µs of 2.9)
