@@ -123,6 +123,8 @@ __all__ = [
     "LazyPass",
     "ensure_lazy",
     "lazy_passes",
+    "lazy_group",
+    "lazy_group_number",
     "inlined",
     "lazy",
     "njit",
@@ -569,7 +571,9 @@ class LazyPass:
         self.module = sys.modules[func.__module__]
         self.signature = signature
         self.parallel = False
-        self.missing_status = missing_status
+        if needed_by not in _GROUPS:
+            _GROUPS.append(needed_by)
+        self.missing_status = missing_status + lazy_group_number(needed_by)  # which group is missing
         self.options = dict(options)
         args, ret = sigutils.normalize_signature(signature)
         self.arg_types, self.return_type = tuple(args), ret
@@ -670,6 +674,17 @@ def _lazy_call(lazy_pass: LazyPass):
 
 _LAZY: dict[str, list[LazyPass]] = {}  # what needs them -> the lazy passes
 _LOADED: set[str] = set()  # the groups every pass of which ensure_lazy has loaded
+_GROUPS: list[str] = []  # the groups in the order their first pass was defined (numbers from 1)
+
+
+def lazy_group_number(needed_by: str) -> int:
+    """The number (1, 2, ...) a missing pass of group ``needed_by`` adds to its ``missing_status``."""
+    return _GROUPS.index(needed_by) + 1
+
+
+def lazy_group(number: int) -> str | None:
+    """The group of lazy passes numbered ``number`` (:func:`lazy_group_number`), or None."""
+    return _GROUPS[number - 1] if 1 <= number <= len(_GROUPS) else None
 
 
 def lazy_passes() -> list[LazyPass]:
@@ -701,7 +716,8 @@ def lazy(signature: str, missing_status: int, needed_by: str, **options):
     not part of its callers: they load its address from a process-wide slot and call it, and the
     Python side compiles it (:meth:`LazyPass.ensure`) when a model that needs it gets a Data. A tree
     or explicit-cluster model thus never compiles the implicit loops' code. While the slot is empty
-    the call returns ``missing_status`` (an int64 status). Cached on disk as every kernel. ``options``
+    the call returns ``missing_status`` plus the number of the pass's group (:func:`lazy_group`), so
+    that the caller learns which group to load. Cached on disk as every kernel. ``options``
     as Numba's ``njit`` (``fastmath``...)."""
 
     def decorate(func):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError, ShapeError
+from ..jit import lazy_group
 from ..model.data import load_deferred_passes
 from .status import DEFERRED_LAZY_CODE, LOOP_CODE_MISSING, STATUS_BASE, raise_for_status
 
@@ -73,16 +74,16 @@ class KernelArgs:
 
 
 def missing_code_loaded(data, status: int) -> bool:
-    """Whether ``status`` says that a kernel met a lazy pass this process had not loaded (a group of
-    :data:`.status.DEFERRED_LAZY_CODE`, named by the status' index) and it is loaded now: the caller
+    """Whether ``status`` says that a kernel met a lazy pass this process had not loaded (of a group in
+    :data:`.status.DEFERRED_LAZY_CODE`, its number the status' index) and it is loaded now: the caller
     runs the call again. Called only on a non-zero status: a call that succeeds pays nothing for it.
     Only for kernels whose arguments are the user's inputs and fresh outputs: a kernel that reads an
     array it also writes (the contact kernels' ``desired`` / forces) would run again on what its first
     run left there; load the group before such a call instead."""
     if status // STATUS_BASE != LOOP_CODE_MISSING:
         return False
-    group = DEFERRED_LAZY_CODE.get(status % STATUS_BASE)
-    return group is not None and load_deferred_passes(data, group)
+    group = lazy_group(status % STATUS_BASE)
+    return group in DEFERRED_LAZY_CODE and load_deferred_passes(data, group)
 
 
 def run(kern, model, spec: KernelArgs, args: tuple) -> None:

@@ -364,8 +364,8 @@ def implicit_gdot(ic, cb, wc, code, consts, table, outputs, k, gd, sc):
     return 0
 
 
-@lazy("int64(" + ", ".join(["int64"] * 11) + ")", missing_status=LOOP_CODE_MISSING * STATUS_BASE + 2,
-      needed_by="loop_rates")  # fmt: skip  (DEFERRED_LAZY_CODE[2])
+@lazy("int64(" + ", ".join(["int64"] * 11) + ")", missing_status=LOOP_CODE_MISSING * STATUS_BASE,
+      needed_by="loop_rates")  # fmt: skip
 def implicit_gdot_pass(ic_at, nic, cb_at, ncb, wc_at, nwc, k, gd_at, ngd, sc_at, nsc):
     """:func:`implicit_gdot` as a lazy pass (loopdyn.jit.lazy), arrays as addresses and sizes, as
     :func:`~loopdyn.algorithms.cluster_kinematics.implicit_coordinates_pass`: a model without implicit

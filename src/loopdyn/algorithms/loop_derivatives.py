@@ -113,7 +113,7 @@ def kd_inverse(outputs, o, nK, T, idx, dep, nrow, KD, KDinv, at):
 @lazy(
     "int64(int64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], float64[::1], "
     "int64[:, ::1], int64[::1], float64[:], float64[:], float64[::1])",
-    missing_status=LOOP_CODE_MISSING * STATUS_BASE + 1,  # DEFERRED_LAZY_CODE[1]
+    missing_status=LOOP_CODE_MISSING * STATUS_BASE,
     needed_by="loop_derivatives",
 )  # compiled when a model with implicit loops first needs it (loopdyn.jit.lazy); called once a call
 def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms):
@@ -250,7 +250,7 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
 @lazy(
     "int64(int64[:, ::1], int64[:, ::1], int64[::1], float64[::1], float64[:, ::1], float64[:, ::1], "
     "float64[::1], float64[::1], float64[:, :], float64[:, :])",
-    missing_status=LOOP_CODE_MISSING * STATUS_BASE + 1,  # DEFERRED_LAZY_CODE[1]
+    missing_status=LOOP_CODE_MISSING * STATUS_BASE,
     needed_by="loop_derivatives",
     fastmath={"contract"},
 )  # as loop_tangent_terms: Mini Cheetah's first rnea_derivatives compiled neither (10.6 → 6 CPU-s)

@@ -19,6 +19,7 @@ from ..errors import (
     SingularInertiaError,
     UnsupportedFeatureError,
 )
+from ..jit import lazy_group
 
 STATUS_BASE = 1_000_000
 
@@ -35,9 +36,10 @@ REDUNDANT_CONSTRAINTS = 27  # Delassus matrix singular (dependent constraint row
 DAMPED_NOT_PD = 28  # Λ⁻¹ + μ I not positive definite (μ > 0); index = row
 DATA_IN_USE = 29  # the Data is in use by a kernel of another thread (algorithms.borrow.acquire)
 LOOP_CODE_MISSING = 30  # a lazy pass this model needs is not loaded in this process (loopdyn.jit.lazy)
-#: the groups of lazy passes that a call loads when it first needs them (not the Data), by the index
-#: of their LOOP_CODE_MISSING status (algorithms.call.missing_code_loaded)
-DEFERRED_LAZY_CODE = {1: "loop_derivatives", 2: "loop_rates"}
+#: the groups of lazy passes that a call loads when it first needs them (not the Data): a missing
+#: pass's LOOP_CODE_MISSING status carries its group's number (loopdyn.jit.lazy_group;
+#: algorithms.call.missing_code_loaded)
+DEFERRED_LAZY_CODE = frozenset({"loop_derivatives", "loop_rates"})
 
 UNIT_TOL = 1e-6  # tolerance on | |quaternion| - 1 | and | cos² + sin² - 1 |
 
@@ -116,10 +118,12 @@ def raise_for_status(model, status: int, arg_names=STATE_NAMES, sizes=None, shap
             "thread its own, model.create_data() or copy.deepcopy(data)"
         )
     if kind == LOOP_CODE_MISSING:
+        group = lazy_group(index)
+        named = f" {group!r}" if group else ""
         raise LoopdynError(
-            f"the compiled code of model {model.name!r}'s loops or clusters (a lazy pass) is not loaded in "
-            "this process: use a Data made by model.create_data() (or a copy or unpickled copy of one), "
-            "which loads it"
+            f"the compiled code of model {model.name!r}'s loops or clusters (a lazy pass{named}) is not "
+            "loaded in this process: use a Data made by model.create_data() (or a copy or unpickled copy "
+            "of one), which loads it"
         )
     if kind == DAMPED_NOT_PD:
         raise InputError("the damped Delassus matrix is not positive definite")
