@@ -46,7 +46,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constraints.tape import T_C, T_K_LEN, T_N, T_NREG, T_OUT_START
+from ..constraints.tape import (
+    T_C,
+    T_CONST_START,
+    T_K_LEN,
+    T_N,
+    T_NATIVE_TAYLOR,
+    T_NREG,
+    T_OUT_START,
+    T_TAYLOR_M,
+    call_native,
+)
 from ..constraints.taylor import K_coefficient, tangent_sweep, taylor_sweep
 from ..jit import inlined, lazy, njit
 from ..model import layout as L
@@ -128,36 +138,37 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
     nreg = 1
     width = 1
     mmax = 1
+    kk = 1
     for k in range(1, ic[0, L.C0_NCL] + 1):
         if ic[k, L.C_KIND] == L.IMPLICIT:
-            nreg = max(nreg, table[ic[k, L.C_PROG], T_NREG])
+            p = ic[k, L.C_PROG]
+            nreg = max(nreg, table[p, T_NREG])
             width = max(width, ic[k, L.C_N])
             mmax = max(mmax, ic[k, L.C_M])
+            kk = max(kk, (3 + ic[k, L.C_M]) * table[p, T_C] * table[p, T_N])
     # the scratch below in one buffer, in this pass's stack frame when it fits (fourteen heap arrays
     # a call cost the four-bar's RNEA derivatives 0.2 µs of 2.9)
     w6 = width * width
     nl = mmax + 1
-    need = nreg * (6 + 2 * nl) + 6 + 6 * w6 + 2 * width
+    need = nreg * (6 + 2 * nl) + 6 + 3 * w6 + 2 * width + kk + width * (2 + mmax)
     buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
     buf = borrowed((buf,))[0]
     T = view(buf, 0, (nreg, 3))  # Taylor coefficients 0..2 of every register, and their companions
     A = view(buf, 3 * nreg, (nreg, 3))
     D = view(buf, 6 * nreg, (nreg, nl))  # coefficient 1 along q̇ (lane 0) and along G e_l (lane 1 + l)
     DA = view(buf, (6 + nl) * nreg, (nreg, nl))
-    for j in range((6 + 2 * nl) * nreg):
-        buf[j] = 0.0
+    zeroed = False  # the registers, zeroed before the first interpreted sweep
     off = (6 + 2 * nl) * nreg
     s1 = view(buf, off, (3,))
     s2 = view(buf, off + 3, (3,))
     off += 6
-    K1 = view(buf, off, (w6,))  # ∂²φ(q̇, ·), nrow × n
-    K2 = view(buf, off + w6, (w6,))  # ½ ∂³φ(q̇, q̇, ·)
-    dK = view(buf, off + 2 * w6, (w6,))  # ∂K[u]
-    KD = view(buf, off + 3 * w6, (w6,))  # K_D, then its LU
-    KDi = view(buf, off + 4 * w6, (w6,))  # K_D⁻¹
-    P = view(buf, off + 5 * w6, (w6,))  # ∂K[u] G (nrow × m)
-    gl = view(buf, off + 6 * w6, (width,))
-    rhs = view(buf, off + 6 * w6 + width, (width,))
+    KD = view(buf, off, (w6,))  # K_D, then its LU
+    KDi = view(buf, off + w6, (w6,))  # K_D⁻¹
+    P = view(buf, off + 2 * w6, (w6,))  # ∂K[u] G (nrow × m)
+    gl = view(buf, off + 3 * w6, (width,))
+    rhs = view(buf, off + 3 * w6 + width, (width,))
+    KK = view(buf, off + 3 * w6 + 2 * width, (kk,))  # K's coefficients (below), c × n blocks
+    x_in = view(buf, off + 3 * w6 + 2 * width + kk, (width * (2 + mmax),))  # a native function's input
     at = 0
     for k in range(1, ic[0, L.C0_NCL] + 1):
         if ic[k, L.C_KIND] != L.IMPLICIT:
@@ -166,8 +177,7 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
         n, m, nrow = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_NROW]
         G, dep, p = ic[k, L.C_G], ic[k, L.C_DEP], ic[k, L.C_PROG]
         o = table[p, T_OUT_START] + table[p, T_C]  # the registers of K's rows (n = table[p, T_N] columns)
-        stop = table[p, T_K_LEN]
-        nK = table[p, T_N]
+        cn = table[p, T_C] * n  # one block of KK: K's c × n entries, row-major
         for j in range(n):  # the line q_s + t q̇_s, and g = q̈_s − G ÿ on it
             b = cb[first + j]
             sv = ib[b, L.I_IV]
@@ -178,25 +188,48 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
             for l in range(m):
                 x -= wc[G + j * m + l] * a[iv + l]
             gl[j] = x
-        # coefficient 0; coefficient 1 along q̇ and along each u = G e_l (the lines q_s + t u: ∂K[u],
-        # (L2)) in one sweep of m + 1 lanes; then coefficient 2 along q̇, from lane 0
-        taylor_sweep(code, consts, table, p, stop, 0, T, A, s1, s2)
-        for j in range(n):
-            D[j, 0] = T[j, 1]
+        # KK: K (coefficient 0), coefficients 1 and 2 along q̇ (K_1 = ∂²φ(q̇, ·), K_2 = ½ ∂³φ(q̇, q̇, ·))
+        # and coefficient 1 along each u = G e_l (the lines q_s + t u: ∂K[u], (L2))
+        if table[p, T_NATIVE_TAYLOR] != 0 and table[p, T_TAYLOR_M] == m:
+            for j in range(n):  # the program's native Taylor function (loopdyn.constraints.native)
+                x_in[j] = T[j, 0]
+                x_in[n + j] = T[j, 1]
+            for j in range(n * m):
+                x_in[2 * n + j] = wc[G + j]
+            call_native(table[p, T_NATIVE_TAYLOR], x_in, x_in, KK, KK, consts[table[p, T_CONST_START] :])
+        else:  # interpreted: coefficient 0; coefficient 1 along m + 1 lanes; coefficient 2 along q̇
+            if not zeroed:
+                for j in range(3 * n, (6 + 2 * nl) * nreg):  # (T[:n] holds this cluster's line)
+                    buf[j] = 0.0
+                zeroed = True
+            stop = table[p, T_K_LEN]
+            taylor_sweep(code, consts, table, p, stop, 0, T, A, s1, s2)
+            for j in range(n):
+                D[j, 0] = T[j, 1]
+                for l in range(m):
+                    D[j, 1 + l] = wc[G + j * m + l]
+            tangent_sweep(code, consts, table, p, stop, T, A, D, DA, m + 1, s1, s2)
+            for r in range(nreg):  # lane 0 as coefficient 1 (the lane sweep used T[:, 1] as scratch)
+                T[r, 1] = D[r, 0]
+                A[r, 1] = DA[r, 0]
+            taylor_sweep(code, consts, table, p, stop, 2, T, A, s1, s2)
+            c = table[p, T_C]
+            K_coefficient(outputs, o, n, c, T, 0, KK, 0)
+            K_coefficient(outputs, o, n, c, T, 1, KK, cn)
+            K_coefficient(outputs, o, n, c, T, 2, KK, 2 * cn)
             for l in range(m):
-                D[j, 1 + l] = wc[G + j * m + l]
-        tangent_sweep(code, consts, table, p, stop, T, A, D, DA, m + 1, s1, s2)
-        for r in range(nreg):  # lane 0 as coefficient 1 (the lane sweep used T[:, 1] as scratch)
-            T[r, 1] = D[r, 0]
-            A[r, 1] = DA[r, 0]
-        taylor_sweep(code, consts, table, p, stop, 2, T, A, s1, s2)
-        if not kd_inverse(outputs, o, nK, T, cb, dep, nrow, KD, KDi, 0):
+                K_coefficient(outputs, o, n, c, D, 1 + l, KK, (3 + l) * cn)
+        for r in range(nrow):  # K_D⁻¹, by the cluster kernels' LU (its singularity test)
+            for c in range(nrow):
+                KD[r * nrow + c] = KK[r * n + cb[dep + c]]
+                KDi[r * nrow + c] = 1.0 if r == c else 0.0
+        if not lu_solve_inplace(KD, 0, nrow, KDi, 0, nrow):
             return SINGULAR_CLUSTER * STATUS_BASE + k
-        K_coefficient(outputs, o, n, nrow, T, 1, K1, 0)
-        K_coefficient(outputs, o, n, nrow, T, 2, K2, 0)
+        K1 = KK[cn:]
+        K2 = KK[2 * cn :]
         for l in range(m):
             dG, W, Zq, Zv, at = term_offsets(at, n, m)
-            K_coefficient(outputs, o, n, nrow, D, 1 + l, dK, 0)  # ∂K[u], u = G e_l (L2)
+            dK = KK[(3 + l) * cn :]  # ∂K[u], u = G e_l (L2)
             for j in range(n):  # u itself, where (L3) reads T[j, 1]
                 T[j, 1] = wc[G + j * m + l]
             for s in range(nrow):  # P = ∂K[u] G

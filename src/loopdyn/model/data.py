@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import jit
 from ..constraints import native
-from ..constraints.tape import T_NATIVE_PHI_K
+from ..constraints.tape import T_NATIVE_PHI_K, T_NATIVE_TAYLOR, T_TAYLOR_M
 from . import layout as L
 
 
@@ -55,6 +55,7 @@ class Data:
         "outputs",
         "cluster_arrays",
         "kernel_arrays",
+        "taylor_pending",
     )
 
     def __init__(self, model, native_programs: bool | None = None):
@@ -89,6 +90,7 @@ class Data:
         else:
             self.ic = self.cb = self.wc = self.code = self.consts = self.table = self.outputs = None
             self.cluster_arrays = None
+        self._reset_taylor_programs()
         self._set_kernel_arrays()
         # the universe: identity placement, at rest
         self.ws[0, L.W_OR : L.W_OR + 9] = np.eye(3).reshape(-1)
@@ -106,6 +108,36 @@ class Data:
         packed = self.cb[o : o + n * self.table.shape[1]].reshape(self.table.shape)
         for t in (packed, self.table):
             native.fill_addresses(t, addresses)
+
+    def _reset_taylor_programs(self) -> None:
+        """No native Taylor functions yet (:func:`load_deferred_passes` sets them at the first call of
+        the derivatives; the kernels interpret the Taylor sweeps meanwhile)."""
+        self.taylor_pending = self.table is not None and self.table.shape[0] > 0
+        if self.taylor_pending:
+            self._set_taylor_programs(None, np.zeros(self.table.shape[0], dtype=np.int64))
+
+    def _set_taylor_programs(self, addresses, ms) -> None:
+        """The native Taylor functions' addresses (or zeros) into both copies of the program table."""
+        o, n = self.ic[0, L.C0_TTABLE], self.ic[0, L.C0_NTPROG]
+        packed = self.cb[o : o + n * self.table.shape[1]].reshape(self.table.shape)
+        for t in (packed, self.table):
+            t[:, T_NATIVE_TAYLOR] = 0 if addresses is None else addresses
+            t[:, T_TAYLOR_M] = ms
+
+    def load_taylor_programs(self) -> None:
+        """Compile (or load) the native Taylor functions of this model's implicit loops
+        (:func:`loopdyn.constraints.native.taylor_addresses`) when the Data runs its programs natively;
+        called once, by the first call that runs the derivatives' loop terms."""
+        self.taylor_pending = False
+        ms = np.zeros(self.table.shape[0], dtype=np.int64)  # per program: its clusters' m (−1: several)
+        for k in range(1, int(self.ic[0, L.C0_NCL]) + 1):
+            if self.ic[k, L.C_KIND] == L.IMPLICIT:
+                p, m = int(self.ic[k, L.C_PROG]), int(self.ic[k, L.C_M])
+                ms[p] = m if ms[p] in (0, m) else -1
+        addresses = None
+        if self.native_programs:
+            addresses = native.taylor_addresses(self.code, self.table, self.outputs, ms)
+        self._set_taylor_programs(addresses, ms if addresses is not None else -1)
 
     @property
     def native_programs(self) -> bool:
@@ -144,6 +176,7 @@ class Data:
         _ensure_lazy_passes(self.ic, self.table)
         if self.native_programs:
             self._set_programs(native.native_addresses(self.code, self.table, self.outputs))
+        self._reset_taylor_programs()  # this process's addresses: loaded again at the first call
 
     # ---- Pinocchio-style views (copies; valid after forward_kinematics) ----------------------
     @property
@@ -206,10 +239,16 @@ def load_deferred_passes(data: Data, group: str) -> bool:
     terms; ``"loop_rates"``: Ġ for the Coriolis matrix and Ṁ) if ``data``'s model has implicit loops,
     the only models that run them; True if one of them was not loaded yet (the call that needed it
     can run again). Unlike the groups of :func:`lazy_code_needed`, these wait for the first call that
-    needs them: a Data of the four-bar made for C-ABA alone compiles 5 CPU-s less."""
+    needs them: a Data of the four-bar made for C-ABA alone compiles 5 CPU-s less. With
+    ``"loop_derivatives"`` the Data's native Taylor functions are loaded too, once per Data
+    (:meth:`Data.load_taylor_programs`)."""
     if data.table is None or data.table.shape[0] == 0:
         return False
-    return jit.ensure_lazy(group) > 0
+    loaded = jit.ensure_lazy(group) > 0
+    if group == "loop_derivatives" and data.taylor_pending:  # and the Taylor terms' native functions
+        data.load_taylor_programs()
+        loaded = True
+    return loaded
 
 
 def _pack(ib, ws, ic, cb, wc) -> tuple:
