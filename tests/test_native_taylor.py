@@ -24,7 +24,15 @@ from test_tape_taylor import CASES, DEFAULT_CURVE
 
 import loopdyn as ld
 from loopdyn.constraints import compile_constraint, native, pack_programs
-from loopdyn.constraints.tape import T_C, T_K_LEN, T_N, T_NATIVE_TAYLOR, T_OUT_START, T_TAYLOR_M
+from loopdyn.constraints.tape import (
+    T_C,
+    T_K_LEN,
+    T_N,
+    T_NATIVE_KDOT,
+    T_NATIVE_TAYLOR,
+    T_OUT_START,
+    T_TAYLOR_M,
+)
 from loopdyn.constraints.taylor import K_coefficient, tangent_sweep, taylor_sweep
 from loopdyn.derivatives import loop_tangent_maps
 
@@ -56,13 +64,14 @@ def interpreted_blocks(P, q, qd, G):
     return out
 
 
-def native_blocks(P, q, qd, G):
-    """The same from the program's native Taylor function."""
+def native_blocks(P, q, qd, G, second=True):
+    """The same from the program's native Taylor function (``second=False``: its rate function, K
+    and K̇ only)."""
     n, c, m = int(P.table[0, T_N]), int(P.table[0, T_C]), G.shape[1]
-    address = native.taylor_addresses(P.code, P.table, P.outputs, [m])
+    address = native.taylor_addresses(P.code, P.table, P.outputs, [m], second=second)
     assert address is not None and address[0] != 0
     x = np.concatenate([q, qd, G.reshape(-1)])
-    out = np.full((3 + m) * c * n, np.nan)
+    out = np.full((2 + second + m) * c * n, np.nan)
     kappa = np.ascontiguousarray(P.consts)
     _FN(int(address[0]))(_ptr(x), _ptr(x), _ptr(out), _ptr(out), _ptr(kappa))
     return out
@@ -72,6 +81,18 @@ def assert_same_bits(P, q, qd, G):
     a, b = native_blocks(P, q, qd, G), interpreted_blocks(P, q, qd, G)
     assert np.array_equal(a, b, equal_nan=True), np.abs(a - b).max()
     return a
+
+
+def test_rate_function_is_the_first_two_blocks():
+    # the rate function (m = 0, no coefficient 2: K and K̇ for Ġ) gives the Taylor function's first
+    # two blocks, bit for bit
+    x, y = sp.symbols("x y", real=True)
+    P = pack_programs([compile_constraint(every_opcode_phi(x, y), [x, y])])
+    rng = np.random.default_rng(2)
+    q, qd = rng.uniform(-0.8, 0.8, 2), rng.normal(size=2)
+    full = assert_same_bits(P, q, qd, rng.normal(size=(2, 1)))
+    rate = native_blocks(P, q, qd, np.zeros((2, 0)), second=False)
+    assert rate.size == 2 * 4 * 2 and np.array_equal(rate, full[: rate.size])
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -192,3 +213,32 @@ def test_copies_load_their_own(how):
     got = ld.rnea_derivatives(model, other, q, v, a)
     for x, y in zip(got, want, strict=True):
         assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("name", ["five_bar", "tello", "delta_robot"])
+def test_coriolis_with_native_rates_equals_polarisation(name):
+    # Ġ from the native K̇ against the interpreted polarisation of k (loopdyn.algorithms.coriolis,
+    # (C6)): two formulas, equal to rounding; C itself is checked against differences of crba in
+    # test_coriolis
+    model = getattr(ld.robots, name)()
+    fast, slow = model.create_data(), model.create_data(native_programs=False)
+    for seed in range(3):
+        q, v, _ = _state(model, seed)
+        for f in (ld.coriolis_matrix, ld.mass_matrix_derivative):
+            got, want = f(model, fast, q, v), f(model, slow, q, v)
+            assert np.abs(got - want).max() <= 1e-12 * max(1.0, np.abs(want).max())
+    assert np.all(fast.table[:, T_NATIVE_KDOT] != 0) and np.all(slow.table[:, T_NATIVE_KDOT] == 0)
+    assert not fast.rates_pending and fast.taylor_pending  # the derivatives' functions not loaded
+
+
+def test_rate_address_is_what_runs():
+    model = ld.robots.tello()
+    data = model.create_data()
+    q, v, _ = _state(model)
+    right = ld.coriolis_matrix(model, data, q, v)
+    o, n = data.ic[0, ld.model.layout.C0_TTABLE], data.ic[0, ld.model.layout.C0_NTPROG]
+    packed = data.cb[o : o + n * data.table.shape[1]].reshape(data.table.shape)
+    k_len = packed[:, T_K_LEN]
+    i, j = int(np.argmax(k_len)), int(np.argmin(k_len))
+    packed[[i, j], T_NATIVE_KDOT] = packed[[j, i], T_NATIVE_KDOT]
+    assert np.abs(ld.coriolis_matrix(model, data, q, v) - right).max() > 1e-6

@@ -371,7 +371,7 @@ def test_pack_programs_matches_unpacked():
     ]
     pk = pack_programs(programs)
     assert pk.code.dtype == np.int64 and pk.code.shape == (sum(p.n_instr for p in programs), 4)
-    assert pk.table.shape == (len(programs), 13) and pk.table.dtype == np.int64
+    assert pk.table.shape == (len(programs), 14) and pk.table.dtype == np.int64
     assert pk.consts.dtype == np.float64 and pk.outputs.dtype == np.int64
     assert pk.outputs.size == sum(2 * p.c + p.c * p.n for p in programs)
     assert pk.max_reg == max(p.n_reg for p in programs)
@@ -412,7 +412,7 @@ def test_pack_programs_matches_unpacked():
     assert_close(K, [[1, -2], [0, 0], [3, 0]])
     assert_close(k, [0, 0, 0])
     assert programs[3].phi[0] == 0 and programs[3].n_instr == 1  # φ = q0; K = 1.0 (one CONST)
-    assert pack_programs([]).table.shape == (0, 13)
+    assert pack_programs([]).table.shape == (0, 14)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,7 +36,12 @@ def _run(model, data, q, v, what, out) -> np.ndarray:
     if data.source_key is not model._key:
         check_data(model, data)
     m1, m2 = data.kernel_arrays
-    kern = kernels.c_coriolis_kernel if model.has_constraints else kernels.coriolis_kernel
+    if model.has_constraints:
+        kern = kernels.c_coriolis_kernel
+        if data.rates_pending:  # Ġ of the implicit loops: their native K̇ functions, once (the
+            data.load_rate_programs()  # interpreted pass, if a cluster needs it, at its first call)
+    else:
+        kern = kernels.coriolis_kernel
     try:
         st = kern(m1, m2, q, v, out, what)
     except TypeError:  # a list, another dtype, a read-only or strided array: converted, run again

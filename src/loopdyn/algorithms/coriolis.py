@@ -60,8 +60,12 @@ polarisation, exactly for a quadratic form,
 
 two runs of the program's k part per independent coordinate, on the registers its φ, K part left
 (u = α G e_l, α = |q̇| / |G e_l| so that both terms are of one size: the difference then loses no
-digits to a large |u| or |q̇|). The products with G are sums over its sparse columns
-(``ic[0, C0_GCOLS]``, :func:`.derivatives.g_congruence`); ``Gᵀ M_s Ġ`` only over the implicit
+digits to a large |u| or |q̇|). Where the program has a native rate function (a Data's programs run
+natively: :meth:`loopdyn.Data.load_rate_programs`), K̇ itself is its Taylor coefficient 1 along q̇
+(:func:`loopdyn.constraints.native.generate_taylor_source`), one call per cluster, and ``−K̇ G`` a
+product (Tello's four differentials: 16 runs of k replaced by 4 calls). The products with G are
+sums over its sparse columns (``ic[0, C0_GCOLS]``, :func:`.derivatives.g_congruence`); ``Gᵀ M_s Ġ``
+only over the implicit
 clusters' columns and Ġ's nonzero rows: O(nnz(G)(nv_s + nv)) after the O(n·d) spanning-tree pass.
 """
 
@@ -69,7 +73,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..constraints.tape import evaluate_k
+from ..constraints.tape import T_CONST_START, T_NATIVE_KDOT, call_native, evaluate_k
 from ..jit import inlined, lazy, njit, shared
 from ..model import layout as L
 from ..spatial import ops
@@ -295,7 +299,8 @@ def coriolis_kernel(ib, ws, q, v, out, what):
 def cluster_buffer_size(ic, n, what):
     """Floats of scratch :func:`c_coriolis_core` (and, for CHRISTOFFEL, :func:`c_christoffel_core`)
     need: C_s or Ṁ_s and M_s (nv_s² each), Gᵀ X (nv × nv_s), Ġ of the implicit clusters (Σ N M), the
-    polarisation's scratch (N + 2 rows + NROW² + NROW M at most), and for Γ, C_y and ẏ = e_k."""
+    polarisation's scratch (N + 2 rows + NROW² + NROW M at most) or the native rate function's
+    (K, K̇: 2 rows × N), and for Γ, C_y and ẏ = e_k."""
     nvs = ic[0, L.C0_NVS]
     gd = 0
     sc = 0
@@ -303,7 +308,8 @@ def cluster_buffer_size(ic, n, what):
         if ic[k, L.C_KIND] == L.IMPLICIT:
             nn, m, nrow = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_NROW]
             gd += nn * m
-            sc = max(sc, nn + 2 * (nrow + ic[k, L.C_NCHECK]) + nrow * nrow + nrow * m)
+            nt = nrow + ic[k, L.C_NCHECK]
+            sc = max(sc, nn + 2 * nt + nrow * nrow + nrow * m, 2 * nt * nn)
     extra = n * n + n if what == CHRISTOFFEL else 0
     return 2 * nvs * nvs + n * nvs + gd + sc + extra
 
@@ -386,6 +392,34 @@ def implicit_gdot_call(ic, cb, wc, k, gd, sc):
                                sc.shape[0])  # fmt: skip
 
 
+@inlined
+def native_gdot(ic, cb, wc, consts, table, k, gd, KK):
+    """Ġ of implicit cluster k with two kept rows (N × M, row-major) into ``gd`` from its program's
+    native rate function (``table[p, T_NATIVE_KDOT]``: K̇ = ∂²φ(q̇, ·), the second block it writes into
+    the 2 NT × N scratch ``KK``): ``Ġ_d = −K_d⁻¹ (K̇ G)``, ``Ġ_i = 0``, with the K_d⁻¹ that the
+    cluster's coordinates left (:func:`.cluster_kinematics.kd_inverse_at`). Inlined into the kernel:
+    no lazy pass, no interpreter (the polarisation of :func:`implicit_gdot` is the fallback)."""
+    row = ic[k]
+    n, m, nt = row[L.C_N], row[L.C_M], row[L.C_NROW] + row[L.C_NCHECK]
+    scr, G, dep, p = row[L.C_SCR], row[L.C_G], row[L.C_DEP], row[L.C_PROG]
+    for j in range(n * m):
+        gd[j] = 0.0
+    kappa = consts[table[p, T_CONST_START] :]
+    call_native(table[p, T_NATIVE_KDOT], view(wc, scr, (2 * n,)), KK, KK, KK, kappa)  # q, q̇ in
+    inv = kd_inverse_at(ic, k)
+    d0, d1 = cb[dep], cb[dep + 1]
+    K0, K1 = nt * n, nt * n + n  # K̇'s two kept rows
+    for l in range(m):
+        r0 = 0.0
+        r1 = 0.0
+        for j in range(n):
+            g = wc[G + j * m + l]
+            r0 -= KK[K0 + j] * g
+            r1 -= KK[K1 + j] * g
+        gd[d0 * m + l] = wc[inv] * r0 + wc[inv + 1] * r1
+        gd[d1 * m + l] = wc[inv + 2] * r0 + wc[inv + 3] * r1
+
+
 @shared(fastmath={"contract"})
 def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out, what, buf):
     """C_y (``what`` = CORIOLIS) or Ḣ (MDOT) of a model with clusters at (q, ẏ), validated inputs, into
@@ -415,9 +449,12 @@ def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out,
         if ic[k, L.C_KIND] == L.IMPLICIT:
             implicit = True
             nm = ic[k, L.C_N] * ic[k, L.C_M]
-            st = implicit_gdot_call(ic, cb, wc, k, view(buf, gd, (nm,)), sc)
-            if st != 0:
-                return st
+            if table[ic[k, L.C_PROG], T_NATIVE_KDOT] != 0 and ic[k, L.C_NROW] == 2:
+                native_gdot(ic, cb, wc, consts, table, k, view(buf, gd, (nm,)), sc)
+            else:
+                st = implicit_gdot_call(ic, cb, wc, k, view(buf, gd, (nm,)), sc)
+                if st != 0:
+                    return st
             gd += nm
     qs = view(wc, ic[0, L.C0_QS], (nqs,))
     qds = view(wc, ic[0, L.C0_QDS], (nvs,))

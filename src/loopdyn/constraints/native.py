@@ -75,10 +75,8 @@ from .tape import (
     T_N,
     T_NATIVE_K,
     T_NATIVE_PHI_K,
-    T_NATIVE_TAYLOR,
     T_OUT_START,
     T_PHI_LEN,
-    T_TAYLOR_M,
     TAN,
 )
 
@@ -90,7 +88,6 @@ __all__ = [
     "generate_source",
     "generate_taylor_source",
     "taylor_addresses",
-    "fill_taylor_addresses",
 ]
 
 #: bump when the generated code changes: it is part of every program's hash (file name)
@@ -417,12 +414,13 @@ def _taylor_k2(op: int, d: int, a: int, b: int) -> list[str]:
     raise ValueError(f"opcode {op} has no Taylor rule")
 
 
-def taylor_statements(K_len: int, m: int) -> int:
+def taylor_statements(K_len: int, m: int, second: bool = True) -> int:
     """About how many statements a program's Taylor function has (see :data:`MAX_TAYLOR_STATEMENTS`)."""
-    return K_len * (m + 3)
+    return K_len * (m + 2 + second)
 
 
-def generate_taylor_source(code: np.ndarray, outputs: np.ndarray, n: int, c: int, m: int) -> str:
+def generate_taylor_source(code: np.ndarray, outputs: np.ndarray, n: int, c: int, m: int,
+                           second: bool = True) -> str:  # fmt: skip
     """The Python source of one program's native Taylor function ``taylor_K(x, unused, out, unused2,
     kappa)``, for clusters with ``m`` independent coordinates, from the instructions of the program's
     φ, K prefix ``code`` (``(K_len, 4)``) and its output registers ``outputs`` (φ, K, k, as
@@ -430,7 +428,8 @@ def generate_taylor_source(code: np.ndarray, outputs: np.ndarray, n: int, c: int
 
     In: ``x[:n]`` = q_s, ``x[n:2n]`` = q̇_s, ``x[2n + j m + l]`` = G[j, l]. Out, in blocks of K's
     c × n entries (row-major): K (coefficient 0), coefficient 1 along q̇ (∂²φ(q̇, ·)), coefficient 2
-    along q̇ (½ ∂³φ(q̇, q̇, ·)), then for each l < m coefficient 1 along G's column l (∂K[G e_l])."""
+    along q̇ (½ ∂³φ(q̇, q̇, ·); not with ``second=False``), then for each l < m coefficient 1 along G's
+    column l (∂K[G e_l]). With ``m = 0, second=False``: K and K̇ (the Coriolis matrix's rate of G)."""
     code = np.asarray(code, dtype=np.int64).reshape(-1, 4).tolist()
     K_out = [int(x) for x in np.asarray(outputs).reshape(-1)[c : c + c * n]]
     lines = []
@@ -441,8 +440,9 @@ def generate_taylor_source(code: np.ndarray, outputs: np.ndarray, n: int, c: int
         lines += _taylor_k0(op, d, a, b)
         for lane in range(m + 1):
             lines += _taylor_k1(op, d, a, b, lane)
-        lines += _taylor_k2(op, d, a, b)
-    blocks = [("t", 0), ("d", 0), ("t", 2)] + [("d", l) for l in range(1, m + 1)]
+        if second:
+            lines += _taylor_k2(op, d, a, b)
+    blocks = [("t", 0), ("d", 0)] + [("t", 2)] * second + [("d", l) for l in range(1, m + 1)]
     for at, (prefix, k) in enumerate(blocks):
         for e, r in enumerate(K_out):
             lines.append(f"out[{at * c * n + e}] = " + (f"{prefix}{r}_{k}" if r >= 0 else "0.0"))
@@ -551,13 +551,13 @@ def fill_addresses(table: np.ndarray, addresses: np.ndarray | None) -> None:
 _LOADED_TAYLOR: dict[str, int] = {}  # Taylor program hash -> address of its taylor_K
 
 
-def taylor_addresses(code, table, outputs, ms) -> np.ndarray | None:
+def taylor_addresses(code, table, outputs, ms, second: bool = True) -> np.ndarray | None:
     """``(n_programs,)`` int64: the address of each packed program's native Taylor function
     (:func:`generate_taylor_source`) for the ``ms[p]`` independent coordinates of the clusters that run
     it, compiling (or loading from the cache) what this process has not loaded yet; 0 for a program
     with ``ms[p] <= 0`` (no implicit cluster runs it, or clusters with different m) or of more than
-    :data:`MAX_TAYLOR_STATEMENTS` statements (interpreted). None when native programs are off or no
-    cache folder is writable."""
+    :data:`MAX_TAYLOR_STATEMENTS` statements (interpreted). With ``ms[p] = 0, second=False``: the
+    rate functions (K, K̇). None when native programs are off or no cache folder is writable."""
     code, table, outputs = np.asarray(code), np.asarray(table), np.asarray(outputs)
     if table.shape[0] == 0 or not enabled():
         return None
@@ -567,18 +567,18 @@ def taylor_addresses(code, table, outputs, ms) -> np.ndarray | None:
     addresses = np.zeros(table.shape[0], dtype=np.int64)
     for p, row in enumerate(table.tolist()):
         n, c, m, K_len = row[T_N], row[T_C], int(ms[p]), row[T_K_LEN]
-        if m <= 0 or taylor_statements(K_len, m) > MAX_TAYLOR_STATEMENTS:
+        if m < 0 or (m == 0 and second) or taylor_statements(K_len, m, second) > MAX_TAYLOR_STATEMENTS:
             continue
         prog_code = code[row[T_CODE_START] : row[T_CODE_START] + K_len]
         prog_out = outputs[row[T_OUT_START] : row[T_OUT_START] + 2 * c + c * n]
         h = hashlib.sha256()
-        h.update(np.array([TAYLOR_VERSION, n, c, m, K_len], dtype=np.int64).tobytes())
+        h.update(np.array([TAYLOR_VERSION, n, c, m, K_len, second], dtype=np.int64).tobytes())
         h.update(np.ascontiguousarray(prog_code, dtype=np.int64).tobytes())
         h.update(np.ascontiguousarray(prog_out, dtype=np.int64).tobytes())
         key = h.hexdigest()[:32]
         with _LOCK:
             if key not in _LOADED_TAYLOR:
-                source = generate_taylor_source(prog_code, prog_out, n, c, m)
+                source = generate_taylor_source(prog_code, prog_out, n, c, m, second)
                 try:
                     _LOADED_TAYLOR[key] = int(_load(key, source, folder, "loopdyn_taylor").taylor_K.address)
                 except Exception as exc:  # noqa: BLE001 - the sweeps still work: warn, interpret them
@@ -592,15 +592,3 @@ def taylor_addresses(code, table, outputs, ms) -> np.ndarray | None:
             addresses[p] = _LOADED_TAYLOR[key]
     return addresses
 
-
-def fill_taylor_addresses(table: np.ndarray, addresses: np.ndarray | None, ms) -> None:
-    """Write :func:`taylor_addresses`' ``addresses`` and the ``ms`` they were made for into a program
-    table's Taylor columns; None: interpret (address 0, m marked −1: asked for, none made)."""
-    if table.shape[0] == 0:
-        return
-    if addresses is None:
-        table[:, T_NATIVE_TAYLOR] = 0
-        table[:, T_TAYLOR_M] = -1
-    else:
-        table[:, T_NATIVE_TAYLOR] = addresses
-        table[:, T_TAYLOR_M] = np.asarray(ms, dtype=np.int64)

@@ -143,7 +143,7 @@ _COMMUTATIVE = (ADD, MUL)
 _BINARY = (MUL, ADD, SUB, DIV, ATAN2, POW)
 
 #: number of columns of :attr:`PackedPrograms.table`, and their meaning
-TABLE_WIDTH = 13
+TABLE_WIDTH = 14
 T_CODE_START = 0
 T_CODE_LEN = 1
 T_CONST_START = 2
@@ -162,6 +162,9 @@ T_NATIVE_K = 10
 #: of G's columns it was made for (0: not made)
 T_NATIVE_TAYLOR = 11
 T_TAYLOR_M = 12
+#: the address of the program's native rate function (K and K̇ = ∂²φ(q̇, ·): the same generator with
+#: coefficients 0 and 1 along q̇ only, for Ġ of the Coriolis matrix) or 0
+T_NATIVE_KDOT = 13
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,11 +408,12 @@ class PackedPrograms:
       program ``p`` is ``code[T[0] : T[0] + T[1]]``; its register numbers start at 0 and its
       ``CONST`` indices are relative to ``T[2]`` (so packing rewrites nothing).
     * ``consts`` ``float64 (Σ n_consts,)``: the programs' constants back to back.
-    * ``table`` ``int64 (n_programs, 13)``: ``[code_start, code_len, const_start, n_reg, n, c,
-      out_start, phi_len, K_len, native_phi_K, native_k, native_taylor, taylor_m]`` (the prefixes of
-      the tape that compute φ alone, φ and K; the addresses of the program's native functions, 0 here:
-      :func:`loopdyn.constraints.native.fill_addresses` and
-      :func:`~loopdyn.constraints.native.fill_taylor_addresses` set them in a model's Data).
+    * ``table`` ``int64 (n_programs, 14)``: ``[code_start, code_len, const_start, n_reg, n, c,
+      out_start, phi_len, K_len, native_phi_K, native_k, native_taylor, taylor_m, native_kdot]`` (the
+      prefixes of the tape that compute φ alone, φ and K; the addresses of the program's native
+      functions, 0 here:
+      :func:`loopdyn.constraints.native.fill_addresses` and ``Data.load_taylor_programs`` set them
+      in a model's Data).
     * ``outputs`` ``int64 (Σ (2c + c n),)``: from ``out_start``, the registers of ``φ`` (``c``),
       ``K`` (``c n``, row-major) and ``k`` (``c``); ``−1`` = zero.
     * ``max_reg``: the largest ``n_reg`` (size of the register scratch), ``max_n``, ``max_c``: the

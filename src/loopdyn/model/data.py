@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import jit
 from ..constraints import native
-from ..constraints.tape import T_NATIVE_PHI_K, T_NATIVE_TAYLOR, T_TAYLOR_M
+from ..constraints.tape import T_NATIVE_KDOT, T_NATIVE_PHI_K, T_NATIVE_TAYLOR, T_TAYLOR_M
 from . import layout as L
 
 
@@ -56,6 +56,7 @@ class Data:
         "cluster_arrays",
         "kernel_arrays",
         "taylor_pending",
+        "rates_pending",
     )
 
     def __init__(self, model, native_programs: bool | None = None):
@@ -110,19 +111,21 @@ class Data:
             native.fill_addresses(t, addresses)
 
     def _reset_taylor_programs(self) -> None:
-        """No native Taylor functions yet (:func:`load_deferred_passes` sets them at the first call of
-        the derivatives; the kernels interpret the Taylor sweeps meanwhile)."""
-        self.taylor_pending = self.table is not None and self.table.shape[0] > 0
+        """No native Taylor or rate functions yet (:func:`load_deferred_passes` loads them at the
+        first call that runs them; the kernels interpret the programs meanwhile)."""
+        self.taylor_pending = self.rates_pending = self.table is not None and self.table.shape[0] > 0
         if self.taylor_pending:
-            self._set_taylor_programs(None, np.zeros(self.table.shape[0], dtype=np.int64))
+            self._set_table(T_NATIVE_TAYLOR, 0)
+            self._set_table(T_TAYLOR_M, 0)
+            self._set_table(T_NATIVE_KDOT, 0)
 
-    def _set_taylor_programs(self, addresses, ms) -> None:
-        """The native Taylor functions' addresses (or zeros) into both copies of the program table."""
+    def _set_table(self, column: int, values) -> None:
+        """One column of both copies of the program table (the one packed into cb, which the kernels
+        read, and ``table``)."""
         o, n = self.ic[0, L.C0_TTABLE], self.ic[0, L.C0_NTPROG]
         packed = self.cb[o : o + n * self.table.shape[1]].reshape(self.table.shape)
         for t in (packed, self.table):
-            t[:, T_NATIVE_TAYLOR] = 0 if addresses is None else addresses
-            t[:, T_TAYLOR_M] = ms
+            t[:, column] = values
 
     def load_taylor_programs(self) -> None:
         """Compile (or load) the native Taylor functions of this model's implicit loops
@@ -137,7 +140,18 @@ class Data:
         addresses = None
         if self.native_programs:
             addresses = native.taylor_addresses(self.code, self.table, self.outputs, ms)
-        self._set_taylor_programs(addresses, ms if addresses is not None else -1)
+        self._set_table(T_NATIVE_TAYLOR, 0 if addresses is None else addresses)
+        self._set_table(T_TAYLOR_M, -1 if addresses is None else ms)
+
+    def load_rate_programs(self) -> None:
+        """Compile (or load) the native rate functions (K̇, for Ġ) of this model's implicit loops, as
+        :meth:`load_taylor_programs`; called once, by the first Coriolis matrix or Ṁ."""
+        self.rates_pending = False
+        addresses = None
+        if self.native_programs:
+            ms = np.zeros(self.table.shape[0], dtype=np.int64)
+            addresses = native.taylor_addresses(self.code, self.table, self.outputs, ms, second=False)
+        self._set_table(T_NATIVE_KDOT, 0 if addresses is None else addresses)
 
     @property
     def native_programs(self) -> bool:
@@ -240,13 +254,16 @@ def load_deferred_passes(data: Data, group: str) -> bool:
     the only models that run them; True if one of them was not loaded yet (the call that needed it
     can run again). Unlike the groups of :func:`lazy_code_needed`, these wait for the first call that
     needs them: a Data of the four-bar made for C-ABA alone compiles 5 CPU-s less. With
-    ``"loop_derivatives"`` the Data's native Taylor functions are loaded too, once per Data
-    (:meth:`Data.load_taylor_programs`)."""
+    ``"loop_derivatives"`` (``"loop_rates"``) the Data's native Taylor (rate) functions are loaded
+    too, once per Data (:meth:`Data.load_taylor_programs`, :meth:`Data.load_rate_programs`)."""
     if data.table is None or data.table.shape[0] == 0:
         return False
     loaded = jit.ensure_lazy(group) > 0
     if group == "loop_derivatives" and data.taylor_pending:  # and the Taylor terms' native functions
         data.load_taylor_programs()
+        loaded = True
+    elif group == "loop_rates" and data.rates_pending:  # and the native K̇ functions
+        data.load_rate_programs()
         loaded = True
     return loaded
 
