@@ -537,7 +537,7 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
         if st != 0:
             return st
         taus = view(buf, o + nt, (nvs,))
-        spanning_forces(ib, ws, view(wc, QDDS, (nvs,)), taus)
+        spanning_forces(ib, ic, cb, ws, view(wc, QDDS, (nvs,)), taus)
         # Gᵀ X_v and Gᵀ M_s: the congruence's first products, left in Z
         st = call_loop_corrections(ib, ic, cb, wc, Z[1], Z[2], taus, terms, dq, dv)
         if st != 0:
@@ -546,15 +546,21 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
 
 
 @njit(cache=True)
-def spanning_forces(ib, ws, a, tau):
-    """The spanning tree's joint forces ``τ_i = S_iᵀ F_i`` (+ armature · q̈) from the world-frame ``S_i``
-    and ``F_i`` that :func:`rnea_derivatives_core` leaves in ws (its backward pass summed F)."""
-    ib, ws, a, tau = borrowed((ib, ws, a, tau))
-    for i in range(1, ib[0, L.I0_NBODIES] + 1):
-        F = ops.load6(ws, i, L.W_F)
-        iv = ib[i, L.I_IV]
-        for k in range(ib[i, L.I_NV]):
-            tau[iv + k] = ops.dot6(ops.load6(ws, i, D_S + 6 * k), F) + ws[i, L.W_ARM + k] * a[iv + k]
+def spanning_forces(ib, ic, cb, ws, a, tau):
+    """The spanning tree's joint forces ``τ_i = S_iᵀ F_i`` (+ armature · q̈) of the implicit clusters'
+    bodies (the only ones :func:`.loop_derivatives.loop_corrections` reads; the other entries of
+    ``tau`` are not written), from the world-frame ``S_i`` and ``F_i`` that
+    :func:`rnea_derivatives_core` leaves in ws (its backward pass summed F)."""
+    ib, ic, cb, ws, a, tau = borrowed((ib, ic, cb, ws, a, tau))
+    for c in range(1, ic[0, L.C0_NCL] + 1):
+        if ic[c, L.C_KIND] != L.IMPLICIT:
+            continue
+        for b in range(ic[c, L.C_FIRST], ic[c, L.C_FIRST] + ic[c, L.C_NB]):
+            i = cb[b]
+            F = ops.load6(ws, i, L.W_F)
+            iv = ib[i, L.I_IV]
+            for k in range(ib[i, L.I_NV]):
+                tau[iv + k] = ops.dot6(ops.load6(ws, i, D_S + 6 * k), F) + ws[i, L.W_ARM + k] * a[iv + k]
 
 
 @kernel(
