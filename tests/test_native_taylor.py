@@ -242,3 +242,26 @@ def test_rate_address_is_what_runs():
     i, j = int(np.argmax(k_len)), int(np.argmin(k_len))
     packed[[i, j], T_NATIVE_KDOT] = packed[[j, i], T_NATIVE_KDOT]
     assert np.abs(ld.coriolis_matrix(model, data, q, v) - right).max() > 1e-6
+
+
+def test_compile_failure_warns_and_interprets(monkeypatch, tmp_path):
+    # a Taylor function that does not compile: a warning, and address 0 (the kernels interpret)
+    monkeypatch.setenv("LOOPDYN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(native, "generate_taylor_source", lambda *args: "this is not python\n")
+    y = sp.symbols("y", real=True)
+    P = pack_programs([compile_constraint([sp.sin(y) ** 7 - 0.375 * y], [y])])  # loaded by no other test
+    with pytest.warns(RuntimeWarning, match="interpreted instead"):
+        assert native.taylor_addresses(P.code, P.table, P.outputs, [1])[0] == 0
+
+
+def test_switched_off_by_environment(monkeypatch):
+    monkeypatch.setenv("LOOPDYN_NATIVE_PROGRAMS", "0")
+    model = ld.robots.five_bar()
+    data, ref = model.create_data(), model.create_data(native_programs=False)
+    q, v, a = _state(model)
+    got = ld.rnea_derivatives(model, data, q, v, a)
+    c = ld.coriolis_matrix(model, data, q, v)
+    assert np.all(data.table[:, [T_NATIVE_TAYLOR, T_NATIVE_KDOT]] == 0)
+    for x, y in zip(got, ld.rnea_derivatives(model, ref, q, v, a), strict=True):
+        assert np.array_equal(x, y)
+    assert np.array_equal(c, ld.coriolis_matrix(model, ref, q, v))
