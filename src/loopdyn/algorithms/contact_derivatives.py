@@ -63,7 +63,17 @@ import numpy as np
 from ..jit import inlined, njit, shared
 from ..model import layout as L
 from ..spatial import ops
-from .borrow import STACK_INTS, acquire, borrowed, model_views, release, stack_ints, view
+from .borrow import (
+    STACK_FLOATS,
+    STACK_INTS,
+    acquire,
+    borrowed,
+    model_views,
+    release,
+    stack_floats,
+    stack_ints,
+    view,
+)
 from .cluster_kinematics import tapes, validate_cluster_state
 from .common import gravity_seed, jcalc, kernel
 from .contact import (
@@ -407,19 +417,27 @@ def c_contact_derivatives_core(
     if st != 0:
         return st
     n, m, nvs = ddq.shape[0], lam.shape[0], ic[0, L.C0_NVS]
-    f2 = np.empty((ib[0, L.I0_NBODIES] + 1, 6))
+    # the scratch below in one buffer, in this pass's stack frame when it fits (seven heap arrays a
+    # call before): spanning body forces, the RNEA derivatives' buffer, H's factor, the frame terms
+    nf = 6 * (ib[0, L.I0_NBODIES] + 1)
+    nbuf = c_buffer_size(ic, n)
+    need = nf + nbuf + n * n + 4 * m * nvs + 4 * m * n
+    scratch = stack_floats() if need <= STACK_FLOATS else np.empty(need)
+    scratch = borrowed((scratch,))[0]
+    f2 = view(scratch, 0, (nf // 6, 6))
+    buf = view(scratch, nf, (nbuf,))
+    Hf = view(scratch, nf + nbuf, (n, n))
+    at = nf + nbuf + n * n
+    Ps = view(scratch, at, (m, 3 * nvs))
+    Js = view(scratch, at + 3 * m * nvs, (m, nvs))
+    J = view(scratch, at + 4 * m * nvs, (m, n))
+    P = view(scratch, at + 4 * m * nvs + m * n, (m, 3 * n))
     wrenches_into(fext, cfs, cis, lam, f2)  # Jᵀλ as body forces of the spanning tree
-    buf = np.empty(c_buffer_size(ic, n))
-    Hf = np.empty((n, n))
     st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddq, f2,
                                  dA[0], dA[1], Hf, buf)  # fmt: skip
     if st != 0:
         return st
-    Ps = np.empty((m, 3 * nvs))
-    Js = np.empty((m, nvs))
     frame_acceleration_derivatives(ib, ws, cfs, cis, Ps, Js)  # (7)–(9) on the spanning tree
-    J = np.empty((m, n))
-    P = np.empty((m, 3 * n))
     o = c_terms_offset(ic, n)
     cluster_frame_terms(ib, ic, cb, wc, Ps, Js, buf[o : o + terms_size(ic)], J, P)
     st = c_hinv_apply(ic, cb, Hf, dA[0], dA[1], dA[2])  # Z_δ = −H⁻¹ ∂τ_ID/∂δ, Z_v, H⁻¹
