@@ -65,7 +65,7 @@ from ..constraints.taylor import K_coefficient, tangent_sweep, taylor_sweep
 from ..jit import inlined, lazy, njit
 from ..model import layout as L
 from .borrow import STACK_FLOATS, acquire, borrowed, model_views, release, stack_floats, view
-from .cluster_kinematics import lu_solve_inplace, tapes
+from .cluster_kinematics import kd_inverse_at, lu_solve_inplace, tapes
 from .common import kernel
 from .status import DATA_IN_USE, LOOP_CODE_MISSING, SINGULAR_CLUSTER, STATUS_BASE
 
@@ -223,12 +223,17 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
             K_coefficient(outputs, o, n, c, T, 2, KK, 2 * cn)
             for l in range(m):
                 K_coefficient(outputs, o, n, c, D, 1 + l, KK, (3 + l) * cn)
-        for r in range(nrow):  # K_D⁻¹, by the cluster kernels' LU (its singularity test)
-            for c in range(nrow):
-                KD[r * nrow + c] = KK[r * n + cb[dep + c]]
-                KDi[r * nrow + c] = 1.0 if r == c else 0.0
-        if not lu_solve_inplace(KD, 0, nrow, KDi, 0, nrow):
-            return SINGULAR_CLUSTER * STATUS_BASE + k
+        if nrow == 2:  # K_D⁻¹ as the cluster's coordinates left it (cluster_kinematics.implicit_two_rows)
+            inv = kd_inverse_at(ic, k)
+            for e in range(4):
+                KDi[e] = wc[inv + e]
+        else:  # K_D⁻¹ by the cluster kernels' LU (its singularity test)
+            for r in range(nrow):
+                for c in range(nrow):
+                    KD[r * nrow + c] = KK[r * n + cb[dep + c]]
+                    KDi[r * nrow + c] = 1.0 if r == c else 0.0
+            if not lu_solve_inplace(KD, 0, nrow, KDi, 0, nrow):
+                return SINGULAR_CLUSTER * STATUS_BASE + k
         K1 = KK[cn:]
         K2 = KK[2 * cn :]
         for l in range(m):
