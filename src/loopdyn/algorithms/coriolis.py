@@ -65,8 +65,8 @@ natively: :meth:`loopdyn.Data.load_rate_programs`), K̇ itself is its Taylor coe
 (:func:`loopdyn.constraints.native.generate_taylor_source`), one call per cluster, and ``−K̇ G`` a
 product (Tello's four differentials: 16 runs of k replaced by 4 calls). The products with G are
 sums over its sparse columns (``ic[0, C0_GCOLS]``, :func:`.derivatives.g_congruence`); ``Gᵀ M_s Ġ``
-only over the implicit
-clusters' columns and Ġ's nonzero rows: O(nnz(G)(nv_s + nv)) after the O(n·d) spanning-tree pass.
+only over the implicit clusters' columns and Ġ's nonzero rows: O(nnz(G)(nv_s + nv)) after the
+O(n·d) spanning-tree pass.
 """
 
 from __future__ import annotations
@@ -351,13 +351,9 @@ def implicit_gdot(ic, cb, wc, code, consts, table, outputs, k, gd, sc):
         evaluate_k(code, consts, table, outputs, p, w, regs, km)
         for r in range(nrow):  # −K̇ G e_l (C6), kept rows
             sc[rhs + r * m + l] = 0.25 * (kp[r] - km[r]) / alpha
-    if nrow == 2:  # K_d⁻¹ as the cluster's coordinates left it (cluster_kinematics.implicit_two_rows)
-        inv = kd_inverse_at(ic, k)
-        d0, d1 = cb[dep], cb[dep + 1]
+    if nrow == 2:
         for l in range(m):
-            r0, r1 = sc[rhs + l], sc[rhs + m + l]
-            gd[d0 * m + l] = wc[inv] * r0 + wc[inv + 1] * r1
-            gd[d1 * m + l] = wc[inv + 2] * r0 + wc[inv + 3] * r1
+            two_row_gdot(ic, cb, wc, k, l, sc[rhs + l], sc[rhs + m + l], gd)
         return 0
     for r in range(nrow):
         for c in range(nrow):
@@ -368,6 +364,17 @@ def implicit_gdot(ic, cb, wc, code, consts, table, outputs, k, gd, sc):
         for l in range(m):
             gd[cb[dep + r] * m + l] = sc[rhs + r * m + l]
     return 0
+
+
+@inlined
+def two_row_gdot(ic, cb, wc, k, l, r0, r1, gd):
+    """Column l of Ġ_d = K_d⁻¹ (−K̇ G) for implicit cluster k with two kept rows, from that column's
+    right-hand sides ``r0``, ``r1`` and the K_d⁻¹ that the cluster's coordinates left
+    (:func:`.cluster_kinematics.kd_inverse_at`), into ``gd`` (N × M, row-major)."""
+    m, dep = ic[k, L.C_M], ic[k, L.C_DEP]
+    inv = kd_inverse_at(ic, k)
+    gd[cb[dep] * m + l] = wc[inv] * r0 + wc[inv + 1] * r1
+    gd[cb[dep + 1] * m + l] = wc[inv + 2] * r0 + wc[inv + 3] * r1
 
 
 @lazy("int64(" + ", ".join(["int64"] * 11) + ")", missing_status=LOOP_CODE_MISSING * STATUS_BASE,
@@ -401,13 +408,11 @@ def native_gdot(ic, cb, wc, consts, table, k, gd, KK):
     no lazy pass, no interpreter (the polarisation of :func:`implicit_gdot` is the fallback)."""
     row = ic[k]
     n, m, nt = row[L.C_N], row[L.C_M], row[L.C_NROW] + row[L.C_NCHECK]
-    scr, G, dep, p = row[L.C_SCR], row[L.C_G], row[L.C_DEP], row[L.C_PROG]
+    scr, G, p = row[L.C_SCR], row[L.C_G], row[L.C_PROG]
     for j in range(n * m):
         gd[j] = 0.0
     kappa = consts[table[p, T_CONST_START] :]
     call_native(table[p, T_NATIVE_KDOT], view(wc, scr, (2 * n,)), KK, KK, KK, kappa)  # q, q̇ in
-    inv = kd_inverse_at(ic, k)
-    d0, d1 = cb[dep], cb[dep + 1]
     K0, K1 = nt * n, nt * n + n  # K̇'s two kept rows
     for l in range(m):
         r0 = 0.0
@@ -416,8 +421,7 @@ def native_gdot(ic, cb, wc, consts, table, k, gd, KK):
             g = wc[G + j * m + l]
             r0 -= KK[K0 + j] * g
             r1 -= KK[K1 + j] * g
-        gd[d0 * m + l] = wc[inv] * r0 + wc[inv + 1] * r1
-        gd[d1 * m + l] = wc[inv + 2] * r0 + wc[inv + 3] * r1
+        two_row_gdot(ic, cb, wc, k, l, r0, r1, gd)
 
 
 @shared(fastmath={"contract"})

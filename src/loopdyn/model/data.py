@@ -105,10 +105,14 @@ class Data:
     def _set_programs(self, addresses) -> None:
         """Write the native programs' addresses (or zeros: interpret the tapes) into both copies of the
         program table: the one packed into cb, which the kernels read, and ``table``."""
-        o, n = self.ic[0, L.C0_TTABLE], self.ic[0, L.C0_NTPROG]
-        packed = self.cb[o : o + n * self.table.shape[1]].reshape(self.table.shape)
-        for t in (packed, self.table):
+        for t in self._tables():
             native.fill_addresses(t, addresses)
+
+    def _tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Both copies of the program table: the one packed into cb, which the kernels read, and
+        ``table``."""
+        o, n = self.ic[0, L.C0_TTABLE], self.ic[0, L.C0_NTPROG]
+        return self.cb[o : o + n * self.table.shape[1]].reshape(self.table.shape), self.table
 
     def _reset_taylor_programs(self) -> None:
         """No native Taylor or rate functions yet (:func:`load_deferred_passes` loads them at the
@@ -120,11 +124,8 @@ class Data:
             self._set_table(T_NATIVE_KDOT, 0)
 
     def _set_table(self, column: int, values) -> None:
-        """One column of both copies of the program table (the one packed into cb, which the kernels
-        read, and ``table``)."""
-        o, n = self.ic[0, L.C0_TTABLE], self.ic[0, L.C0_NTPROG]
-        packed = self.cb[o : o + n * self.table.shape[1]].reshape(self.table.shape)
-        for t in (packed, self.table):
+        """One column of both copies of the program table (:meth:`_tables`)."""
+        for t in self._tables():
             t[:, column] = values
 
     def load_taylor_programs(self) -> None:
