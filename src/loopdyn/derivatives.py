@@ -81,8 +81,8 @@ def rnea_derivatives(model, data, q, v, a, f_ext=None) -> tuple[np.ndarray, np.n
     fext = data.no_forces if f_ext is None else f_ext
     if model.has_constraints:
         kern = kernels.c_rnea_derivatives_kernel
-        if data.taylor_pending:  # the implicit loops' terms: their native Taylor functions, once
-            load_deferred_passes(data, "loop_derivatives")
+        if data.taylor_pending:  # the implicit loops' native Taylor functions, once (their pass,
+            data.load_taylor_programs()  # at its first call: missing_code_loaded below)
     else:
         kern = kernels.rnea_derivatives_kernel
     m1, m2 = data.kernel_arrays
@@ -128,7 +128,7 @@ def aba_derivatives(model, data, q, v, tau, f_ext=None) -> tuple[np.ndarray, np.
     if model.has_constraints:
         kern = kernels.c_aba_derivatives_kernel
         if data.taylor_pending:
-            load_deferred_passes(data, "loop_derivatives")
+            data.load_taylor_programs()
     else:
         kern = kernels.aba_derivatives_kernel
     m1, m2 = data.kernel_arrays
