@@ -21,6 +21,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import trees
+from cluster_models import random_cluster_model
 from conftest import load_case
 from revolute_tables import XLA_OPTIONS
 
@@ -448,6 +449,45 @@ def test_explicit_clusters_equal_the_dense_reference_and_a_dropped_coupling_fail
     # (a floating base's) here; the ≤ 1e-7 check rejects both by two orders of magnitude
     assert rel_error(E.T @ Xq @ E, fq) > 10 * RTOL_FD
     assert rel_error(E.T @ Xv @ E, fv) > 10 * RTOL_FD
+
+
+@pytest.mark.parametrize("seed", [3, 11, 29])
+def test_random_explicit_clusters_equal_the_dense_reference(seed):
+    """The cluster pass groups a cluster's bodies (one walk to the root per independent coordinate,
+    the projections made as the entries are): on random floating models of geared and belt clusters
+    hanging from plain bodies and from each other, with external forces, it equals the dense
+    ``Gᵀ X G`` of the spanning tree's own derivatives (G constant: exact up to rounding)."""
+    model = random_cluster_model(seed, n_blocks=6, floating=True, blocks=("geared", "belt"))
+    d = model.create_data()
+    tree = loopdyn.spanning_tree(model)
+    td = tree.create_data()
+    rng = np.random.default_rng(seed)
+    q, v, a, fext = cluster_state(model, rng)
+    G = dense_g(model, q)
+    assert G.shape[0] > G.shape[1] + 3  # clusters of several bodies
+    qs, vs, as_ = loopdyn.to_spanning(model, q, v, a)
+    Xq, Xv, Xm = loopdyn.rnea_derivatives(tree, td, qs, vs, as_, fext)
+    dq, dv, da = loopdyn.rnea_derivatives(model, d, q, v, a, fext)
+    assert_rel(dq, G.T @ Xq @ G, 1e-12, f"seed {seed}: dtau_dq vs dense Gᵀ X G")
+    assert_rel(dv, G.T @ Xv @ G, 1e-12, f"seed {seed}: dtau_dv vs dense Gᵀ X G")
+    assert_rel(da, G.T @ Xm @ G, 1e-12, f"seed {seed}: dtau_da vs dense Gᵀ M G")
+
+
+@pytest.mark.parametrize("seed", [5, 17])
+def test_random_implicit_clusters_below_other_bodies_match_central_differences(seed):
+    """Four-bars and differentials hanging from plain bodies and other clusters (their entries against
+    the bodies above them come from the cluster's sums, and the loops' corrections read the columns of
+    Gᵀ X_v, Gᵀ M_s that the pass makes): against central differences along ``integrate``."""
+    blocks = ("fourbar", "differential", "geared")
+    model = random_cluster_model(seed, n_blocks=5, floating=True, blocks=blocks)
+    d = model.create_data()
+    rng = np.random.default_rng(seed)
+    q, v, a, fext = cluster_state(model, rng)
+    got = loopdyn.rnea_derivatives(model, d, q, v, a, fext)
+    expected = fd_rnea(model, d, q, v, a, fext)
+    scale = np.max(np.abs(got[2]))
+    for what, x, y in zip(("dtau_dq", "dtau_dv", "dtau_da"), got, expected, strict=True):
+        assert_rel(x, y, RTOL_FD, f"seed {seed}: {what}", scale)
 
 
 def test_explicit_clusters_bad_input_names_the_argument():

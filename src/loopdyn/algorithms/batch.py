@@ -215,7 +215,7 @@ def rnea_derivatives_batch_kernel(ib, ws, sc, Q, V, A, out, status, start, stop)
         st = validate_qva(ib, Q[k], V[k], A[k], no_forces)
         status[k] = st
         if st == 0:
-            rnea_derivatives_core(ib, ws, Q[k], V[k], A[k], no_forces, out[0, k], out[1, k], out[2, k])
+            rnea_derivatives_core(ib, ws, Q[k], V[k], A[k], no_forces, out[0, k], out[1, k], out[2, k], None)
 
 
 @kernel(_SIGD)
@@ -234,7 +234,7 @@ def aba_derivatives_batch_kernel(ib, ws, sc, Q, V, TAU, out, status, start, stop
         if st == 0:
             st = aba_core(ib, ws, Q[k], V[k], TAU[k], no_forces, ddq)
         if st == 0:
-            rnea_derivatives_core(ib, ws, Q[k], V[k], ddq, no_forces, out[0, k], out[1, k], Lf)
+            rnea_derivatives_core(ib, ws, Q[k], V[k], ddq, no_forces, out[0, k], out[1, k], Lf, None)
             st = minv_apply(ib, ws, Lf, lam, out[0, k], out[1, k], out[2, k], X)
         status[k] = st
 

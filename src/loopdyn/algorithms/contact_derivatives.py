@@ -301,7 +301,7 @@ def contact_derivatives_core(ib, ws, q, v, tau, fext, mu, cf, ci, sc, wk, lidx, 
     o += m * n
     X = view(wk, o, (n, 3 * n))
     wrenches_into(fext, cf, ci, lam, f2)
-    rnea_derivatives_core(ib, ws, q, v, ddq, f2, dA[0], dA[1], Lf)  # ∂τ_ID/∂δ, ∂τ_ID/∂v, M
+    rnea_derivatives_core(ib, ws, q, v, ddq, f2, dA[0], dA[1], Lf, None)  # ∂τ_ID/∂δ, ∂τ_ID/∂v, M
     # ∂α/∂δ, ∂α/∂v into P's first two blocks, J into Jm (7)–(9); P's last block J M⁻¹ comes from J Z
     frame_acceleration_derivatives(ib, ws, cf, ci, P, Jm)
     st = minv_apply(ib, ws, Lf, lidx, dA[0], dA[1], dA[2], X)  # Z_δ, Z_v, M⁻¹

@@ -78,7 +78,14 @@ from .cluster_dynamics import c_aba_core
 from .cluster_kinematics import cluster_coordinates, tapes, validate_cluster_state
 from .common import external_force, gravity_seed, jcalc, kernel, s_column
 from .crba import dof_parents, ltl_in_place, ltl_singular_body, zero_fill
-from .loop_derivatives import call_loop_corrections, call_loop_tangent_terms, has_implicit, terms_size
+from .loop_derivatives import (
+    call_loop_corrections,
+    call_loop_tangent_terms,
+    dependent_columns,
+    dependent_count,
+    has_implicit,
+    terms_size,
+)
 from .rnea import validate_qva
 from .status import DATA_IN_USE, SINGULAR, STATUS_BASE
 
@@ -181,9 +188,62 @@ def forward_body(ib, ws, i, q, v, a, fext, ref):
 
 
 @inlined
-def rows_of_body(ib, ws, i, dq, dv, M):
-    """Rows of body i's coordinates against every ancestor j ⪯ i (i itself included): (D4), (D5) and
-    M_ij, with Ic_i, Bc_i final. Writes M both ways (symmetric)."""
+def project_entry(proj, dq, dv, H, r, c, xq, xv, m, mirror):
+    """The spanning tree's entries ``X_q[r, c] = xq``, ``X_v[r, c] = xv``, ``M_s[r, c] = m`` (and, if
+    ``mirror``, ``M_s[c, r] = m``) added to ``dq = Gᵀ X_q G``, ``dv = Gᵀ X_v G``, ``H = Gᵀ M_s G``
+    through the sparse rows of G (layout ``C0_GMAP``): ``dq[a, b] += G[r, a] xq G[c, b]``...; and, when
+    c (r) is a dependent coordinate of an implicit loop (``dcol``), to that column of ``GXv = Gᵀ X_v``,
+    ``GXm = Gᵀ M_s`` (what :func:`.loop_derivatives.loop_corrections` reads). ``proj`` =
+    ``(ic, cb, wc, dcol, GXv, GXm, agg, depv)`` (:func:`rnea_derivatives_core`)."""
+    ic, cb, wc, dcol, GXv, GXm, agg, depv = borrowed(proj)
+    GM = ic[0, L.C0_GMAP]
+    f0, f1 = GM + cb[GM + c], GM + cb[GM + c + 1]
+    kc = dcol[c]
+    for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
+        a, ge = cb[e], wc[cb[e + 1]]
+        gq, gv, gm = ge * xq, ge * xv, ge * m
+        for f in range(f0, f1, 2):
+            b, gf = cb[f], wc[cb[f + 1]]
+            dq[a, b] += gq * gf
+            dv[a, b] += gv * gf
+            H[a, b] += gm * gf
+            if mirror:
+                H[b, a] += gm * gf
+        if kc >= 0:
+            GXv[a, kc] += gv
+            GXm[a, kc] += gm
+    if mirror:
+        kr = dcol[r]
+        if kr >= 0:
+            for f in range(f0, f1, 2):
+                GXm[cb[f], kr] += wc[cb[f + 1]] * m
+
+
+@inlined
+def project_entry_qv(proj, dq, dv, r, c, xq, xv):
+    """:func:`project_entry` of ``X_q[r, c] = xq``, ``X_v[r, c] = xv`` alone (M_s's entry made
+    elsewhere)."""
+    ic, cb, wc, dcol, GXv, GXm, agg, depv = borrowed(proj)
+    GM = ic[0, L.C0_GMAP]
+    f0, f1 = GM + cb[GM + c], GM + cb[GM + c + 1]
+    kc = dcol[c]
+    for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
+        a, ge = cb[e], wc[cb[e + 1]]
+        gq, gv = ge * xq, ge * xv
+        for f in range(f0, f1, 2):
+            b, gf = cb[f], wc[cb[f + 1]]
+            dq[a, b] += gq * gf
+            dv[a, b] += gv * gf
+        if kc >= 0:
+            GXv[a, kc] += gv
+
+
+@inlined
+def rows_of_body(ib, ws, i, dq, dv, M, proj, stop):
+    """Rows of body i's coordinates against every ancestor j ⪯ i (i itself included) up to, not
+    including, body ``stop`` (0: every ancestor): (D4), (D5) and M_ij, with Ic_i, Bc_i final. Writes
+    M both ways (symmetric). ``proj`` None: the entries are written to the spanning matrices ``dq``,
+    ``dv``, ``M``; else projected on G as they are made (:func:`project_entry`)."""
     Ic = ops.load10(ws, i, L.W_IC)
     ivi = ib[i, L.I_IV]
     for k in range(ib[i, L.I_NV]):
@@ -192,44 +252,60 @@ def rows_of_body(ib, ws, i, dq, dv, M):
         bts = bt_mul(ws, i, s)
         r = ivi + k
         j = i
-        while j > 0:
+        while j != stop:
             ivj = ib[j, L.I_IV]
             for l in range(ib[j, L.I_NV]):
                 c = ivj + l
-                dq[r, c] = ops.dot6(ics, ops.load6(ws, j, D_PSIDD + 6 * l)) + ops.dot6(
+                xq = ops.dot6(ics, ops.load6(ws, j, D_PSIDD + 6 * l)) + ops.dot6(
                     bts, ops.load6(ws, j, D_PSID + 6 * l)
                 )
                 sjl = ops.load6(ws, j, D_S + 6 * l)
-                dv[r, c] = ops.dot6(ics, ops.load6(ws, j, D_VCOL + 6 * l)) + ops.dot6(bts, sjl)
+                xv = ops.dot6(ics, ops.load6(ws, j, D_VCOL + 6 * l)) + ops.dot6(bts, sjl)
                 m = ops.dot6(ics, sjl)
-                M[r, c] = m
-                M[c, r] = m
+                if proj is None:
+                    dq[r, c] = xq
+                    dv[r, c] = xv
+                    M[r, c] = m
+                    M[c, r] = m
+                else:  # M_s[c, r] too unless j = i (whose block this loop visits both ways)
+                    project_entry(proj, dq, dv, M, r, c, xq, xv, m, j != i)
             j = ib[j, L.I_PARENT]
 
 
 @inlined
-def columns_of_body(ib, ws, i, dq, dv):
-    """Columns of body i's coordinates in the rows of its strict ancestors (the i ≺ j cases of (D4)
-    and (D5), with the roles named the other way round here)."""
+def column_forces(ws, i, k, Ic, F):
+    """The forces whose products with an ancestor's S give column k of body i's coordinates (the
+    i ≺ j cases of (D4), (D5)): ``u_q = S ×* F_i + Ic_i Ψ̈ + Bc_i Ψ̇`` and ``u_v = Ic_i (Ψ̇ + Ṡ) + Bc_i S``."""
+    s = ops.load6(ws, i, D_S + 6 * k)
+    uq = ops.add6(
+        ops.add6(ops.cross_force(s, F), ops.inertia_mul(Ic, ops.load6(ws, i, D_PSIDD + 6 * k))),
+        ops.mat6_mul(ws, i, D_B, ops.load6(ws, i, D_PSID + 6 * k)),
+    )
+    uv = ops.add6(ops.inertia_mul(Ic, ops.load6(ws, i, D_VCOL + 6 * k)), ops.mat6_mul(ws, i, D_B, s))
+    return uq, uv
+
+
+@inlined
+def columns_of_body(ib, ws, i, dq, dv, proj, stop):
+    """Columns of body i's coordinates in the rows of its strict ancestors up to, not including, body
+    ``stop`` (the i ≺ j cases of (D4) and (D5), with the roles named the other way round here);
+    ``proj`` as :func:`rows_of_body`."""
     Ic = ops.load10(ws, i, L.W_IC)
     F = ops.load6(ws, i, L.W_F)
     ivi = ib[i, L.I_IV]
     for k in range(ib[i, L.I_NV]):
-        s = ops.load6(ws, i, D_S + 6 * k)
-        psid = ops.load6(ws, i, D_PSID + 6 * k)
-        uq = ops.add6(
-            ops.add6(ops.cross_force(s, F), ops.inertia_mul(Ic, ops.load6(ws, i, D_PSIDD + 6 * k))),
-            ops.mat6_mul(ws, i, D_B, psid),
-        )
-        uv = ops.add6(ops.inertia_mul(Ic, ops.load6(ws, i, D_VCOL + 6 * k)), ops.mat6_mul(ws, i, D_B, s))
+        uq, uv = column_forces(ws, i, k, Ic, F)
         c = ivi + k
         j = ib[i, L.I_PARENT]
-        while j > 0:
+        while j != stop:
             ivj = ib[j, L.I_IV]
             for l in range(ib[j, L.I_NV]):
                 sjl = ops.load6(ws, j, D_S + 6 * l)
-                dq[ivj + l, c] = ops.dot6(sjl, uq)
-                dv[ivj + l, c] = ops.dot6(sjl, uv)
+                if proj is None:
+                    dq[ivj + l, c] = ops.dot6(sjl, uq)
+                    dv[ivj + l, c] = ops.dot6(sjl, uv)
+                else:
+                    project_entry_qv(proj, dq, dv, ivj + l, c, ops.dot6(sjl, uq), ops.dot6(sjl, uv))
             j = ib[j, L.I_PARENT]
 
 
@@ -242,17 +318,166 @@ def to_parent(ws, i, par):
         ws[par, D_B + r] += ws[i, D_B + r]
 
 
+# The spanning pass of a model with clusters, projected on the independent coordinates (proj given):
+# a cluster whose bodies all leave it through one output body Λ (a link and its rotors, a differential
+# hanging from one body, every single body) has the same ancestors outside it for every body. The
+# entries against those ancestors are linear in the per-body vectors Ic_i S_r, Bc_iᵀ S_r (rows) and
+# u_q, u_v (columns), so their projections Σ_r G[r, a] X[r, c] and Σ_c X[r, c] G[c, a] are the
+# products with the sums ``A_a = Σ_r G[r, a] Ic_i S_r``, ``B_a``, ``Uq_a``, ``Uv_a`` over the cluster's
+# coordinates r (m of each instead of one per body): one walk from Λ to the root per independent
+# coordinate — the "output-relative" regrouping that the cluster CRBA makes for H
+# (:func:`.cluster_dynamics.c_crba_one_port_pair`). Entries between two bodies of the cluster, and
+# every entry of a cluster whose bodies leave it through different bodies, are projected one at a
+# time (:func:`project_entry`).
+
+AGG = 24  # floats per independent coordinate in the sums' scratch: A, B, Uq, Uv
+
+
+@inlined
+def common_output(ib, ic, cb, k):
+    """The output body Λ that every body of cluster k leaves it through (0: the universe), or −1."""
+    first = ic[k, L.C_FIRST]
+    out = ib[cb[first], L.I_OUT]
+    for j in range(1, ic[k, L.C_NB]):
+        if ib[cb[first + j], L.I_OUT] != out:
+            return -1
+    return out
+
+
+@inlined
+def add_to_sums(ib, ws, ic, cb, wc, i, y0, agg, dcol, depv):
+    """Body i's coordinates r added to its cluster's sums (first independent coordinate ``y0``):
+    ``agg[AGG a:]`` += G[r, a] (Ic_i S_r, Bc_iᵀ S_r, u_q, u_v); a dependent coordinate's own
+    Ic_i S_r and u_v into its row of ``depv`` (for Gᵀ M_s and Gᵀ X_v at its column)."""
+    GM = ic[0, L.C0_GMAP]
+    Ic = ops.load10(ws, i, L.W_IC)
+    F = ops.load6(ws, i, L.W_F)
+    ivi = ib[i, L.I_IV]
+    for k in range(ib[i, L.I_NV]):
+        s = ops.load6(ws, i, D_S + 6 * k)
+        ics = ops.inertia_mul(Ic, s)
+        bts = bt_mul(ws, i, s)
+        uq, uv = column_forces(ws, i, k, Ic, F)
+        r = ivi + k
+        for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
+            o = AGG * (cb[e] - y0)
+            g = wc[cb[e + 1]]
+            for t in range(6):
+                agg[o + t] += g * ics[t]
+                agg[o + 6 + t] += g * bts[t]
+                agg[o + 12 + t] += g * uq[t]
+                agg[o + 18 + t] += g * uv[t]
+        d = dcol[r]
+        if d >= 0:
+            for t in range(6):
+                depv[d, t] = ics[t]
+                depv[d, 6 + t] = uv[t]
+
+
+@inlined
+def outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg, depv):
+    """Cluster k's entries against the ancestors of its output body ``out`` (Λ itself included), from
+    its sums: for each coordinate c of those bodies and independent coordinate a of the cluster,
+    ``Σ_r G[r, a] X[r, c]`` (rows: A_a Ψ̈_c + B_a Ψ̇_c, A_a (Ψ̇_c + Ṡ_c) + B_a S_c, A_a S_c) and
+    ``Σ_r X[c, r] G[r, a]`` (columns: S_c u_q, S_c u_v), projected on c through G's row c; and the
+    columns of Gᵀ M_s, Gᵀ X_v at the cluster's dependent coordinates (their own vectors, ``depv``)."""
+    GM = ic[0, L.C0_GMAP]
+    y0, m = ic[k, L.C_IV], ic[k, L.C_M]
+    d0, nd = -1, 0  # the cluster's dependent coordinates: columns d0 … d0 + nd − 1
+    if ic[k, L.C_KIND] == L.IMPLICIT:
+        first, dep = ic[k, L.C_FIRST], ic[k, L.C_DEP]
+        nd = ic[k, L.C_NROW]
+        d0 = dcol[ib[cb[first + cb[dep]], L.I_IV]]
+    j = out
+    while j > 0:
+        ivj = ib[j, L.I_IV]
+        for l in range(ib[j, L.I_NV]):
+            c = ivj + l
+            s = ops.load6(ws, j, D_S + 6 * l)
+            pdd = ops.load6(ws, j, D_PSIDD + 6 * l)
+            pd = ops.load6(ws, j, D_PSID + 6 * l)
+            vc = ops.load6(ws, j, D_VCOL + 6 * l)
+            f0, f1 = GM + cb[GM + c], GM + cb[GM + c + 1]
+            kc = dcol[c]
+            for a in range(m):
+                o = AGG * a
+                A = (agg[o], agg[o + 1], agg[o + 2], agg[o + 3], agg[o + 4], agg[o + 5])
+                B = (agg[o + 6], agg[o + 7], agg[o + 8], agg[o + 9], agg[o + 10], agg[o + 11])
+                Uq = (agg[o + 12], agg[o + 13], agg[o + 14], agg[o + 15], agg[o + 16], agg[o + 17])
+                Uv = (agg[o + 18], agg[o + 19], agg[o + 20], agg[o + 21], agg[o + 22], agg[o + 23])
+                xq = ops.dot6(A, pdd) + ops.dot6(B, pd)
+                xv = ops.dot6(A, vc) + ops.dot6(B, s)
+                xm = ops.dot6(A, s)
+                yq = ops.dot6(s, Uq)
+                yv = ops.dot6(s, Uv)
+                ya = y0 + a
+                for f in range(f0, f1, 2):
+                    b, g = cb[f], wc[cb[f + 1]]
+                    dq[ya, b] += g * xq
+                    dv[ya, b] += g * xv
+                    gm = g * xm
+                    H[ya, b] += gm
+                    H[b, ya] += gm
+                    dq[b, ya] += g * yq
+                    dv[b, ya] += g * yv
+                if kc >= 0:
+                    GXv[ya, kc] += xv
+                    GXm[ya, kc] += xm
+            for d in range(d0, d0 + nd):  # M_s[c, r], X_v[c, r] at the cluster's dependent r
+                em = 0.0
+                ev = 0.0
+                for t in range(6):
+                    em += depv[d, t] * s[t]
+                    ev += depv[d, 6 + t] * s[t]
+                for f in range(f0, f1, 2):
+                    b, g = cb[f], wc[cb[f + 1]]
+                    GXm[b, d] += g * em
+                    GXv[b, d] += g * ev
+        j = ib[j, L.I_PARENT]
+
+
+@inlined
+def cluster_backward_pass(ib, ws, dq, dv, H, proj):
+    """The backward pass of :func:`rnea_derivatives_core` on a spanning tree, cluster by cluster
+    (children first), projected on the independent coordinates (see above)."""
+    ic, cb, wc, dcol, GXv, GXm, agg, depv = borrowed(proj)
+    for k in range(ic[0, L.C0_NCL], 0, -1):
+        first, nbk = ic[k, L.C_FIRST], ic[k, L.C_NB]
+        out = common_output(ib, ic, cb, k)
+        stop = out if out >= 0 else 0  # grouped: the bodies' walks stop at Λ
+        if out > 0:
+            for t in range(AGG * ic[k, L.C_M]):
+                agg[t] = 0.0
+        for b in range(nbk - 1, -1, -1):  # bodies after their in-cluster children
+            i = cb[first + b]
+            rows_of_body(ib, ws, i, dq, dv, H, proj, stop)
+            columns_of_body(ib, ws, i, dq, dv, proj, stop)
+            if out > 0:
+                add_to_sums(ib, ws, ic, cb, wc, i, ic[k, L.C_IV], agg, dcol, depv)
+            par = ib[i, L.I_PARENT]
+            if par > 0:
+                to_parent(ws, i, par)
+        if out > 0:
+            outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg, depv)
+
+
 @shared(fastmath={"contract"})
-def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M):
+def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M, proj):
     """∂τ/∂q (tangent), ∂τ/∂v and ∂τ/∂a = M (full, armature included) of the RNEA at (q, v, a) with
     the external forces ``fext`` ((0, 6): none), validated inputs, into the nv × nv ``dq``, ``dv``,
-    ``M`` (see the module docstring for the derivation)."""
+    ``M`` (see the module docstring for the derivation). ``proj``: None for a tree; for the spanning
+    tree of a model with clusters, ``(ic, cb, wc, dcol, GXv, GXm, agg, depv)``, and every entry is
+    projected on the independent coordinates as it is made (:func:`cluster_backward_pass`): ``dq``,
+    ``dv``, ``M`` are then the model's nv × nv ``Gᵀ X G``."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
     ib, ws, q, v, a, fext, dq, dv, M = borrowed((ib, ws, q, v, a, fext, dq, dv, M))
     nb = ib[0, L.I0_NBODIES]
     zero_fill(dq)  # entries of bodies on different branches stay zero
     zero_fill(dv)
     zero_fill(M)
+    if proj is not None:
+        zero_fill(proj[4])  # GXv, GXm
+        zero_fill(proj[5])
     ops.store6(ws, 0, D_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     ops.store6(ws, 0, D_A, gravity_seed(ws))
     # the reference frame: world axes, origin at body 1's (a root: parents come first) at this q, held
@@ -264,17 +489,23 @@ def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M):
     ref = jcalc(ib, ws, 1, q)[1]
     for i in range(1, nb + 1):
         forward_body(ib, ws, i, q, v, a, fext, ref)
-    for i in range(nb, 0, -1):
-        rows_of_body(ib, ws, i, dq, dv, M)
-        columns_of_body(ib, ws, i, dq, dv)
-        par = ib[i, L.I_PARENT]
-        if par > 0:
-            to_parent(ws, i, par)
+    if proj is None:
+        for i in range(nb, 0, -1):
+            rows_of_body(ib, ws, i, dq, dv, M, None, 0)
+            columns_of_body(ib, ws, i, dq, dv, None, 0)
+            par = ib[i, L.I_PARENT]
+            if par > 0:
+                to_parent(ws, i, par)
+    else:
+        cluster_backward_pass(ib, ws, dq, dv, M, proj)
     if ws[0, L.W_ARM] != 0.0:  # armature: constant, on M's diagonal only
         for i in range(1, nb + 1):
             iv = ib[i, L.I_IV]
             for k in range(ib[i, L.I_NV]):
-                M[iv + k, iv + k] += ws[i, L.W_ARM + k]
+                if proj is None:
+                    M[iv + k, iv + k] += ws[i, L.W_ARM + k]
+                else:
+                    project_entry(proj, dq, dv, M, iv + k, iv + k, 0.0, 0.0, ws[i, L.W_ARM + k], False)
 
 
 @sequence
@@ -283,7 +514,7 @@ def rnea_derivatives_checked(ib, ws, q, v, a, fext, dq, dv, M):
     st = validate_qva(ib, q, v, a, fext)
     if st != 0:
         return st
-    rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M)
+    rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M, None)
     return 0
 
 
@@ -371,7 +602,7 @@ def aba_derivatives_checked(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf, lam,
     st = aba_core(ib, ws, q, v, tau, fext, ddq)
     if st != 0:
         return st
-    rnea_derivatives_core(ib, ws, q, v, ddq, fext, dq, dv, Lf)
+    rnea_derivatives_core(ib, ws, q, v, ddq, fext, dq, dv, Lf, None)
     return minv_apply(ib, ws, Lf, lam, dq, dv, minv, X)
 
 
@@ -397,119 +628,46 @@ def aba_derivatives_kernel(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf):
 
 
 # ---------------------------------------------------------------------------------------------
-# models with loops whose clusters are all explicit (constant G: geared rotors, belts, gear trains)
+# models with clusters (explicit: geared rotors, belts, gear trains; implicit loops)
 #
 # Independent coordinates y, spanning q_s = G y (1-DoF joints), q̇_s = G ẏ, q̈_s = G ÿ (g = 0), and
 # τ_y = Gᵀ τ_s(q_s, G ẏ, G ÿ) (Chignoli et al. 2024, eq. 29). A tangent step δ of y moves q_s by G δ,
 # so with the spanning tree's derivatives (the recursive kernel above on the spanning tree):
 # ∂τ_y/∂δ = Gᵀ (∂τ_s/∂q_s) G, ∂τ_y/∂ẏ = Gᵀ (∂τ_s/∂q̇_s) G, ∂τ_y/∂ÿ = Gᵀ M_s G = H (spec §2 with
 # ∂G = 0, g = 0). Implicit clusters (G(q), g(q, q̇)) add the terms of ∂G/∂q, ∂g/∂q
-# (:mod:`.loop_derivatives`, (L5)–(L6)). The congruences Gᵀ X G are sums over the sparse columns of
-# G (C0_GCOLS): O(nnz(G)²), not recursive.
+# (:mod:`.loop_derivatives`, (L5)–(L6)), which read the columns of Gᵀ X_v and Gᵀ M_s at the loops'
+# dependent coordinates.
+#
+# The congruences Gᵀ X G are not formed from the spanning matrices: the spanning pass projects each
+# entry X[r, c] on the independent coordinates as it makes it (:func:`project_entry`, through G's
+# sparse rows), as the cluster CRBA does for H. No nv_s × nv_s matrix is written: forming the three
+# spanning matrices and then the two sparse products took GT 96 (nv_s = 192) 80 µs more than the
+# spanning tree's own derivatives (the second product, Z G, walks columns: 62 µs of it), Tello 2.3 µs.
 
 
-@inlined
-def gt_times(ic, cb, wc, X, Z):
-    """``Z = Gᵀ X`` (nv × nv_s) for the spanning nv_s × nv_s ``X``, through the sparse columns of G
-    (``ic[0, C0_GCOLS]``: per independent coordinate, pairs (spanning index, wc offset of the entry)):
-    row x of Z is Σ_e g_e × row r_e of X (contiguous rows), O(nnz(G) nv_s)."""
-    GC = ic[0, L.C0_GCOLS]
-    n, ns = Z.shape[0], X.shape[1]
-    for x in range(n):
-        e0, e1 = GC + cb[GC + x], GC + cb[GC + x + 1]
-        r, g = (cb[e0], wc[cb[e0 + 1]]) if e1 > e0 else (0, 0.0)  # the first stored (an empty column: 0)
-        for c in range(ns):
-            Z[x, c] = g * X[r, c]
-        for e in range(e0 + 2, e1, 2):
-            r, g = cb[e], wc[cb[e + 1]]
-            for c in range(ns):
-                Z[x, c] += g * X[r, c]
-
-
-@njit(cache=True, fastmath={"contract"})
-def g_congruence(ic, cb, wc, X, out, Z):
-    """``out = Gᵀ X G`` (nv × nv) for the spanning nv_s × nv_s ``X``, in two products: ``Z = Gᵀ X``
-    (:func:`gt_times`) into the nv × nv_s scratch ``Z``, then ``out = Z G``: O(nnz(G) (nv_s + nv)).
-
-    Both products put the walk over G's entries outside and a plain loop over a row (``Z``) or a
-    column (``out``) inside: with the sum over a column's entries innermost (a short loop of varying
-    length, one dependent chain of loads per product) Tello's ``Gᵀ C_s G`` took 2.9 µs, this way
-    0.85 µs."""
-    ic, cb, wc, X, out, Z = borrowed((ic, cb, wc, X, out, Z))
-    gt_times(ic, cb, wc, X, Z)
-    GC = ic[0, L.C0_GCOLS]
-    n = out.shape[0]
-    for y in range(n):  # out column y = Σ_f g_f × column r_f of Z
-        f0, f1 = GC + cb[GC + y], GC + cb[GC + y + 1]
-        r, g = (cb[f0], wc[cb[f0 + 1]]) if f1 > f0 else (0, 0.0)
-        for x in range(n):
-            out[x, y] = Z[x, r] * g
-        for f in range(f0 + 2, f1, 2):
-            r, g = cb[f], wc[cb[f + 1]]
-            for x in range(n):
-                out[x, y] += Z[x, r] * g
-
-
-@njit(cache=True, fastmath={"contract"})
-def g_congruence3(ic, cb, wc, Xq, Xv, Xm, dq, dv, H, Z):
-    """:func:`g_congruence` of the three spanning matrices at once, ``dq = Gᵀ X_q G``, ``dv = Gᵀ X_v G``,
-    ``H = Gᵀ X_m G``, with one walk over G's sparse columns for the three (``Z``: 3 × nv × nv_s
-    scratch), in the loop order of :func:`g_congruence`."""
-    ic, cb, wc, Xq, Xv, Xm, dq, dv, H, Z = borrowed((ic, cb, wc, Xq, Xv, Xm, dq, dv, H, Z))
-    GC = ic[0, L.C0_GCOLS]
-    n, ns = dq.shape[0], Xq.shape[1]
-    for x in range(n):  # Z = Gᵀ X (rows of X: contiguous)
-        e0, e1 = GC + cb[GC + x], GC + cb[GC + x + 1]
-        r, g = (cb[e0], wc[cb[e0 + 1]]) if e1 > e0 else (0, 0.0)
-        for c in range(ns):
-            Z[0, x, c] = g * Xq[r, c]
-            Z[1, x, c] = g * Xv[r, c]
-            Z[2, x, c] = g * Xm[r, c]
-        for e in range(e0 + 2, e1, 2):
-            r, g = cb[e], wc[cb[e + 1]]
-            for c in range(ns):
-                Z[0, x, c] += g * Xq[r, c]
-                Z[1, x, c] += g * Xv[r, c]
-                Z[2, x, c] += g * Xm[r, c]
-    for y in range(n):  # then Z G, a column at a time
-        f0, f1 = GC + cb[GC + y], GC + cb[GC + y + 1]
-        r, g = (cb[f0], wc[cb[f0 + 1]]) if f1 > f0 else (0, 0.0)
-        for x in range(n):
-            dq[x, y] = Z[0, x, r] * g
-            dv[x, y] = Z[1, x, r] * g
-            H[x, y] = Z[2, x, r] * g
-        for f in range(f0 + 2, f1, 2):
-            r, g = cb[f], wc[cb[f + 1]]
-            for x in range(n):
-                dq[x, y] += Z[0, x, r] * g
-                dv[x, y] += Z[1, x, r] * g
-                H[x, y] += Z[2, x, r] * g
-
-
-@inlined
+@njit(cache=True)
 def c_terms_offset(ic, nv):
     """Where :func:`c_rnea_derivatives_core` leaves the implicit loops' terms in its ``buf``: after the
-    spanning tree's three derivative matrices and the congruences' scratch, 3 (nv_s + nv) nv_s floats."""
-    return 3 * (ic[0, L.C0_NVS] + nv) * ic[0, L.C0_NVS]
+    columns of ``Gᵀ X_v`` and ``Gᵀ M_s`` at the dependent coordinates, 2 nv n_d floats
+    (:func:`.loop_derivatives.dependent_count`)."""
+    return 2 * nv * dependent_count(ic)
 
 
 @njit(cache=True)
 def c_buffer_size(ic, nv):
-    """Floats of :func:`c_rnea_derivatives_core`'s ``buf``: the spanning tree's three derivative
-    matrices and the congruences' scratch, 3 (nv_s + nv) nv_s; then, with implicit clusters, the
-    loops' terms (:func:`.loop_derivatives.terms_size`, at :func:`c_terms_offset`) and τ_s (nv_s)."""
-    size = c_terms_offset(ic, nv)
-    if has_implicit(ic):
-        size += terms_size(ic) + ic[0, L.C0_NVS]
-    return size
+    """Floats of :func:`c_rnea_derivatives_core`'s ``buf``: with implicit clusters, the columns of
+    ``Gᵀ X_v``, ``Gᵀ M_s`` at their dependent coordinates, the loops' terms
+    (:func:`.loop_derivatives.terms_size`, at :func:`c_terms_offset`) and τ_s (nv_s); none without."""
+    if not has_implicit(ic):
+        return 0
+    return c_terms_offset(ic, nv) + terms_size(ic) + ic[0, L.C0_NVS]
 
 
 @shared  # called by five kernels (single, batch, contact): compiled once, called by address
 def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf):
     """RNEA derivatives in independent coordinates of a model with clusters (see above; implicit ones
     add :mod:`.loop_derivatives`' terms), validated inputs; ``buf`` holds :func:`c_buffer_size` floats
-    (the spanning tree's three derivative matrices ``X_q, X_v, M_s`` at its start, the loops' terms at
-    :func:`c_terms_offset`: left there for the callers). Returns a status."""
+    (the loops' terms at :func:`c_terms_offset`: left there for the callers). Returns a status."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
     ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf = borrowed(
         (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf)
@@ -520,17 +678,26 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
             return st
     nqs, nvs = ic[0, L.C0_NQS], ic[0, L.C0_NVS]
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
-    n2 = nvs * nvs
-    Xq = view(buf, 0, (nvs, nvs))
-    Xv = view(buf, n2, (nvs, nvs))
-    Xm = view(buf, 2 * n2, (nvs, nvs))
-    Z = view(buf, 3 * n2, (3, dq.shape[0], nvs))
+    n = dq.shape[0]
+    nd = dependent_count(ic)
+    GXv = view(buf, 0, (n, nd))  # Gᵀ X_v and Gᵀ M_s at the dependent coordinates (none: 0 columns)
+    GXm = view(buf, n * nd, (n, nd))
+    dcol = view(stack_ints(), 0, (nvs,)) if nvs <= STACK_INTS else np.empty(nvs, np.int64)
+    dcol = borrowed((dcol,))[0]
+    dependent_columns(ib, ic, cb, dcol)
+    mmax = 0
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        mmax = max(mmax, ic[k, L.C_M])
+    need = AGG * mmax + 12 * nd  # the clusters' sums, the dependent coordinates' vectors
+    sc = stack_floats() if need <= STACK_FLOATS else np.empty(need)
+    sc = borrowed((sc,))[0]
+    agg = view(sc, 0, (AGG * mmax,))
+    depv = view(sc, AGG * mmax, (nd, 12))
     # views built directly (C layout, as the tree kernel is compiled for)
     rnea_derivatives_core(ib, ws, view(wc, QS, (nqs,)), view(wc, QDS, (nvs,)), view(wc, QDDS, (nvs,)), fext,
-                          Xq, Xv, Xm)  # fmt: skip
-    g_congruence3(ic, cb, wc, Xq, Xv, Xm, dq, dv, H, Z)
-    if has_implicit(ic):  # G(q), g(q, q̇): the terms of ∂G and ∂g (loop_derivatives, (L5)–(L6))
-        o = c_terms_offset(ic, dq.shape[0])
+                          dq, dv, H, (ic, cb, wc, dcol, GXv, GXm, agg, depv))  # fmt: skip
+    if nd > 0:  # G(q), g(q, q̇): the terms of ∂G and ∂g (loop_derivatives, (L5)–(L6))
+        o = c_terms_offset(ic, n)
         nt = terms_size(ic)
         terms = view(buf, o, (nt,))
         st = call_loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms)
@@ -538,8 +705,7 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
             return st
         taus = view(buf, o + nt, (nvs,))
         spanning_forces(ib, ic, cb, ws, view(wc, QDDS, (nvs,)), taus)
-        # Gᵀ X_v and Gᵀ M_s: the congruence's first products, left in Z
-        st = call_loop_corrections(ib, ic, cb, wc, Z[1], Z[2], taus, terms, dq, dv)
+        st = call_loop_corrections(ib, ic, cb, wc, GXv, GXm, taus, terms, dq, dv)
         if st != 0:
             return st
     return 0
