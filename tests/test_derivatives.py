@@ -33,6 +33,7 @@ from loopdyn.errors import (
     ShapeError,
     SingularInertiaError,
 )
+from loopdyn.model import layout as L
 
 N_STATES = 4
 RTOL_PIN = 1e-9
@@ -471,6 +472,50 @@ def test_random_explicit_clusters_equal_the_dense_reference(seed):
     assert_rel(dq, G.T @ Xq @ G, 1e-12, f"seed {seed}: dtau_dq vs dense Gᵀ X G")
     assert_rel(dv, G.T @ Xv @ G, 1e-12, f"seed {seed}: dtau_dv vs dense Gᵀ X G")
     assert_rel(da, G.T @ Xm @ G, 1e-12, f"seed {seed}: dtau_da vs dense Gᵀ M G")
+
+
+def test_cluster_whose_bodies_hang_from_different_bodies_equals_the_dense_reference():
+    """A declared cluster whose two bodies hang from the two bodies of a geared cluster (link and rotor)
+    leaves its parent through two output bodies: its entries against the bodies above are walked body
+    by body (the grouped walk needs one output body). Equal to the dense ``Gᵀ X G``; and the grouping
+    condition does fail here (the per-body path is the one tested)."""
+    rng = np.random.default_rng(7)
+    m = loopdyn.Model("two_outputs")
+
+    def place():
+        return (trees.random_rotation(rng), rng.uniform(-0.3, 0.3, 3))
+
+    def inertia():  # principal moments of a box: the triangle inequality holds
+        a, b, c = rng.uniform(0.05, 0.3, 3) ** 2
+        mass = rng.uniform(0.5, 2.0)
+        return loopdyn.Inertia(mass, rng.uniform(-0.1, 0.1, 3), np.diag([b + c, a + c, a + b]) * mass / 12)
+
+    def unit(rng):
+        x = rng.normal(size=3)
+        return x / np.linalg.norm(x)
+
+    m.add_body("base", 0, loopdyn.FreeFlyer(), inertia=inertia())
+    m.add_body("p1", "base", loopdyn.Revolute(unit(rng)), place(), inertia())
+    m.add_body("p2", "base", loopdyn.Revolute(unit(rng)), place(), inertia(), independent=False)
+    m.add_coupling("gear", "p1", "p2", 6.0)
+    m.add_body("a", "p1", loopdyn.Revolute(unit(rng)), place(), inertia())
+    m.add_body("b", "p2", loopdyn.Revolute(unit(rng)), place(), inertia())
+    m.add_cluster(["a", "b"])
+    m.add_body("c", "a", loopdyn.Revolute(unit(rng)), place(), inertia())
+    d = m.create_data()
+    outs = {int(d.ib[m.body_id(name), L.I_OUT]) for name in ("a", "b")}
+    assert outs == {m.body_id("p1"), m.body_id("p2")}
+    tree = loopdyn.spanning_tree(m)
+    td = tree.create_data()
+    for s in range(2):
+        q, v, a, fext = cluster_state(m, rng)
+        G = dense_g(m, q)
+        qs, vs, as_ = loopdyn.to_spanning(m, q, v, a)
+        Xq, Xv, Xm = loopdyn.rnea_derivatives(tree, td, qs, vs, as_, fext)
+        dq, dv, da = loopdyn.rnea_derivatives(m, d, q, v, a, fext)
+        assert_rel(dq, G.T @ Xq @ G, 1e-12, f"state {s}: dtau_dq vs dense Gᵀ X G")
+        assert_rel(dv, G.T @ Xv @ G, 1e-12, f"state {s}: dtau_dv vs dense Gᵀ X G")
+        assert_rel(da, G.T @ Xm @ G, 1e-12, f"state {s}: dtau_da vs dense Gᵀ M G")
 
 
 @pytest.mark.parametrize("seed", [5, 17])

@@ -15,12 +15,13 @@ By model:
 * a model whose clusters are all explicit (constant G: geared rotors, belts, gear trains — Mini
   Cheetah, the MIT Humanoid, ...): one kernel call, in independent coordinates y, exact, as
   ``Gᵀ (∂τ_s/∂x) G`` with the recursive tree derivatives ∂τ_s/∂x of the spanning tree at
-  ``(G y, G ẏ, G ÿ)``; the congruence with G is a sparse product (O(nnz(G)²)) and the ABA
-  derivatives solve with a dense Cholesky factor of H (O(nv³)): those two steps are not recursive;
+  ``(G y, G ẏ, G ÿ)``, each entry projected on y as the spanning pass makes it, a cluster's bodies
+  grouped (one walk to the root per independent coordinate, O(n·d)); the ABA derivatives solve with
+  a dense Cholesky factor of H (O(nv³), not recursive);
 * a model with an implicit loop (four-bar, five-bar, Tello's differentials: G(q), g(q, q̇)): the same
   kernel call, exact, with the configuration dependence of G and g differentiated (spec §2): the
   terms of ∂G and ∂g (:mod:`loopdyn.algorithms.loop_derivatives`, (L1)–(L6)) from the loop's own
-  constraint program run in Taylor arithmetic, added to the congruences — O(nv_s · n) per
+  constraint program run in Taylor arithmetic, added to the projected terms — O(nv · n) per
   independent coordinate of a loop (n its spanning coordinates), no symbolic differentiation.
 """
 

@@ -81,8 +81,6 @@ from .crba import dof_parents, ltl_in_place, ltl_singular_body, zero_fill
 from .loop_derivatives import (
     call_loop_corrections,
     call_loop_tangent_terms,
-    dependent_columns,
-    dependent_count,
     has_implicit,
     terms_size,
 )
@@ -188,62 +186,15 @@ def forward_body(ib, ws, i, q, v, a, fext, ref):
 
 
 @inlined
-def project_entry(proj, dq, dv, H, r, c, xq, xv, m, mirror):
-    """The spanning tree's entries ``X_q[r, c] = xq``, ``X_v[r, c] = xv``, ``M_s[r, c] = m`` (and, if
-    ``mirror``, ``M_s[c, r] = m``) added to ``dq = Gᵀ X_q G``, ``dv = Gᵀ X_v G``, ``H = Gᵀ M_s G``
-    through the sparse rows of G (layout ``C0_GMAP``): ``dq[a, b] += G[r, a] xq G[c, b]``...; and, when
-    c (r) is a dependent coordinate of an implicit loop (``dcol``), to that column of ``GXv = Gᵀ X_v``,
-    ``GXm = Gᵀ M_s`` (what :func:`.loop_derivatives.loop_corrections` reads). ``proj`` =
-    ``(ic, cb, wc, dcol, GXv, GXm, agg, depv)`` (:func:`rnea_derivatives_core`)."""
-    ic, cb, wc, dcol, GXv, GXm, agg, depv = borrowed(proj)
-    GM = ic[0, L.C0_GMAP]
-    f0, f1 = GM + cb[GM + c], GM + cb[GM + c + 1]
-    kc = dcol[c]
-    for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
-        a, ge = cb[e], wc[cb[e + 1]]
-        gq, gv, gm = ge * xq, ge * xv, ge * m
-        for f in range(f0, f1, 2):
-            b, gf = cb[f], wc[cb[f + 1]]
-            dq[a, b] += gq * gf
-            dv[a, b] += gv * gf
-            H[a, b] += gm * gf
-            if mirror:
-                H[b, a] += gm * gf
-        if kc >= 0:
-            GXv[a, kc] += gv
-            GXm[a, kc] += gm
-    if mirror:
-        kr = dcol[r]
-        if kr >= 0:
-            for f in range(f0, f1, 2):
-                GXm[cb[f], kr] += wc[cb[f + 1]] * m
-
-
-@inlined
-def project_entry_qv(proj, dq, dv, r, c, xq, xv):
-    """:func:`project_entry` of ``X_q[r, c] = xq``, ``X_v[r, c] = xv`` alone (M_s's entry made
-    elsewhere)."""
-    ic, cb, wc, dcol, GXv, GXm, agg, depv = borrowed(proj)
-    GM = ic[0, L.C0_GMAP]
-    f0, f1 = GM + cb[GM + c], GM + cb[GM + c + 1]
-    kc = dcol[c]
-    for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
-        a, ge = cb[e], wc[cb[e + 1]]
-        gq, gv = ge * xq, ge * xv
-        for f in range(f0, f1, 2):
-            b, gf = cb[f], wc[cb[f + 1]]
-            dq[a, b] += gq * gf
-            dv[a, b] += gv * gf
-        if kc >= 0:
-            GXv[a, kc] += gv
-
-
-@inlined
-def rows_of_body(ib, ws, i, dq, dv, M, proj, stop):
+def rows_of_body(ib, ws, i, dq, dv, M, cl, stop):
     """Rows of body i's coordinates against every ancestor j ⪯ i (i itself included) up to, not
     including, body ``stop`` (0: every ancestor): (D4), (D5) and M_ij, with Ic_i, Bc_i final. Writes
-    M both ways (symmetric). ``proj`` None: the entries are written to the spanning matrices ``dq``,
-    ``dv``, ``M``; else projected on G as they are made (:func:`project_entry`)."""
+    M both ways (symmetric). ``cl`` None: the entries are written to the spanning matrices ``dq``,
+    ``dv``, ``M``; else (the walk then stays in i's cluster: ``stop`` is i's output body) to the
+    cluster's block in its local coordinates (layout ``I_SUB``), and, when ``stop`` is a body, Ic_i S
+    and Bc_iᵀ S to the cluster's sums (:func:`add_to_sums`; ``cl``: :func:`cluster_backward_pass`)."""
+    if cl is not None:
+        blk = borrowed(cl)[6]
     Ic = ops.load10(ws, i, L.W_IC)
     ivi = ib[i, L.I_IV]
     for k in range(ib[i, L.I_NV]):
@@ -251,6 +202,10 @@ def rows_of_body(ib, ws, i, dq, dv, M, proj, stop):
         ics = ops.inertia_mul(Ic, s)
         bts = bt_mul(ws, i, s)
         r = ivi + k
+        lr = ib[i, L.I_SUB] + k  # local (cl)
+        if cl is not None:
+            if stop > 0:
+                add_to_sums(cl, r, 0, ics, bts)
         j = i
         while j != stop:
             ivj = ib[j, L.I_IV]
@@ -262,13 +217,17 @@ def rows_of_body(ib, ws, i, dq, dv, M, proj, stop):
                 sjl = ops.load6(ws, j, D_S + 6 * l)
                 xv = ops.dot6(ics, ops.load6(ws, j, D_VCOL + 6 * l)) + ops.dot6(bts, sjl)
                 m = ops.dot6(ics, sjl)
-                if proj is None:
+                if cl is None:
                     dq[r, c] = xq
                     dv[r, c] = xv
                     M[r, c] = m
                     M[c, r] = m
-                else:  # M_s[c, r] too unless j = i (whose block this loop visits both ways)
-                    project_entry(proj, dq, dv, M, r, c, xq, xv, m, j != i)
+                else:
+                    lc = ib[j, L.I_SUB] + l
+                    blk[0, lr, lc] = xq
+                    blk[1, lr, lc] = xv
+                    blk[2, lr, lc] = m
+                    blk[2, lc, lr] = m
             j = ib[j, L.I_PARENT]
 
 
@@ -286,26 +245,33 @@ def column_forces(ws, i, k, Ic, F):
 
 
 @inlined
-def columns_of_body(ib, ws, i, dq, dv, proj, stop):
+def columns_of_body(ib, ws, i, dq, dv, cl, stop):
     """Columns of body i's coordinates in the rows of its strict ancestors up to, not including, body
     ``stop`` (the i ≺ j cases of (D4) and (D5), with the roles named the other way round here);
-    ``proj`` as :func:`rows_of_body`."""
+    ``cl``, ``stop`` as :func:`rows_of_body` (u_q, u_v to the cluster's sums)."""
+    if cl is not None:
+        blk = borrowed(cl)[6]
     Ic = ops.load10(ws, i, L.W_IC)
     F = ops.load6(ws, i, L.W_F)
     ivi = ib[i, L.I_IV]
     for k in range(ib[i, L.I_NV]):
         uq, uv = column_forces(ws, i, k, Ic, F)
         c = ivi + k
+        if cl is not None:
+            if stop > 0:
+                add_to_sums(cl, c, 12, uq, uv)
         j = ib[i, L.I_PARENT]
         while j != stop:
             ivj = ib[j, L.I_IV]
             for l in range(ib[j, L.I_NV]):
                 sjl = ops.load6(ws, j, D_S + 6 * l)
-                if proj is None:
+                if cl is None:
                     dq[ivj + l, c] = ops.dot6(sjl, uq)
                     dv[ivj + l, c] = ops.dot6(sjl, uv)
                 else:
-                    project_entry_qv(proj, dq, dv, ivj + l, c, ops.dot6(sjl, uq), ops.dot6(sjl, uv))
+                    lr, lc = ib[j, L.I_SUB] + l, ib[i, L.I_SUB] + k
+                    blk[0, lr, lc] = ops.dot6(sjl, uq)
+                    blk[1, lr, lc] = ops.dot6(sjl, uv)
             j = ib[j, L.I_PARENT]
 
 
@@ -326,9 +292,10 @@ def to_parent(ws, i, par):
 # products with the sums ``A_a = Σ_r G[r, a] Ic_i S_r``, ``B_a``, ``Uq_a``, ``Uv_a`` over the cluster's
 # coordinates r (m of each instead of one per body): one walk from Λ to the root per independent
 # coordinate — the "output-relative" regrouping that the cluster CRBA makes for H
-# (:func:`.cluster_dynamics.c_crba_one_port_pair`). Entries between two bodies of the cluster, and
-# every entry of a cluster whose bodies leave it through different bodies, are projected one at a
-# time (:func:`project_entry`).
+# (:func:`.cluster_dynamics.c_crba_one_port_pair`). The entries between two coordinates of the
+# cluster go to its own n × n block, projected once its bodies are done (:func:`project_block`,
+# G_kᵀ X_k G_k with the cluster's dense G_k). A cluster whose bodies leave it through different
+# bodies (a declared cluster can) walks each body's sums from that body's output.
 
 AGG = 24  # floats per independent coordinate in the sums' scratch: A, B, Uq, Uv
 
@@ -345,73 +312,61 @@ def common_output(ib, ic, cb, k):
 
 
 @inlined
-def add_to_sums(ib, ws, ic, cb, wc, i, y0, agg, dcol, depv):
-    """Body i's coordinates r added to its cluster's sums (first independent coordinate ``y0``):
-    ``agg[AGG a:]`` += G[r, a] (Ic_i S_r, Bc_iᵀ S_r, u_q, u_v); a dependent coordinate's own
-    Ic_i S_r and u_v into its row of ``depv`` (for Gᵀ M_s and Gᵀ X_v at its column)."""
+def add_to_sums(cl, r, at, x, y):
+    """Coordinate r's pair of vectors added to its cluster's sums: ``agg[AGG a + at:]`` +=
+    G[r, a] (x, y) — (Ic S, Bc ᵀS) at 0, (u_q, u_v) at 12 (a: the cluster's independent coordinates
+    from ``y0``); a dependent coordinate's own x (rows: Ic S) or y (columns: u_v) into its row of
+    ``depv`` (for the columns of Gᵀ M_s and Gᵀ X_v at it)."""
+    ic, cb, wc, dcol, depv, agg, blk, y0 = borrowed(cl)
     GM = ic[0, L.C0_GMAP]
-    Ic = ops.load10(ws, i, L.W_IC)
-    F = ops.load6(ws, i, L.W_F)
-    ivi = ib[i, L.I_IV]
-    for k in range(ib[i, L.I_NV]):
-        s = ops.load6(ws, i, D_S + 6 * k)
-        ics = ops.inertia_mul(Ic, s)
-        bts = bt_mul(ws, i, s)
-        uq, uv = column_forces(ws, i, k, Ic, F)
-        r = ivi + k
-        for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
-            o = AGG * (cb[e] - y0)
-            g = wc[cb[e + 1]]
-            for t in range(6):
-                agg[o + t] += g * ics[t]
-                agg[o + 6 + t] += g * bts[t]
-                agg[o + 12 + t] += g * uq[t]
-                agg[o + 18 + t] += g * uv[t]
-        d = dcol[r]
-        if d >= 0:
-            for t in range(6):
-                depv[d, t] = ics[t]
-                depv[d, 6 + t] = uv[t]
+    for e in range(GM + cb[GM + r], GM + cb[GM + r + 1], 2):
+        o = AGG * (cb[e] - y0) + at
+        g = wc[cb[e + 1]]
+        for t in range(6):
+            agg[o + t] += g * x[t]
+            agg[o + 6 + t] += g * y[t]
+    d = dcol[r]
+    if d >= 0:  # depv[d] = (Ic S, u_v)
+        for t in range(6):
+            if at == 0:
+                depv[d, t] = x[t]
+            else:
+                depv[d, 6 + t] = y[t]
 
 
 @inlined
-def outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg, depv):
-    """Cluster k's entries against the ancestors of its output body ``out`` (Λ itself included), from
-    its sums: for each coordinate c of those bodies and independent coordinate a of the cluster,
+def load_sum(agg, o):
+    """The 6-vector at ``agg[o:]``."""
+    return (agg[o], agg[o + 1], agg[o + 2], agg[o + 3], agg[o + 4], agg[o + 5])
+
+
+@inlined
+def outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg):
+    """Cluster k's entries against the ancestors of body ``out`` (itself included), from the sums:
+    for each independent coordinate a of the cluster and coordinate c of those bodies,
     ``Σ_r G[r, a] X[r, c]`` (rows: A_a Ψ̈_c + B_a Ψ̇_c, A_a (Ψ̇_c + Ṡ_c) + B_a S_c, A_a S_c) and
-    ``Σ_r X[c, r] G[r, a]`` (columns: S_c u_q, S_c u_v), projected on c through G's row c; and the
-    columns of Gᵀ M_s, Gᵀ X_v at the cluster's dependent coordinates (their own vectors, ``depv``)."""
+    ``Σ_r X[c, r] G[r, a]`` (columns: S_c u_q, S_c u_v), projected on c through G's row c (layout
+    ``C0_GMAP``), and at a dependent c to the columns of Gᵀ X_v, Gᵀ M_s."""
     GM = ic[0, L.C0_GMAP]
-    y0, m = ic[k, L.C_IV], ic[k, L.C_M]
-    d0, nd = -1, 0  # the cluster's dependent coordinates: columns d0 … d0 + nd − 1
-    if ic[k, L.C_KIND] == L.IMPLICIT:
-        first, dep = ic[k, L.C_FIRST], ic[k, L.C_DEP]
-        nd = ic[k, L.C_NROW]
-        d0 = dcol[ib[cb[first + cb[dep]], L.I_IV]]
-    j = out
-    while j > 0:
-        ivj = ib[j, L.I_IV]
-        for l in range(ib[j, L.I_NV]):
-            c = ivj + l
-            s = ops.load6(ws, j, D_S + 6 * l)
-            pdd = ops.load6(ws, j, D_PSIDD + 6 * l)
-            pd = ops.load6(ws, j, D_PSID + 6 * l)
-            vc = ops.load6(ws, j, D_VCOL + 6 * l)
-            f0, f1 = GM + cb[GM + c], GM + cb[GM + c + 1]
-            kc = dcol[c]
-            for a in range(m):
-                o = AGG * a
-                A = (agg[o], agg[o + 1], agg[o + 2], agg[o + 3], agg[o + 4], agg[o + 5])
-                B = (agg[o + 6], agg[o + 7], agg[o + 8], agg[o + 9], agg[o + 10], agg[o + 11])
-                Uq = (agg[o + 12], agg[o + 13], agg[o + 14], agg[o + 15], agg[o + 16], agg[o + 17])
-                Uv = (agg[o + 18], agg[o + 19], agg[o + 20], agg[o + 21], agg[o + 22], agg[o + 23])
+    y0 = ic[k, L.C_IV]
+    for a in range(ic[k, L.C_M]):  # one walk per independent coordinate, its four sums in registers
+        o = AGG * a
+        A, B = load_sum(agg, o), load_sum(agg, o + 6)
+        Uq, Uv = load_sum(agg, o + 12), load_sum(agg, o + 18)
+        ya = y0 + a
+        j = out
+        while j > 0:
+            ivj = ib[j, L.I_IV]
+            for l in range(ib[j, L.I_NV]):
+                c = ivj + l
+                s = ops.load6(ws, j, D_S + 6 * l)
+                pdd, pd = ops.load6(ws, j, D_PSIDD + 6 * l), ops.load6(ws, j, D_PSID + 6 * l)
                 xq = ops.dot6(A, pdd) + ops.dot6(B, pd)
-                xv = ops.dot6(A, vc) + ops.dot6(B, s)
+                xv = ops.dot6(A, ops.load6(ws, j, D_VCOL + 6 * l)) + ops.dot6(B, s)
                 xm = ops.dot6(A, s)
                 yq = ops.dot6(s, Uq)
                 yv = ops.dot6(s, Uv)
-                ya = y0 + a
-                for f in range(f0, f1, 2):
+                for f in range(GM + cb[GM + c], GM + cb[GM + c + 1], 2):
                     b, g = cb[f], wc[cb[f + 1]]
                     dq[ya, b] += g * xq
                     dv[ya, b] += g * xv
@@ -420,45 +375,114 @@ def outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg, 
                     H[b, ya] += gm
                     dq[b, ya] += g * yq
                     dv[b, ya] += g * yv
+                kc = dcol[c]
                 if kc >= 0:
                     GXv[ya, kc] += xv
                     GXm[ya, kc] += xm
-            for d in range(d0, d0 + nd):  # M_s[c, r], X_v[c, r] at the cluster's dependent r
-                em = 0.0
-                ev = 0.0
-                for t in range(6):
-                    em += depv[d, t] * s[t]
-                    ev += depv[d, 6 + t] * s[t]
-                for f in range(f0, f1, 2):
+            j = ib[j, L.I_PARENT]
+
+
+@inlined
+def dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv):
+    """The columns of Gᵀ M_s and Gᵀ X_v at implicit cluster k's dependent coordinates r from the
+    bodies above r's body (``M_s[c, r] = S_cᵀ Ic S_r``, ``X_v[c, r] = S_cᵀ u_v``: r's own vectors in
+    ``depv``), through G's row c."""
+    GM = ic[0, L.C0_GMAP]
+    first, dep = ic[k, L.C_FIRST], ic[k, L.C_DEP]
+    for rr in range(ic[k, L.C_NROW]):
+        body = cb[first + cb[dep + rr]]
+        d = dcol[ib[body, L.I_IV]]
+        ics, uv = load_sum(depv[d], 0), load_sum(depv[d], 6)
+        j = ib[body, L.I_OUT]
+        while j > 0:
+            ivj = ib[j, L.I_IV]
+            for l in range(ib[j, L.I_NV]):
+                c = ivj + l
+                s = ops.load6(ws, j, D_S + 6 * l)
+                em, ev = ops.dot6(ics, s), ops.dot6(s, uv)
+                for f in range(GM + cb[GM + c], GM + cb[GM + c + 1], 2):
                     b, g = cb[f], wc[cb[f + 1]]
                     GXm[b, d] += g * em
                     GXv[b, d] += g * ev
-        j = ib[j, L.I_PARENT]
+            j = ib[j, L.I_PARENT]
+
+
+@inlined
+def project_block(ib, ic, cb, wc, k, blk, dq, dv, H, dcol, GXv, GXm):
+    """Cluster k's own block ``G_kᵀ X_k G_k`` (X_k: the n × n entries between its coordinates, in
+    ``blk``; G_k its n × m block of G, row-major at ``ic[k, C_G]``) into the diagonal block of ``dq``,
+    ``dv``, ``H``, and ``G_kᵀ X_k`` at its dependent coordinates into GXv, GXm."""
+    n, m, y0, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_G]
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:  # G_k = 1
+        for a in range(n):
+            for b in range(n):
+                dq[y0 + a, y0 + b] = blk[0, a, b]
+                dv[y0 + a, y0 + b] = blk[1, a, b]
+                H[y0 + a, y0 + b] = blk[2, a, b]
+        return
+    first = ic[k, L.C_FIRST]
+    for a in range(m):
+        ya = y0 + a
+        for c in range(n):  # (G_kᵀ X_k)[a, c], then times row c of G_k
+            tq = 0.0
+            tv = 0.0
+            tm = 0.0
+            for r in range(n):
+                g = wc[G + r * m + a]
+                tq += g * blk[0, r, c]
+                tv += g * blk[1, r, c]
+                tm += g * blk[2, r, c]
+            for b in range(m):
+                g = wc[G + c * m + b]
+                dq[ya, y0 + b] += tq * g
+                dv[ya, y0 + b] += tv * g
+                H[ya, y0 + b] += tm * g
+            d = dcol[ib[cb[first + c], L.I_IV]]  # 1-DoF bodies: local coordinate c is body c's
+            if d >= 0:
+                GXv[ya, d] += tv
+                GXm[ya, d] += tm
 
 
 @inlined
 def cluster_backward_pass(ib, ws, dq, dv, H, proj):
     """The backward pass of :func:`rnea_derivatives_core` on a spanning tree, cluster by cluster
-    (children first), projected on the independent coordinates (see above)."""
-    ic, cb, wc, dcol, GXv, GXm, agg, depv = borrowed(proj)
+    (children first), projected on the independent coordinates (see above). Every cluster has its
+    own block and sums in ``blks``, ``aggs`` (zeroed once per call: zeroing a small block per cluster
+    became a ``memset`` call per row)."""
+    ic, cb, wc, dcol, GXv, GXm, aggs, depv, blks = borrowed(proj)
+    for t in range(aggs.shape[0]):
+        aggs[t] = 0.0
+    for t in range(blks.shape[0]):
+        blks[t] = 0.0  # entries between in-cluster branches stay zero
+    ao, bo = aggs.shape[0], blks.shape[0]
     for k in range(ic[0, L.C0_NCL], 0, -1):
-        first, nbk = ic[k, L.C_FIRST], ic[k, L.C_NB]
-        out = common_output(ib, ic, cb, k)
-        stop = out if out >= 0 else 0  # grouped: the bodies' walks stop at Λ
-        if out > 0:
-            for t in range(AGG * ic[k, L.C_M]):
-                agg[t] = 0.0
+        first, nbk, y0, n, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_IV], ic[k, L.C_N], ic[k, L.C_M]
+        ao -= AGG * m
+        bo -= 3 * n * n
+        agg = view(aggs, ao, (AGG * m,))
+        blk = view(blks, bo, (3, n, n))
+        cl = (ic, cb, wc, dcol, depv, agg, blk, y0)
+        out = common_output(ib, ic, cb, k)  # −1: the bodies leave the cluster through different bodies
         for b in range(nbk - 1, -1, -1):  # bodies after their in-cluster children
             i = cb[first + b]
-            rows_of_body(ib, ws, i, dq, dv, H, proj, stop)
-            columns_of_body(ib, ws, i, dq, dv, proj, stop)
-            if out > 0:
-                add_to_sums(ib, ws, ic, cb, wc, i, ic[k, L.C_IV], agg, dcol, depv)
+            stop = ib[i, L.I_OUT]  # the walks stay in the cluster
+            rows_of_body(ib, ws, i, dq, dv, H, cl, stop)
+            columns_of_body(ib, ws, i, dq, dv, cl, stop)
+            sub = ib[i, L.I_SUB]
+            for kk in range(ib[i, L.I_NV]):  # armature: constant, on M's diagonal only
+                blk[2, sub + kk, sub + kk] += ws[i, L.W_ARM + kk]
             par = ib[i, L.I_PARENT]
             if par > 0:
                 to_parent(ws, i, par)
+            if out < 0 and stop > 0:  # each body's sums walked from its own output body
+                outside_entries(ib, ws, ic, cb, wc, k, stop, dq, dv, H, dcol, GXv, GXm, agg)
+                for t in range(AGG * m):
+                    agg[t] = 0.0
         if out > 0:
-            outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg, depv)
+            outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg)
+        if ic[k, L.C_KIND] == L.IMPLICIT:
+            dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv)
+        project_block(ib, ic, cb, wc, k, blk, dq, dv, H, dcol, GXv, GXm)
 
 
 @shared(fastmath={"contract"})
@@ -466,7 +490,7 @@ def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M, proj):
     """∂τ/∂q (tangent), ∂τ/∂v and ∂τ/∂a = M (full, armature included) of the RNEA at (q, v, a) with
     the external forces ``fext`` ((0, 6): none), validated inputs, into the nv × nv ``dq``, ``dv``,
     ``M`` (see the module docstring for the derivation). ``proj``: None for a tree; for the spanning
-    tree of a model with clusters, ``(ic, cb, wc, dcol, GXv, GXm, agg, depv)``, and every entry is
+    tree of a model with clusters, ``(ic, cb, wc, dcol, GXv, GXm, aggs, depv, blks)``, and every entry is
     projected on the independent coordinates as it is made (:func:`cluster_backward_pass`): ``dq``,
     ``dv``, ``M`` are then the model's nv × nv ``Gᵀ X G``."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
@@ -475,9 +499,6 @@ def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M, proj):
     zero_fill(dq)  # entries of bodies on different branches stay zero
     zero_fill(dv)
     zero_fill(M)
-    if proj is not None:
-        zero_fill(proj[4])  # GXv, GXm
-        zero_fill(proj[5])
     ops.store6(ws, 0, D_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     ops.store6(ws, 0, D_A, gravity_seed(ws))
     # the reference frame: world axes, origin at body 1's (a root: parents come first) at this q, held
@@ -498,14 +519,12 @@ def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M, proj):
                 to_parent(ws, i, par)
     else:
         cluster_backward_pass(ib, ws, dq, dv, M, proj)
+        return  # (the clusters' pass adds the armature to their blocks)
     if ws[0, L.W_ARM] != 0.0:  # armature: constant, on M's diagonal only
         for i in range(1, nb + 1):
             iv = ib[i, L.I_IV]
             for k in range(ib[i, L.I_NV]):
-                if proj is None:
-                    M[iv + k, iv + k] += ws[i, L.W_ARM + k]
-                else:
-                    project_entry(proj, dq, dv, M, iv + k, iv + k, 0.0, 0.0, ws[i, L.W_ARM + k], False)
+                M[iv + k, iv + k] += ws[i, L.W_ARM + k]
 
 
 @sequence
@@ -638,29 +657,32 @@ def aba_derivatives_kernel(ib, ws, q, v, tau, fext, ddq, dq, dv, minv, Lf):
 # (:mod:`.loop_derivatives`, (L5)–(L6)), which read the columns of Gᵀ X_v and Gᵀ M_s at the loops'
 # dependent coordinates.
 #
-# The congruences Gᵀ X G are not formed from the spanning matrices: the spanning pass projects each
-# entry X[r, c] on the independent coordinates as it makes it (:func:`project_entry`, through G's
-# sparse rows), as the cluster CRBA does for H. No nv_s × nv_s matrix is written: forming the three
-# spanning matrices and then the two sparse products took GT 96 (nv_s = 192) 80 µs more than the
-# spanning tree's own derivatives (the second product, Z G, walks columns: 62 µs of it), Tello 2.3 µs.
+# The congruences Gᵀ X G are not formed from the spanning matrices: the spanning pass projects its
+# entries on the independent coordinates as it makes them, cluster by cluster
+# (:func:`cluster_backward_pass`). No nv_s × nv_s matrix is written: forming the three spanning
+# matrices and then the two sparse products took GT 96 (nv_s = 192) 80 µs more than the spanning
+# tree's own derivatives (the second product, Z G, walks columns: 62 µs of it), Tello 2.3 µs; the
+# grouped pass takes GT 96 0.68 of the spanning tree's time.
 
 
 @njit(cache=True)
 def c_terms_offset(ic, nv):
     """Where :func:`c_rnea_derivatives_core` leaves the implicit loops' terms in its ``buf``: after the
-    columns of ``Gᵀ X_v`` and ``Gᵀ M_s`` at the dependent coordinates, 2 nv n_d floats
-    (:func:`.loop_derivatives.dependent_count`)."""
-    return 2 * nv * dependent_count(ic)
+    clusters' sums and blocks of :func:`cluster_backward_pass` (``AGG`` floats per independent
+    coordinate, 3 n² per cluster of n spanning coordinates), the dependent coordinates' vectors (12
+    each) and the columns of ``Gᵀ X_v`` and ``Gᵀ M_s`` at them (2 nv each; layout ``C0_SUMM``,
+    ``C0_SUMN2``, ``C0_NDEP``)."""
+    return AGG * ic[0, L.C0_SUMM] + 3 * ic[0, L.C0_SUMN2] + (12 + 2 * nv) * ic[0, L.C0_NDEP]
 
 
 @njit(cache=True)
 def c_buffer_size(ic, nv):
-    """Floats of :func:`c_rnea_derivatives_core`'s ``buf``: with implicit clusters, the columns of
-    ``Gᵀ X_v``, ``Gᵀ M_s`` at their dependent coordinates, the loops' terms
-    (:func:`.loop_derivatives.terms_size`, at :func:`c_terms_offset`) and τ_s (nv_s); none without."""
-    if not has_implicit(ic):
-        return 0
-    return c_terms_offset(ic, nv) + terms_size(ic) + ic[0, L.C0_NVS]
+    """Floats of :func:`c_rnea_derivatives_core`'s ``buf``: up to :func:`c_terms_offset`, then with
+    implicit clusters the loops' terms (:func:`.loop_derivatives.terms_size`) and τ_s (nv_s)."""
+    size = c_terms_offset(ic, nv)
+    if has_implicit(ic):
+        size += terms_size(ic) + ic[0, L.C0_NVS]
+    return size
 
 
 @shared  # called by five kernels (single, batch, contact): compiled once, called by address
@@ -679,23 +701,21 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
     nqs, nvs = ic[0, L.C0_NQS], ic[0, L.C0_NVS]
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
     n = dq.shape[0]
-    nd = dependent_count(ic)
-    GXv = view(buf, 0, (n, nd))  # Gᵀ X_v and Gᵀ M_s at the dependent coordinates (none: 0 columns)
-    GXm = view(buf, n * nd, (n, nd))
-    dcol = view(stack_ints(), 0, (nvs,)) if nvs <= STACK_INTS else np.empty(nvs, np.int64)
-    dcol = borrowed((dcol,))[0]
-    dependent_columns(ib, ic, cb, dcol)
-    mmax = 0
-    for k in range(1, ic[0, L.C0_NCL] + 1):
-        mmax = max(mmax, ic[k, L.C_M])
-    need = AGG * mmax + 12 * nd  # the clusters' sums, the dependent coordinates' vectors
-    sc = stack_floats() if need <= STACK_FLOATS else np.empty(need)
-    sc = borrowed((sc,))[0]
-    agg = view(sc, 0, (AGG * mmax,))
-    depv = view(sc, AGG * mmax, (nd, 12))
+    nd, na, nblk = ic[0, L.C0_NDEP], AGG * ic[0, L.C0_SUMM], 3 * ic[0, L.C0_SUMN2]
+    # buf: the clusters' sums and blocks, the dependent coordinates' vectors and the columns of
+    # Gᵀ X_v and Gᵀ M_s at them (none: 0 columns), then the loops' terms (c_terms_offset)
+    aggs = view(buf, 0, (na,))
+    blks = view(buf, na, (nblk,))
+    o = na + nblk
+    depv = view(buf, o, (nd, 12))
+    GXv = view(buf, o + 12 * nd, (n, nd))
+    GXm = view(buf, o + 12 * nd + n * nd, (n, nd))
+    zero_fill(GXv)
+    zero_fill(GXm)
+    dcol = view(cb, ic[0, L.C0_DCOL], (nvs,))
     # views built directly (C layout, as the tree kernel is compiled for)
     rnea_derivatives_core(ib, ws, view(wc, QS, (nqs,)), view(wc, QDS, (nvs,)), view(wc, QDDS, (nvs,)), fext,
-                          dq, dv, H, (ic, cb, wc, dcol, GXv, GXm, agg, depv))  # fmt: skip
+                          dq, dv, H, (ic, cb, wc, dcol, GXv, GXm, aggs, depv, blks))  # fmt: skip
     if nd > 0:  # G(q), g(q, q̇): the terms of ∂G and ∂g (loop_derivatives, (L5)–(L6))
         o = c_terms_offset(ic, n)
         nt = terms_size(ic)

@@ -26,7 +26,7 @@ coordinates' ``τ_y = Gᵀ τ_s`` has
     ∂τ_y/∂δ_l = Gᵀ (X_q G e_l + X_v W_l + M_s Zq_l) + (∂G/∂δ_l)ᵀ τ_s,                           (L5)
     ∂τ_y/∂ẏ_l = Gᵀ (X_v G e_l + M_s Zv_l),   ∂τ_y/∂ÿ = Gᵀ M_s G = H.                            (L6)
 
-:func:`~.derivatives.c_rnea_derivatives_core` computes the ``Gᵀ X G`` congruences for every model;
+:func:`~.derivatives.c_rnea_derivatives_core` computes the ``Gᵀ X G`` terms for every model;
 :func:`loop_corrections` adds the remaining terms of (L5)–(L6) for the implicit clusters.
 
 The second and third derivatives of φ come from the cluster's own constraint program (the cluster
@@ -72,8 +72,6 @@ from .status import DATA_IN_USE, LOOP_CODE_MISSING, SINGULAR_CLUSTER, STATUS_BAS
 __all__ = [
     "has_implicit",
     "terms_size",
-    "dependent_count",
-    "dependent_columns",
     "term_offsets",
     "kd_inverse",
     "loop_tangent_terms",
@@ -102,33 +100,6 @@ def terms_size(ic):
             n, m = ic[k, L.C_N], ic[k, L.C_M]
             size += m * (n * m + 3 * n)
     return size
-
-
-@njit(cache=True)
-def dependent_count(ic):
-    """The number of dependent spanning coordinates: Σ ``nrow`` over the implicit clusters."""
-    nd = 0
-    for k in range(1, ic[0, L.C0_NCL] + 1):
-        if ic[k, L.C_KIND] == L.IMPLICIT:
-            nd += ic[k, L.C_NROW]
-    return nd
-
-
-@njit(cache=True)
-def dependent_columns(ib, ic, cb, dcol):
-    """``dcol[s]`` (nv_s entries) ← the compact index of spanning coordinate s among the dependent
-    coordinates (implicit clusters in order, their dependent rows in order: the columns of the
-    ``GXv``, ``GXm`` of :func:`loop_corrections`), or −1."""
-    for s in range(dcol.shape[0]):
-        dcol[s] = -1
-    at = 0
-    for k in range(1, ic[0, L.C0_NCL] + 1):
-        if ic[k, L.C_KIND] != L.IMPLICIT:
-            continue
-        first, dep = ic[k, L.C_FIRST], ic[k, L.C_DEP]
-        for r in range(ic[k, L.C_NROW]):
-            dcol[ib[cb[first + cb[dep + r]], L.I_IV]] = at
-            at += 1
 
 
 @inlined
@@ -329,8 +300,8 @@ def loop_corrections(ib, ic, cb, wc, GXv, GXm, taus, terms, dq, dv):
     """Add the implicit clusters' terms of (L5)–(L6) to ``dq`` = ``Gᵀ X_q G`` and ``dv`` = ``Gᵀ X_v G``:
     ``Gᵀ (X_v W_l + M_s Zq_l) + ∂G_lᵀ τ_s`` and ``Gᵀ M_s Zv_l`` in column ``iv + l``, from
     :func:`loop_tangent_terms`'s ``terms``, the columns of ``Gᵀ X_v`` (``GXv``) and ``Gᵀ M_s`` (``GXm``)
-    at the dependent spanning coordinates (nv × :func:`dependent_count`, in the order of
-    :func:`dependent_columns`: the projected spanning pass of :mod:`.derivatives` makes them) and the
+    at the dependent spanning coordinates (nv × ``ic[0, C0_NDEP]``, in the order of layout ``C0_DCOL``:
+    the projected spanning pass of :mod:`.derivatives` makes them) and the
     spanning tree's forces ``taus``. W, Zq and Zv vanish outside the cluster's dependent rows, so column
     ``iv + l`` gains Σ_r (Gᵀ X_v)[:, s_r] W_r + (Gᵀ M_s)[:, s_r] Zq_r: O(nv · nrow) per independent
     coordinate of a loop (forming X_v W and M_s Zq first, then multiplying by Gᵀ, cost Tello 1.4 µs

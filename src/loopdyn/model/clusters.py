@@ -676,7 +676,9 @@ def _joint_subspace(model, b: int) -> np.ndarray:
 def _g_rows(tree: ClusterTree, ic: np.ndarray, ib: np.ndarray, wc: np.ndarray, nvs: int) -> list[int]:
     """The sparse rows of the whole model's G (spanning velocity r → independent velocities): NVS + 1
     pointers relative to the start, then (independent index, wc offset of the G entry) per non-zero;
-    an implicit cluster's entries are all kept (its G changes with q). See ``layout.C0_GMAP``."""
+    an implicit cluster's dependent rows are kept whole (they change with q), its independent rows
+    are the unit rows the cluster kernels write (``P[1; −K_d⁻¹K_i]``): their one entry only. See
+    ``layout.C0_GMAP``."""
     from . import layout as L
 
     rows: list[list[tuple[int, int]]] = [[] for _ in range(nvs)]
@@ -690,7 +692,11 @@ def _g_rows(tree: ClusterTree, ic: np.ndarray, ib: np.ndarray, wc: np.ndarray, n
             continue
         for j, b in enumerate(c.bodies):  # 1-DoF joints: body j's coordinate is the cluster's j-th
             for l in range(m):
-                if c.kind == IMPLICIT or wc[G + j * m + l] != 0.0:
+                if c.kind == IMPLICIT:
+                    keep = j in c.dependent or c.independent[l] == j
+                else:
+                    keep = wc[G + j * m + l] != 0.0
+                if keep:
                     rows[int(ib[b, L.I_IV])].append((c.iv + l, G + j * m + l))
     return _csr(rows)
 
@@ -885,6 +891,16 @@ def compile_clusters(model, tree: ClusterTree, ib: np.ndarray, ws: np.ndarray) -
     cb.extend(g_rows)
     ic[0, L.C0_GCOLS] = len(cb)
     cb.extend(_g_columns(g_rows, nvs, tree.nv))
+    ic[0, L.C0_SUMM] = int(ic[1 : ncl + 1, L.C_M].sum())
+    ic[0, L.C0_SUMN2] = int((ic[1 : ncl + 1, L.C_N] ** 2).sum())
+    dcol = [-1] * nvs
+    for c in tree.clusters:
+        if c.kind == IMPLICIT:
+            for j in c.dependent:
+                dcol[int(ib[c.bodies[j], L.I_IV])] = ic[0, L.C0_NDEP]
+                ic[0, L.C0_NDEP] += 1
+    ic[0, L.C0_DCOL] = len(cb)
+    cb.extend(dcol)
     wc[ic[0, L.C0_PHITOL]] = model.constraint_tolerance
     wc[ic[0, L.C0_TCONST] : ic[0, L.C0_TCONST] + packed.consts.size] = packed.consts
     return CompiledClusters(

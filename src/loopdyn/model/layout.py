@@ -147,6 +147,11 @@ IC_ROW0 = (
     ("GCOLS", 1, "offset in cb of the columns of G by independent velocity index x: NV + 1 pointers "
      "(relative to GCOLS), then per entry the spanning velocity index r and the wc offset of G[r, x], r "
      "increasing — GMAP transposed, so that τ = Gᵀ τ_span is one sum per independent coordinate"),
+    ("SUMM", 1, "Σ M over the clusters (the derivatives' per-cluster sums)"),
+    ("SUMN2", 1, "Σ N² over the clusters (the derivatives' per-cluster blocks)"),
+    ("NDEP", 1, "dependent coordinates of the implicit clusters, Σ NROW"),
+    ("DCOL", 1, "offset in cb of, per spanning velocity index, its place among the dependent coordinates "
+     "(implicit clusters in order, their DEP order) or −1: the columns of the derivatives' Gᵀ X_v, Gᵀ M_s"),
 )
 
 
