@@ -178,3 +178,30 @@ def assert_close(x, y, what: str, rtol: float = 1e-12) -> None:
     scale = max(1.0, float(np.abs(y).max()))
     err = float(np.abs(np.asarray(x) - np.asarray(y)).max()) / scale
     assert err <= rtol, f"{what}: relative difference {err:.2e} > {rtol:.0e}"
+
+
+def two_output_model(seed: int = 7) -> loopdyn.Model:
+    """A floating model with a declared cluster whose two bodies hang from the two bodies (link and
+    rotor) of a geared cluster: it leaves its parent cluster through two output bodies (the kernels
+    that group a cluster's bodies through one output body must walk it body by body). Physical
+    inertias (boxes)."""
+    rng = np.random.default_rng(seed)
+    m = loopdyn.Model("two_outputs")
+
+    def place():
+        return (_rotation(rng), rng.uniform(-0.3, 0.3, 3))
+
+    def inertia():
+        a, b, c = rng.uniform(0.05, 0.3, 3) ** 2
+        mass = rng.uniform(0.5, 2.0)
+        return loopdyn.Inertia(mass, rng.uniform(-0.1, 0.1, 3), np.diag([b + c, a + c, a + b]) * mass / 12)
+
+    m.add_body("base", 0, loopdyn.FreeFlyer(), inertia=inertia())
+    m.add_body("p1", "base", loopdyn.Revolute(_axis(rng)), place(), inertia())
+    m.add_body("p2", "base", loopdyn.Revolute(_axis(rng)), place(), inertia(), independent=False)
+    m.add_coupling("gear", "p1", "p2", 6.0)
+    m.add_body("a", "p1", loopdyn.Revolute(_axis(rng)), place(), inertia())
+    m.add_body("b", "p2", loopdyn.Revolute(_axis(rng)), place(), inertia())
+    m.add_cluster(["a", "b"])
+    m.add_body("c", "a", loopdyn.Revolute(_axis(rng)), place(), inertia())
+    return m

@@ -21,7 +21,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import trees
-from cluster_models import random_cluster_model
+from cluster_models import random_cluster_model, two_output_model
 from conftest import load_case
 from revolute_tables import XLA_OPTIONS
 
@@ -479,29 +479,8 @@ def test_cluster_whose_bodies_hang_from_different_bodies_equals_the_dense_refere
     leaves its parent through two output bodies: its entries against the bodies above are walked body
     by body (the grouped walk needs one output body). Equal to the dense ``Gᵀ X G``; and the grouping
     condition does fail here (the per-body path is the one tested)."""
+    m = two_output_model()
     rng = np.random.default_rng(7)
-    m = loopdyn.Model("two_outputs")
-
-    def place():
-        return (trees.random_rotation(rng), rng.uniform(-0.3, 0.3, 3))
-
-    def inertia():  # principal moments of a box: the triangle inequality holds
-        a, b, c = rng.uniform(0.05, 0.3, 3) ** 2
-        mass = rng.uniform(0.5, 2.0)
-        return loopdyn.Inertia(mass, rng.uniform(-0.1, 0.1, 3), np.diag([b + c, a + c, a + b]) * mass / 12)
-
-    def unit(rng):
-        x = rng.normal(size=3)
-        return x / np.linalg.norm(x)
-
-    m.add_body("base", 0, loopdyn.FreeFlyer(), inertia=inertia())
-    m.add_body("p1", "base", loopdyn.Revolute(unit(rng)), place(), inertia())
-    m.add_body("p2", "base", loopdyn.Revolute(unit(rng)), place(), inertia(), independent=False)
-    m.add_coupling("gear", "p1", "p2", 6.0)
-    m.add_body("a", "p1", loopdyn.Revolute(unit(rng)), place(), inertia())
-    m.add_body("b", "p2", loopdyn.Revolute(unit(rng)), place(), inertia())
-    m.add_cluster(["a", "b"])
-    m.add_body("c", "a", loopdyn.Revolute(unit(rng)), place(), inertia())
     d = m.create_data()
     outs = {int(d.ib[m.body_id(name), L.I_OUT]) for name in ("a", "b")}
     assert outs == {m.body_id("p1"), m.body_id("p2")}

@@ -63,10 +63,13 @@ two runs of the program's k part per independent coordinate, on the registers it
 digits to a large |u| or |q̇|). Where the program has a native rate function (a Data's programs run
 natively: :meth:`loopdyn.Data.load_rate_programs`), K̇ itself is its Taylor coefficient 1 along q̇
 (:func:`loopdyn.constraints.native.generate_taylor_source`), one call per cluster, and ``−K̇ G`` a
-product (Tello's four differentials: 16 runs of k replaced by 4 calls). The products with G are
-sums over its sparse columns (``ic[0, C0_GCOLS]``, :func:`g_congruence`); ``Gᵀ M_s Ġ``
-only over the implicit clusters' columns and Ġ's nonzero rows: O(nnz(G)(nv_s + nv)) after the
-O(n·d) spanning-tree pass.
+product (Tello's four differentials: 16 runs of k replaced by 4 calls).
+
+The products with G are not formed from spanning matrices: the spanning pass projects C_s (or Ṁ_s)
+and the columns of Gᵀ M_s at the loops' dependent coordinates as it makes them, a cluster's bodies
+grouped through their common output body (:func:`cluster_coriolis_pass`, as
+:func:`.derivatives.cluster_backward_pass` does for the RNEA derivatives); ``Gᵀ M_s Ġ`` then only
+over the implicit clusters' columns and Ġ's nonzero rows: O(n·d) in all.
 """
 
 from __future__ import annotations
@@ -100,10 +103,15 @@ from .cluster_kinematics import (
 from .common import check_configuration, check_vector, jcalc, kernel, s_column
 from .crba import zero_fill
 from .derivatives import (
+    AGG,
     D_B,
     D_S,
     D_V,
+    add_to_sums,
     bt_mul,
+    common_output,
+    load_sum,
+    project_block,
     store_b_matrix,
     to_parent,
     world_placement,
@@ -115,48 +123,6 @@ D_SD = L.W_TMP + 36  # Ṡ columns (column k at +6k); W_F holds h_i = I_i v_i, t
 # what the cores compute (bits of ``which``) and what the kernels return (``what``)
 WANT_C, WANT_M, WANT_MDOT = 1, 2, 4
 CORIOLIS, MDOT, CHRISTOFFEL = 0, 1, 2
-
-
-@inlined
-def gt_times(ic, cb, wc, X, Z):
-    """``Z = Gᵀ X`` (nv × nv_s) for the spanning nv_s × nv_s ``X``, through the sparse columns of G
-    (``ic[0, C0_GCOLS]``: per independent coordinate, pairs (spanning index, wc offset of the entry)):
-    row x of Z is Σ_e g_e × row r_e of X (contiguous rows), O(nnz(G) nv_s)."""
-    GC = ic[0, L.C0_GCOLS]
-    n, ns = Z.shape[0], X.shape[1]
-    for x in range(n):
-        e0, e1 = GC + cb[GC + x], GC + cb[GC + x + 1]
-        r, g = (cb[e0], wc[cb[e0 + 1]]) if e1 > e0 else (0, 0.0)  # the first stored (an empty column: 0)
-        for c in range(ns):
-            Z[x, c] = g * X[r, c]
-        for e in range(e0 + 2, e1, 2):
-            r, g = cb[e], wc[cb[e + 1]]
-            for c in range(ns):
-                Z[x, c] += g * X[r, c]
-
-
-@njit(cache=True, fastmath={"contract"})
-def g_congruence(ic, cb, wc, X, out, Z):
-    """``out = Gᵀ X G`` (nv × nv) for the spanning nv_s × nv_s ``X``, in two products: ``Z = Gᵀ X``
-    (:func:`gt_times`) into the nv × nv_s scratch ``Z``, then ``out = Z G``: O(nnz(G) (nv_s + nv)).
-
-    Both products put the walk over G's entries outside and a plain loop over a row (``Z``) or a
-    column (``out``) inside: with the sum over a column's entries innermost (a short loop of varying
-    length, one dependent chain of loads per product) Tello's ``Gᵀ C_s G`` took 2.9 µs, this way
-    0.85 µs."""
-    ic, cb, wc, X, out, Z = borrowed((ic, cb, wc, X, out, Z))
-    gt_times(ic, cb, wc, X, Z)
-    GC = ic[0, L.C0_GCOLS]
-    n = out.shape[0]
-    for y in range(n):  # out column y = Σ_f g_f × column r_f of Z
-        f0, f1 = GC + cb[GC + y], GC + cb[GC + y + 1]
-        r, g = (cb[f0], wc[cb[f0 + 1]]) if f1 > f0 else (0, 0.0)
-        for x in range(n):
-            out[x, y] = Z[x, r] * g
-        for f in range(f0 + 2, f1, 2):
-            r, g = cb[f], wc[cb[f + 1]]
-            for x in range(n):
-                out[x, y] += Z[x, r] * g
 
 
 @inlined
@@ -182,9 +148,24 @@ def forward_body(ib, ws, i, q, v, ref):
 
 
 @inlined
-def rows_of_body(ib, ws, i, C, M, Md, which):
-    """Entries (r, c) for r a coordinate of body i and c of any j ⪯ i (i included), composites of i
-    final: C by (C2), M (both ways), Ṁ by (C4) (both ways)."""
+def column_force(ws, i, k, Ic):
+    """``u = Ic_i Ṡ + Bc_i S`` for body i's coordinate k: C's column entries are ``S_rᵀ u`` (C3)."""
+    return ops.add6(
+        ops.inertia_mul(Ic, ops.load6(ws, i, D_SD + 6 * k)),
+        ops.scale6(ops.mat6_mul(ws, i, D_B, ops.load6(ws, i, D_S + 6 * k)), 0.5),
+    )
+
+
+@inlined
+def rows_of_body(ib, ws, i, C, M, Md, which, cl, stop):
+    """Entries (r, c) for r a coordinate of body i and c of any j ⪯ i (i included) up to, not
+    including, body ``stop`` (0: every ancestor), composites of i final: C by (C2), M (both ways), Ṁ
+    by (C4) (both ways). ``cl`` None: into the spanning matrices; else (the walk stays in i's cluster)
+    into the cluster's block (0: C, 1: Ṁ, 2: M) in its local coordinates, and, when ``stop`` is a
+    body, Ic S, 2Bcᵀ S, the Ṁ row vector and u (:func:`column_force`) to the cluster's sums
+    (:func:`.derivatives.add_to_sums`; :func:`cluster_coriolis_pass`)."""
+    if cl is not None:
+        blk = borrowed(cl)[6]
     Ic = ops.load10(ws, i, L.W_IC)
     hc = ops.load6(ws, i, L.W_F)
     ivi = ib[i, L.I_IV]
@@ -196,50 +177,183 @@ def rows_of_body(ib, ws, i, C, M, Md, which):
         icsd = ops.inertia_mul(Ic, ops.load6(ws, i, D_SD + 6 * k))
         md_s = ops.add6(ops.add6(icsd, bts), ops.cross_force(s, hc))
         r = ivi + k
+        lr = ib[i, L.I_SUB] + k  # local (cl)
+        if cl is not None:
+            if stop > 0:
+                add_to_sums(cl, r, 0, ics, bts)
+                add_to_sums(cl, r, 12, md_s, column_force(ws, i, k, Ic))
         j = i
+        while j != stop:
+            ivj = ib[j, L.I_IV]
+            for l in range(ib[j, L.I_NV]):
+                c = ivj + l
+                lc = ib[j, L.I_SUB] + l
+                sjl = ops.load6(ws, j, D_S + 6 * l)
+                sdjl = ops.load6(ws, j, D_SD + 6 * l)
+                if which & WANT_C:
+                    x = ops.dot6(ics, sdjl) + 0.5 * ops.dot6(bts, sjl)
+                    if cl is None:
+                        C[r, c] = x
+                    else:
+                        blk[0, lr, lc] = x
+                if which & WANT_M:
+                    m = ops.dot6(ics, sjl)
+                    if cl is None:
+                        M[r, c] = m
+                        M[c, r] = m
+                    else:
+                        blk[2, lr, lc] = m
+                        blk[2, lc, lr] = m
+                if which & WANT_MDOT:
+                    md = ops.dot6(md_s, sjl) + ops.dot6(ics, sdjl)
+                    if cl is None:
+                        Md[r, c] = md
+                        Md[c, r] = md
+                    else:
+                        blk[1, lr, lc] = md
+                        blk[1, lc, lr] = md
+            j = ib[j, L.I_PARENT]
+
+
+@inlined
+def columns_of_body(ib, ws, i, C, cl, stop):
+    """C's entries (r, c) for c a coordinate of body i and r of a strict ancestor up to, not including,
+    body ``stop``: (C3); ``cl`` as :func:`rows_of_body`."""
+    if cl is not None:
+        blk = borrowed(cl)[6]
+    Ic = ops.load10(ws, i, L.W_IC)
+    ivi = ib[i, L.I_IV]
+    for k in range(ib[i, L.I_NV]):
+        u = column_force(ws, i, k, Ic)
+        c = ivi + k
+        j = ib[i, L.I_PARENT]
+        while j != stop:
+            ivj = ib[j, L.I_IV]
+            for l in range(ib[j, L.I_NV]):
+                x = ops.dot6(ops.load6(ws, j, D_S + 6 * l), u)
+                if cl is None:
+                    C[ivj + l, c] = x
+                else:
+                    blk[0, ib[j, L.I_SUB] + l, ib[i, L.I_SUB] + k] = x
+            j = ib[j, L.I_PARENT]
+
+
+@inlined
+def coriolis_outside(ib, ws, ic, cb, wc, k, top, out, what, dcol, GXm, agg):
+    """Cluster k's entries against the ancestors of body ``top`` (itself included), from its sums
+    (A = Σ G Ic S, B = Σ G 2Bcᵀ S, D = Σ G (Ṁ row vector), U = Σ G u): for each independent coordinate
+    a and coordinate c of those bodies, C: ``Σ_r G[r, a] C[r, c] = A·Ṡ_c + ½ B·S_c`` and
+    ``Σ_r C[c, r] G[r, a] = S_c·U``, or Ṁ: ``D·S_c + A·Ṡ_c`` both ways, projected on c through G's
+    row c into ``out``; and at a dependent c, ``Σ_r G[r, a] M[r, c] = A·S_c`` into the columns of
+    Gᵀ M_s (``GXm``, when it has any)."""
+    GM = ic[0, L.C0_GMAP]
+    y0 = ic[k, L.C_IV]
+    for a in range(ic[k, L.C_M]):
+        o = AGG * a
+        A, B = load_sum(agg, o), load_sum(agg, o + 6)
+        D, U = load_sum(agg, o + 12), load_sum(agg, o + 18)
+        ya = y0 + a
+        j = top
         while j > 0:
             ivj = ib[j, L.I_IV]
             for l in range(ib[j, L.I_NV]):
                 c = ivj + l
-                sjl = ops.load6(ws, j, D_S + 6 * l)
-                sdjl = ops.load6(ws, j, D_SD + 6 * l)
-                if which & WANT_C:
-                    C[r, c] = ops.dot6(ics, sdjl) + 0.5 * ops.dot6(bts, sjl)
-                if which & WANT_M:
-                    m = ops.dot6(ics, sjl)
-                    M[r, c] = m
-                    M[c, r] = m
-                if which & WANT_MDOT:
-                    md = ops.dot6(md_s, sjl) + ops.dot6(ics, sdjl)
-                    Md[r, c] = md
-                    Md[c, r] = md
+                s = ops.load6(ws, j, D_S + 6 * l)
+                sd = ops.load6(ws, j, D_SD + 6 * l)
+                asd = ops.dot6(A, sd)
+                if what == CORIOLIS:
+                    x = asd + 0.5 * ops.dot6(B, s)
+                    y = ops.dot6(s, U)
+                else:
+                    x = ops.dot6(D, s) + asd
+                    y = x
+                for f in range(GM + cb[GM + c], GM + cb[GM + c + 1], 2):
+                    b, g = cb[f], wc[cb[f + 1]]
+                    out[ya, b] += g * x
+                    out[b, ya] += g * y
+                kc = dcol[c]
+                if kc >= 0:
+                    GXm[ya, kc] += ops.dot6(A, s)
             j = ib[j, L.I_PARENT]
 
 
 @inlined
-def columns_of_body(ib, ws, i, C):
-    """C's entries (r, c) for c a coordinate of body i and r of a strict ancestor: (C3)."""
-    Ic = ops.load10(ws, i, L.W_IC)
-    ivi = ib[i, L.I_IV]
-    for k in range(ib[i, L.I_NV]):
-        u = ops.add6(
-            ops.inertia_mul(Ic, ops.load6(ws, i, D_SD + 6 * k)),
-            ops.scale6(ops.mat6_mul(ws, i, D_B, ops.load6(ws, i, D_S + 6 * k)), 0.5),
-        )
-        c = ivi + k
-        j = ib[i, L.I_PARENT]
+def coriolis_dependent(ib, ws, ic, cb, wc, k, GXm, dcol, depv):
+    """The columns of Gᵀ M_s at implicit cluster k's dependent coordinates r from the bodies above r's
+    body (``M_s[c, r] = S_cᵀ Ic S_r``, r's Ic S in ``depv``), through G's row c."""
+    GM = ic[0, L.C0_GMAP]
+    first, dep = ic[k, L.C_FIRST], ic[k, L.C_DEP]
+    for rr in range(ic[k, L.C_NROW]):
+        body = cb[first + cb[dep + rr]]
+        d = dcol[ib[body, L.I_IV]]
+        ics = load_sum(depv[d], 0)
+        j = ib[body, L.I_OUT]
         while j > 0:
             ivj = ib[j, L.I_IV]
             for l in range(ib[j, L.I_NV]):
-                C[ivj + l, c] = ops.dot6(ops.load6(ws, j, D_S + 6 * l), u)
+                c = ivj + l
+                em = ops.dot6(ics, ops.load6(ws, j, D_S + 6 * l))
+                for f in range(GM + cb[GM + c], GM + cb[GM + c + 1], 2):
+                    GXm[cb[f], d] += wc[cb[f + 1]] * em
             j = ib[j, L.I_PARENT]
 
 
 @inlined
-def coriolis_pass(ib, ws, q, v, C, M, Md, which):
+def cluster_coriolis_pass(ib, ws, out, what, proj):
+    """The backward pass of :func:`coriolis_pass` on a spanning tree, cluster by cluster (children
+    first), projected on the independent coordinates as :func:`.derivatives.cluster_backward_pass`
+    does for the RNEA derivatives: ``out`` ← Gᵀ C_s G (``what`` = CORIOLIS) or Gᵀ Ṁ_s G (MDOT), and,
+    with implicit clusters (``GXm`` has columns), the columns of Gᵀ M_s at their dependent
+    coordinates."""
+    ic, cb, wc, dcol, GXm, aggs, depv, blks = borrowed(proj)
+    implicit = GXm.shape[1] > 0
+    which = (WANT_C if what == CORIOLIS else WANT_MDOT) | (WANT_M if implicit else 0)
+    for t in range(aggs.shape[0]):
+        aggs[t] = 0.0
+    for t in range(blks.shape[0]):
+        blks[t] = 0.0
+    ao, bo = aggs.shape[0], blks.shape[0]
+    none = view(blks, 0, (0, 0))
+    for k in range(ic[0, L.C0_NCL], 0, -1):
+        first, nbk, y0, n, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_IV], ic[k, L.C_N], ic[k, L.C_M]
+        ao -= AGG * m
+        bo -= 3 * n * n
+        agg = view(aggs, ao, (AGG * m,))
+        blk = view(blks, bo, (3, n, n))
+        cl = (ic, cb, wc, dcol, depv, agg, blk, y0)
+        grouped = common_output(ib, ic, cb, k)
+        for b in range(nbk - 1, -1, -1):
+            i = cb[first + b]
+            stop = ib[i, L.I_OUT]
+            rows_of_body(ib, ws, i, none, none, none, which, cl, stop)
+            if what == CORIOLIS:
+                columns_of_body(ib, ws, i, none, cl, stop)
+            sub = ib[i, L.I_SUB]
+            for kk in range(ib[i, L.I_NV]):  # armature: on M's diagonal only
+                blk[2, sub + kk, sub + kk] += ws[i, L.W_ARM + kk]
+            par = ib[i, L.I_PARENT]
+            if par > 0:
+                to_parent(ws, i, par)
+            if grouped < 0 and stop > 0:
+                coriolis_outside(ib, ws, ic, cb, wc, k, stop, out, what, dcol, GXm, agg)
+                for t in range(AGG * m):
+                    agg[t] = 0.0
+        if grouped > 0:
+            coriolis_outside(ib, ws, ic, cb, wc, k, grouped, out, what, dcol, GXm, agg)
+        if ic[k, L.C_KIND] == L.IMPLICIT:
+            coriolis_dependent(ib, ws, ic, cb, wc, k, GXm, dcol, depv)
+        project_block(ib, ic, cb, wc, k, blk, 0 if what == CORIOLIS else 1, out, dcol, none)
+        if implicit:
+            project_block(ib, ic, cb, wc, k, blk, 2, none, dcol, GXm)
+
+
+@inlined
+def coriolis_pass(ib, ws, q, v, C, M, Md, which, proj):
     """The tree's C (C2–C3), M and Ṁ (C4) at (q, v), validated inputs, into the nv × nv ``C``, ``M``,
     ``Md`` — those whose bit (WANT_C, WANT_M, WANT_MDOT) is set in ``which`` (the others are not
-    touched: pass empty arrays). M includes the armature."""
+    touched: pass empty arrays). M includes the armature. ``proj`` None: a tree; else the spanning
+    tree of a model with clusters, projected as it goes (:func:`cluster_coriolis_pass`: ``C`` or
+    ``Md`` then receives Gᵀ C_s G or Gᵀ Ṁ_s G)."""
     nb = ib[0, L.I0_NBODIES]
     if which & WANT_C:
         zero_fill(C)  # entries of bodies on different branches stay zero
@@ -255,10 +369,16 @@ def coriolis_pass(ib, ws, q, v, C, M, Md, which):
     ref = jcalc(ib, ws, 1, q)[1]
     for i in range(1, nb + 1):
         forward_body(ib, ws, i, q, v, ref)
-    for i in range(nb, 0, -1):
-        rows_of_body(ib, ws, i, C, M, Md, which)
+    if proj is not None:
         if which & WANT_C:
-            columns_of_body(ib, ws, i, C)
+            cluster_coriolis_pass(ib, ws, C, CORIOLIS, proj)
+        else:
+            cluster_coriolis_pass(ib, ws, Md, MDOT, proj)
+        return
+    for i in range(nb, 0, -1):
+        rows_of_body(ib, ws, i, C, M, Md, which, None, 0)
+        if which & WANT_C:
+            columns_of_body(ib, ws, i, C, None, 0)
         par = ib[i, L.I_PARENT]
         if par > 0:
             to_parent(ws, i, par)  # Ic, 2Bc and hc (in W_F) of the parent
@@ -277,7 +397,7 @@ def coriolis_core(ib, ws, q, v, C, M, Md, which):
     flag is a run-time int64 (call sites pass ``np.int64(...)``: a bare global constant would be
     typed as a literal and compile a copy of this function per value)."""
     ib, ws, q, v, C, M, Md = borrowed((ib, ws, q, v, C, M, Md))
-    coriolis_pass(ib, ws, q, v, C, M, Md, which)
+    coriolis_pass(ib, ws, q, v, C, M, Md, which, None)
 
 
 @njit(cache=True)
@@ -338,10 +458,11 @@ def coriolis_kernel(ib, ws, q, v, out, what):
 @njit(cache=True)
 def cluster_buffer_size(ic, n, what):
     """Floats of scratch :func:`c_coriolis_core` (and, for CHRISTOFFEL, :func:`c_christoffel_core`)
-    need: C_s or Ṁ_s and M_s (nv_s² each), Gᵀ X (nv × nv_s), Ġ of the implicit clusters (Σ N M), the
-    polarisation's scratch (N + 2 rows + NROW² + NROW M at most) or the native rate function's
-    (K, K̇: 2 rows × N), and for Γ, C_y and ẏ = e_k."""
-    nvs = ic[0, L.C0_NVS]
+    need: the clusters' sums and blocks of :func:`cluster_coriolis_pass` (``AGG`` per independent
+    coordinate, 3 n² per cluster), the dependent coordinates' vectors (12 each) and the columns of
+    Gᵀ M_s at them (nv each), Ġ of the implicit clusters (Σ N M), the polarisation's scratch (N + 2
+    rows + NROW² + NROW M at most) or the native rate function's (K, K̇: 2 rows × N), and for Γ, C_y
+    and ẏ = e_k."""
     gd = 0
     sc = 0
     for k in range(1, ic[0, L.C0_NCL] + 1):
@@ -351,7 +472,8 @@ def cluster_buffer_size(ic, n, what):
             nt = nrow + ic[k, L.C_NCHECK]
             sc = max(sc, nn + 2 * nt + nrow * nrow + nrow * m, 2 * nt * nn)
     extra = n * n + n if what == CHRISTOFFEL else 0
-    return 2 * nvs * nvs + n * nvs + gd + sc + extra
+    pass_size = AGG * ic[0, L.C0_SUMM] + 3 * ic[0, L.C0_SUMN2] + (12 + n) * ic[0, L.C0_NDEP]
+    return pass_size + gd + sc + extra
 
 
 @inlined
@@ -473,11 +595,12 @@ def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out,
     )
     n, nvs, nqs = out.shape[0], ic[0, L.C0_NVS], ic[0, L.C0_NQS]
     ncl = ic[0, L.C0_NCL]
-    n2 = nvs * nvs
-    X = view(buf, 0, (nvs, nvs))  # C_s or Ṁ_s
-    Ms = view(buf, n2, (nvs, nvs))
-    Z = view(buf, 2 * n2, (n, nvs))
-    gd0 = 2 * n2 + n * nvs
+    nd, na, nblk = ic[0, L.C0_NDEP], AGG * ic[0, L.C0_SUMM], 3 * ic[0, L.C0_SUMN2]
+    aggs = view(buf, 0, (na,))  # cluster_coriolis_pass's sums and blocks, the dependent coordinates'
+    blks = view(buf, na, (nblk,))  # vectors, the columns of Gᵀ M_s at them; then Ġ and scratch
+    depv = view(buf, na + nblk, (nd, 12))
+    GXm = view(buf, na + nblk + 12 * nd, (n, nd))
+    gd0 = na + nblk + (12 + n) * nd
     gd = gd0
     for k in range(1, ncl + 1):
         if ic[k, L.C_KIND] == L.IMPLICIT:
@@ -503,35 +626,37 @@ def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out,
     qs = view(wc, ic[0, L.C0_QS], (nqs,))
     qds = view(wc, ic[0, L.C0_QDS], (nvs,))
     none = view(buf, 0, (0, 0))
-    if what == CORIOLIS:
-        coriolis_core(ib, ws, qs, qds, X, Ms, none, np.int64(WANT_C | (WANT_M if implicit else 0)))
+    zero_fill(GXm)
+    dcol = view(cb, ic[0, L.C0_DCOL], (nvs,))
+    proj = (ic, cb, wc, dcol, GXm, aggs, depv, blks)
+    if what == CORIOLIS:  # Gᵀ C_s G or Gᵀ Ṁ_s G, and Gᵀ M_s at the dependent coordinates
+        coriolis_pass(ib, ws, qs, qds, out, none, none, np.int64(WANT_C), proj)
     else:
-        coriolis_core(ib, ws, qs, qds, none, Ms, X, np.int64(WANT_MDOT | (WANT_M if implicit else 0)))
-    g_congruence(ic, cb, wc, X, out, Z)  # Gᵀ C_s G or Gᵀ Ṁ_s G
+        coriolis_pass(ib, ws, qs, qds, none, none, out, np.int64(WANT_MDOT), proj)
     if not implicit:
         return 0
     # Gᵀ M_s Ġ: Ġ's non-zero entries are the implicit clusters' (their dependent rows, their columns):
-    # with Z = Gᵀ M_s (rows of M_s, as the congruence's first product), column col = iv + l of the
-    # result is Σ_r Ġ[s_r, l] Z[:, s_r] over the cluster's dependent spanning coordinates s_r
-    gt_times(ic, cb, wc, Ms, Z)
+    # column col = iv + l of the result is Σ_r Ġ[s_r, l] (Gᵀ M_s)[:, s_r] over the cluster's dependent
+    # spanning coordinates s_r (GXm's columns d0 …)
     gd = gd0
+    d0 = 0
     for k in range(1, ncl + 1):
         if ic[k, L.C_KIND] != L.IMPLICIT:
             continue
-        nn, m, iv, first = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_FIRST]
+        nn, m, iv = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_IV]
         dep, nrow = ic[k, L.C_DEP], ic[k, L.C_NROW]
         for l in range(m):
             col = iv + l
             for r in range(nrow):
-                j = cb[dep + r]
-                gjl = buf[gd + j * m + l]
-                sj = ib[cb[first + j], L.I_IV]
+                gjl = buf[gd + cb[dep + r] * m + l]
+                d = d0 + r
                 for x in range(n):
-                    out[x, col] += gjl * Z[x, sj]
+                    out[x, col] += gjl * GXm[x, d]
                 if what == MDOT:  # Ḣ: + Ġᵀ M_s G, the transpose
                     for x in range(n):
-                        out[col, x] += gjl * Z[x, sj]
+                        out[col, x] += gjl * GXm[x, d]
         gd += nn * m
+        d0 += nrow
     return 0
 
 

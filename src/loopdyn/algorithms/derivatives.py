@@ -408,39 +408,33 @@ def dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv):
 
 
 @inlined
-def project_block(ib, ic, cb, wc, k, blk, dq, dv, H, dcol, GXv, GXm):
-    """Cluster k's own block ``G_kᵀ X_k G_k`` (X_k: the n × n entries between its coordinates, in
-    ``blk``; G_k its n × m block of G, row-major at ``ic[k, C_G]``) into the diagonal block of ``dq``,
-    ``dv``, ``H``, and ``G_kᵀ X_k`` at its dependent coordinates into GXv, GXm."""
+def project_block(ib, ic, cb, wc, k, blk, t, out, dcol, GX):
+    """Cluster k's own block of matrix t, ``G_kᵀ X_k G_k`` (X_k = ``blk[t]``: the n × n entries between
+    its coordinates; G_k its n × m block of G, row-major at ``ic[k, C_G]``), added to the diagonal
+    block of ``out`` (unless it has no rows), and ``G_kᵀ X_k`` at the cluster's dependent coordinates
+    to those columns of ``GX`` (``dcol``; unless it has no columns)."""
     n, m, y0, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_G]
-    if ic[k, L.C_KIND] == L.SINGLE_BODY:  # G_k = 1
-        for a in range(n):
-            for b in range(n):
-                dq[y0 + a, y0 + b] = blk[0, a, b]
-                dv[y0 + a, y0 + b] = blk[1, a, b]
-                H[y0 + a, y0 + b] = blk[2, a, b]
+    to_out, to_gx = out.shape[0] > 0, GX.shape[1] > 0
+    if ic[k, L.C_KIND] == L.SINGLE_BODY:  # G_k = 1 (no dependent coordinates)
+        if to_out:
+            for a in range(n):
+                for b in range(n):
+                    out[y0 + a, y0 + b] += blk[t, a, b]
         return
     first = ic[k, L.C_FIRST]
     for a in range(m):
         ya = y0 + a
         for c in range(n):  # (G_kᵀ X_k)[a, c], then times row c of G_k
-            tq = 0.0
-            tv = 0.0
-            tm = 0.0
+            x = 0.0
             for r in range(n):
-                g = wc[G + r * m + a]
-                tq += g * blk[0, r, c]
-                tv += g * blk[1, r, c]
-                tm += g * blk[2, r, c]
-            for b in range(m):
-                g = wc[G + c * m + b]
-                dq[ya, y0 + b] += tq * g
-                dv[ya, y0 + b] += tv * g
-                H[ya, y0 + b] += tm * g
-            d = dcol[ib[cb[first + c], L.I_IV]]  # 1-DoF bodies: local coordinate c is body c's
-            if d >= 0:
-                GXv[ya, d] += tv
-                GXm[ya, d] += tm
+                x += wc[G + r * m + a] * blk[t, r, c]
+            if to_out:
+                for b in range(m):
+                    out[ya, y0 + b] += x * wc[G + c * m + b]
+            if to_gx:
+                d = dcol[ib[cb[first + c], L.I_IV]]  # 1-DoF bodies: local coordinate c is body c's
+                if d >= 0:
+                    GX[ya, d] += x
 
 
 @inlined
@@ -455,6 +449,7 @@ def cluster_backward_pass(ib, ws, dq, dv, H, proj):
     for t in range(blks.shape[0]):
         blks[t] = 0.0  # entries between in-cluster branches stay zero
     ao, bo = aggs.shape[0], blks.shape[0]
+    none = view(blks, 0, (0, 0))
     for k in range(ic[0, L.C0_NCL], 0, -1):
         first, nbk, y0, n, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_IV], ic[k, L.C_N], ic[k, L.C_M]
         ao -= AGG * m
@@ -482,7 +477,9 @@ def cluster_backward_pass(ib, ws, dq, dv, H, proj):
             outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg)
         if ic[k, L.C_KIND] == L.IMPLICIT:
             dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv)
-        project_block(ib, ic, cb, wc, k, blk, dq, dv, H, dcol, GXv, GXm)
+        project_block(ib, ic, cb, wc, k, blk, 0, dq, dcol, none)
+        project_block(ib, ic, cb, wc, k, blk, 1, dv, dcol, GXv)
+        project_block(ib, ic, cb, wc, k, blk, 2, H, dcol, GXm)
 
 
 @shared(fastmath={"contract"})
