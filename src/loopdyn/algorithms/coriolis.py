@@ -334,17 +334,17 @@ def cluster_coriolis_pass(ib, ws, out, what, proj):
             par = ib[i, L.I_PARENT]
             if par > 0:
                 to_parent(ws, i, par)
-            if grouped < 0 and stop > 0:
+            if stop > 0 and (grouped < 0 or b == 0):  # as the RNEA derivatives' pass
                 coriolis_outside(ib, ws, ic, cb, wc, k, stop, out, what, dcol, GXm, agg)
-                for t in range(AGG * m):
-                    agg[t] = 0.0
-        if grouped > 0:
-            coriolis_outside(ib, ws, ic, cb, wc, k, grouped, out, what, dcol, GXm, agg)
+                if grouped < 0:
+                    for t in range(AGG * m):
+                        agg[t] = 0.0
         if ic[k, L.C_KIND] == L.IMPLICIT:
             coriolis_dependent(ib, ws, ic, cb, wc, k, GXm, dcol, depv)
-        project_block(ib, ic, cb, wc, k, blk, 0 if what == CORIOLIS else 1, out, dcol, none)
-        if implicit:
-            project_block(ib, ic, cb, wc, k, blk, 2, none, dcol, GXm)
+        outs, gxs = (out, none), (none, GXm)
+        for t in range(2 if implicit else 1):  # C or Ṁ into out; M's dependent columns
+            project_block(ib, ic, cb, wc, k, blk, (0 if what == CORIOLIS else 1) if t == 0 else 2, outs[t],
+                          dcol, gxs[t])  # fmt: skip
 
 
 @inlined

@@ -469,17 +469,18 @@ def cluster_backward_pass(ib, ws, dq, dv, H, proj):
             par = ib[i, L.I_PARENT]
             if par > 0:
                 to_parent(ws, i, par)
-            if out < 0 and stop > 0:  # each body's sums walked from its own output body
+            # the sums walked from the output body: the cluster's, once its bodies are done (b = 0:
+            # every body has that output), or each body's own (out < 0); one call site (compile time)
+            if stop > 0 and (out < 0 or b == 0):
                 outside_entries(ib, ws, ic, cb, wc, k, stop, dq, dv, H, dcol, GXv, GXm, agg)
-                for t in range(AGG * m):
-                    agg[t] = 0.0
-        if out > 0:
-            outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg)
+                if out < 0:
+                    for t in range(AGG * m):
+                        agg[t] = 0.0
         if ic[k, L.C_KIND] == L.IMPLICIT:
             dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv)
-        project_block(ib, ic, cb, wc, k, blk, 0, dq, dcol, none)
-        project_block(ib, ic, cb, wc, k, blk, 1, dv, dcol, GXv)
-        project_block(ib, ic, cb, wc, k, blk, 2, H, dcol, GXm)
+        outs, gxs = (dq, dv, H), (none, GXv, GXm)
+        for t in range(3):
+            project_block(ib, ic, cb, wc, k, blk, t, outs[t], dcol, gxs[t])
 
 
 @shared(fastmath={"contract"})
