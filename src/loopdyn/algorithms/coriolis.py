@@ -347,19 +347,6 @@ def cluster_coriolis_pass(ib, ws, out, what, proj):
                           dcol, gxs[t])  # fmt: skip
 
 
-@shared(fastmath={"contract"})
-def coriolis_forward_pass(ib, ws, q, v):
-    """The forward pass of :func:`coriolis_pass` over every body (validated inputs, at least one body):
-    a pass of its own, shared by the tree's and the clusters' backward passes (compiled once)."""
-    ib, ws, q, v = borrowed((ib, ws, q, v))
-    ops.store6(ws, 0, D_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
-    # reference frame: world axes, origin at body 1 at this q (as the RNEA derivatives: every entry is
-    # frame-invariant, and moments about a near origin keep their digits)
-    ref = jcalc(ib, ws, 1, q)[1]
-    for i in range(1, ib[0, L.I0_NBODIES] + 1):
-        forward_body(ib, ws, i, q, v, ref)
-
-
 @inlined
 def coriolis_pass(ib, ws, q, v, C, M, Md, which, proj):
     """The tree's C (C2–C3), M and Ṁ (C4) at (q, v), validated inputs, into the nv × nv ``C``, ``M``,
@@ -374,10 +361,14 @@ def coriolis_pass(ib, ws, q, v, C, M, Md, which, proj):
         zero_fill(M)
     if which & WANT_MDOT:
         zero_fill(Md)
+    ops.store6(ws, 0, D_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     if nb == 0:
-        ops.store6(ws, 0, D_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
         return
-    coriolis_forward_pass(ib, ws, q, v)
+    # reference frame: world axes, origin at body 1 at this q (as the RNEA derivatives: every entry is
+    # frame-invariant, and moments about a near origin keep their digits)
+    ref = jcalc(ib, ws, 1, q)[1]
+    for i in range(1, nb + 1):
+        forward_body(ib, ws, i, q, v, ref)
     if proj is not None:
         if which & WANT_C:
             cluster_coriolis_pass(ib, ws, C, CORIOLIS, proj)

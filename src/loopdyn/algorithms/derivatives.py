@@ -484,23 +484,6 @@ def cluster_backward_pass(ib, ws, dq, dv, H, proj):
 
 
 @shared(fastmath={"contract"})
-def forward_pass(ib, ws, q, v, a, fext):
-    """The forward pass of :func:`rnea_derivatives_core` (C&M Algorithm 1, lines 2–9) over every body,
-    validated inputs, at least one body. A pass of its own, shared by the tree's and the clusters'
-    backward passes (compiled once: the joint calculations are the larger part of its code)."""
-    ib, ws, q, v, a, fext = borrowed((ib, ws, q, v, a, fext))
-    ops.store6(ws, 0, D_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
-    ops.store6(ws, 0, D_A, gravity_seed(ws))
-    # the reference frame: world axes, origin at body 1's (a root: parents come first) at this q, held
-    # fixed while differentiating — any inertial frame gives the same τ and derivatives, and one near
-    # the robot keeps the moments p × f small: referred to the world origin, a free-flying robot 10 km
-    # away lost 5 digits (relative error 4e-8 against differences)
-    ref = jcalc(ib, ws, 1, q)[1]
-    for i in range(1, ib[0, L.I0_NBODIES] + 1):
-        forward_body(ib, ws, i, q, v, a, fext, ref)
-
-
-@shared(fastmath={"contract"})
 def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M, proj):
     """∂τ/∂q (tangent), ∂τ/∂v and ∂τ/∂a = M (full, armature included) of the RNEA at (q, v, a) with
     the external forces ``fext`` ((0, 6): none), validated inputs, into the nv × nv ``dq``, ``dv``,
@@ -514,9 +497,17 @@ def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M, proj):
     zero_fill(dq)  # entries of bodies on different branches stay zero
     zero_fill(dv)
     zero_fill(M)
+    ops.store6(ws, 0, D_V, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    ops.store6(ws, 0, D_A, gravity_seed(ws))
+    # the reference frame: world axes, origin at body 1's (a root: parents come first) at this q, held
+    # fixed while differentiating — any inertial frame gives the same τ and derivatives, and one near
+    # the robot keeps the moments p × f small: referred to the world origin, a free-flying robot 10 km
+    # away lost 5 digits (relative error 4e-8 against differences)
     if nb == 0:
         return
-    forward_pass(ib, ws, q, v, a, fext)
+    ref = jcalc(ib, ws, 1, q)[1]
+    for i in range(1, nb + 1):
+        forward_body(ib, ws, i, q, v, a, fext, ref)
     if proj is None:
         for i in range(nb, 0, -1):
             rows_of_body(ib, ws, i, dq, dv, M, None, 0)
