@@ -110,6 +110,7 @@ from .derivatives import (
     add_to_sums,
     bt_mul,
     common_output,
+    dependent_entries,
     load_sum,
     project_block,
     store_b_matrix,
@@ -278,27 +279,6 @@ def coriolis_outside(ib, ws, ic, cb, wc, k, top, out, what, dcol, GXm, agg):
 
 
 @inlined
-def coriolis_dependent(ib, ws, ic, cb, wc, k, GXm, dcol, depv):
-    """The columns of Gᵀ M_s at implicit cluster k's dependent coordinates r from the bodies above r's
-    body (``M_s[c, r] = S_cᵀ Ic S_r``, r's Ic S in ``depv``), through G's row c."""
-    GM = ic[0, L.C0_GMAP]
-    first, dep = ic[k, L.C_FIRST], ic[k, L.C_DEP]
-    for rr in range(ic[k, L.C_NROW]):
-        body = cb[first + cb[dep + rr]]
-        d = dcol[ib[body, L.I_IV]]
-        ics = load_sum(depv[d], 0)
-        j = ib[body, L.I_OUT]
-        while j > 0:
-            ivj = ib[j, L.I_IV]
-            for l in range(ib[j, L.I_NV]):
-                c = ivj + l
-                em = ops.dot6(ics, ops.load6(ws, j, D_S + 6 * l))
-                for f in range(GM + cb[GM + c], GM + cb[GM + c + 1], 2):
-                    GXm[cb[f], d] += wc[cb[f + 1]] * em
-            j = ib[j, L.I_PARENT]
-
-
-@inlined
 def cluster_coriolis_pass(ib, ws, out, what, proj):
     """The backward pass of :func:`coriolis_pass` on a spanning tree, cluster by cluster (children
     first), projected on the independent coordinates as :func:`.derivatives.cluster_backward_pass`
@@ -340,7 +320,7 @@ def cluster_coriolis_pass(ib, ws, out, what, proj):
                     for t in range(AGG * m):
                         agg[t] = 0.0
         if ic[k, L.C_KIND] == L.IMPLICIT:
-            coriolis_dependent(ib, ws, ic, cb, wc, k, GXm, dcol, depv)
+            dependent_entries(ib, ws, ic, cb, wc, k, none, GXm, dcol, depv)
         outs, gxs = (out, none), (none, GXm)
         for t in range(2 if implicit else 1):  # C or Ṁ into out; M's dependent columns
             project_block(ib, ic, cb, wc, k, blk, (0 if what == CORIOLIS else 1) if t == 0 else 2, outs[t],

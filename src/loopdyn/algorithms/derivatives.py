@@ -386,7 +386,8 @@ def outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg):
 def dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv):
     """The columns of Gᵀ M_s and Gᵀ X_v at implicit cluster k's dependent coordinates r from the
     bodies above r's body (``M_s[c, r] = S_cᵀ Ic S_r``, ``X_v[c, r] = S_cᵀ u_v``: r's own vectors in
-    ``depv``), through G's row c."""
+    ``depv``), through G's row c; ``GXv`` with no rows: Gᵀ M_s only (the Coriolis matrix)."""
+    with_v = GXv.shape[0] > 0
     GM = ic[0, L.C0_GMAP]
     first, dep = ic[k, L.C_FIRST], ic[k, L.C_DEP]
     for rr in range(ic[k, L.C_NROW]):
@@ -403,7 +404,8 @@ def dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv):
                 for f in range(GM + cb[GM + c], GM + cb[GM + c + 1], 2):
                     b, g = cb[f], wc[cb[f + 1]]
                     GXm[b, d] += g * em
-                    GXv[b, d] += g * ev
+                    if with_v:
+                        GXv[b, d] += g * ev
             j = ib[j, L.I_PARENT]
 
 
