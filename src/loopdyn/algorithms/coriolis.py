@@ -109,6 +109,7 @@ from .derivatives import (
     D_V,
     add_to_sums,
     bt_mul,
+    cluster_scratch,
     common_output,
     dependent_entries,
     load_sum,
@@ -116,6 +117,7 @@ from .derivatives import (
     store_b_matrix,
     to_parent,
     world_placement,
+    zero_scratch,
 )
 from .status import DATA_IN_USE, LOOP_CODE_MISSING, SINGULAR_CLUSTER, STATUS_BASE
 
@@ -288,18 +290,11 @@ def cluster_coriolis_pass(ib, ws, out, what, proj):
     ic, cb, wc, dcol, GXm, aggs, depv, blks = borrowed(proj)
     implicit = GXm.shape[1] > 0
     which = (WANT_C if what == CORIOLIS else WANT_MDOT) | (WANT_M if implicit else 0)
-    for t in range(aggs.shape[0]):
-        aggs[t] = 0.0
-    for t in range(blks.shape[0]):
-        blks[t] = 0.0
-    ao, bo = aggs.shape[0], blks.shape[0]
+    ao, bo = zero_scratch(aggs, blks)
     none = view(blks, 0, (0, 0))
     for k in range(ic[0, L.C0_NCL], 0, -1):
-        first, nbk, y0, n, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_IV], ic[k, L.C_N], ic[k, L.C_M]
-        ao -= AGG * m
-        bo -= 3 * n * n
-        agg = view(aggs, ao, (AGG * m,))
-        blk = view(blks, bo, (3, n, n))
+        first, nbk, y0, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_IV], ic[k, L.C_M]
+        agg, blk, ao, bo = cluster_scratch(ic, k, aggs, blks, ao, bo)
         cl = (ic, cb, wc, dcol, depv, agg, blk, y0)
         grouped = common_output(ib, ic, cb, k)
         for b in range(nbk - 1, -1, -1):

@@ -440,24 +440,39 @@ def project_block(ib, ic, cb, wc, k, blk, t, out, dcol, GX):
 
 
 @inlined
+def zero_scratch(aggs, blks):
+    """The clusters' sums and blocks zeroed, once per call (entries between in-cluster branches stay
+    zero); returns the end of each, where the last cluster's start is counted back from."""
+    for t in range(aggs.shape[0]):
+        aggs[t] = 0.0
+    for t in range(blks.shape[0]):
+        blks[t] = 0.0
+    return aggs.shape[0], blks.shape[0]
+
+
+@inlined
+def cluster_scratch(ic, k, aggs, blks, ao, bo):
+    """Cluster k's sums (``AGG`` per independent coordinate) and block (3 × n × n) in ``aggs``,
+    ``blks``, the clusters visited from the last (``ao``, ``bo``: the end of cluster k's places);
+    returns them and their starts."""
+    n, m = ic[k, L.C_N], ic[k, L.C_M]
+    ao -= AGG * m
+    bo -= 3 * n * n
+    return view(aggs, ao, (AGG * m,)), view(blks, bo, (3, n, n)), ao, bo
+
+
+@inlined
 def cluster_backward_pass(ib, ws, dq, dv, H, proj):
     """The backward pass of :func:`rnea_derivatives_core` on a spanning tree, cluster by cluster
     (children first), projected on the independent coordinates (see above). Every cluster has its
     own block and sums in ``blks``, ``aggs`` (zeroed once per call: zeroing a small block per cluster
     became a ``memset`` call per row)."""
     ic, cb, wc, dcol, GXv, GXm, aggs, depv, blks = borrowed(proj)
-    for t in range(aggs.shape[0]):
-        aggs[t] = 0.0
-    for t in range(blks.shape[0]):
-        blks[t] = 0.0  # entries between in-cluster branches stay zero
-    ao, bo = aggs.shape[0], blks.shape[0]
+    ao, bo = zero_scratch(aggs, blks)
     none = view(blks, 0, (0, 0))
     for k in range(ic[0, L.C0_NCL], 0, -1):
-        first, nbk, y0, n, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_IV], ic[k, L.C_N], ic[k, L.C_M]
-        ao -= AGG * m
-        bo -= 3 * n * n
-        agg = view(aggs, ao, (AGG * m,))
-        blk = view(blks, bo, (3, n, n))
+        first, nbk, y0, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_IV], ic[k, L.C_M]
+        agg, blk, ao, bo = cluster_scratch(ic, k, aggs, blks, ao, bo)
         cl = (ic, cb, wc, dcol, depv, agg, blk, y0)
         out = common_output(ib, ic, cb, k)  # −1: the bodies leave the cluster through different bodies
         for b in range(nbk - 1, -1, -1):  # bodies after their in-cluster children
