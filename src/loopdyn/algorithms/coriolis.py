@@ -612,26 +612,24 @@ def c_coriolis_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, out,
         return 0
     # Gᵀ M_s Ġ: Ġ's non-zero entries are the implicit clusters' (their dependent rows, their columns):
     # column col = iv + l of the result is Σ_r Ġ[s_r, l] (Gᵀ M_s)[:, s_r] over the cluster's dependent
-    # spanning coordinates s_r (GXm's columns d0 …)
+    # spanning coordinates s_r (GXm's column dcol[s_r])
     gd = gd0
-    d0 = 0
     for k in range(1, ncl + 1):
         if ic[k, L.C_KIND] != L.IMPLICIT:
             continue
-        nn, m, iv = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_IV]
+        nn, m, iv, first = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_FIRST]
         dep, nrow = ic[k, L.C_DEP], ic[k, L.C_NROW]
         for l in range(m):
             col = iv + l
             for r in range(nrow):
                 gjl = buf[gd + cb[dep + r] * m + l]
-                d = d0 + r
+                d = dcol[ib[cb[first + cb[dep + r]], L.I_IV]]
                 for x in range(n):
                     out[x, col] += gjl * GXm[x, d]
                 if what == MDOT:  # Ḣ: + Ġᵀ M_s G, the transpose
                     for x in range(n):
                         out[col, x] += gjl * GXm[x, d]
         gd += nn * m
-        d0 += nrow
     return 0
 
 

@@ -386,8 +386,8 @@ def outside_entries(ib, ws, ic, cb, wc, k, out, dq, dv, H, dcol, GXv, GXm, agg):
 def dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv):
     """The columns of Gᵀ M_s and Gᵀ X_v at implicit cluster k's dependent coordinates r from the
     bodies above r's body (``M_s[c, r] = S_cᵀ Ic S_r``, ``X_v[c, r] = S_cᵀ u_v``: r's own vectors in
-    ``depv``), through G's row c; ``GXv`` with no rows: Gᵀ M_s only (the Coriolis matrix)."""
-    with_v = GXv.shape[0] > 0
+    ``depv``), through G's row c; ``GXv`` with no columns: Gᵀ M_s only (the Coriolis matrix)."""
+    with_v = GXv.shape[1] > 0
     GM = ic[0, L.C0_GMAP]
     first, dep = ic[k, L.C_FIRST], ic[k, L.C_DEP]
     for rr in range(ic[k, L.C_NROW]):

@@ -309,7 +309,7 @@ def loop_corrections(ib, ic, cb, wc, GXv, GXm, taus, terms, dq, dv):
     ib, ic, cb, wc, GXv, GXm, taus, terms, dq, dv = borrowed((ib, ic, cb, wc, GXv, GXm, taus, terms, dq, dv))
     nv = dq.shape[0]
     at = 0
-    d0 = 0  # the cluster's first column of GXv, GXm
+    DC = ic[0, L.C0_DCOL]  # a spanning coordinate's column in GXv, GXm
     for k in range(1, ic[0, L.C0_NCL] + 1):
         if ic[k, L.C_KIND] != L.IMPLICIT:
             continue
@@ -320,7 +320,7 @@ def loop_corrections(ib, ic, cb, wc, GXv, GXm, taus, terms, dq, dv):
             col = iv + l
             for r in range(nrow):  # W, Zq, Zv vanish on the independent rows
                 j = cb[dep + r]
-                d = d0 + r
+                d = cb[DC + ib[cb[first + j], L.I_IV]]
                 w, zq, zv = terms[W + j], terms[Zq + j], terms[Zv + j]
                 for x in range(nv):
                     dq[x, col] += GXv[x, d] * w + GXm[x, d] * zq  # (L5)
@@ -330,7 +330,6 @@ def loop_corrections(ib, ic, cb, wc, GXv, GXm, taus, terms, dq, dv):
                 for j in range(n):
                     x += terms[dG + j * m + c] * taus[ib[cb[first + j], L.I_IV]]
                 dq[iv + c, col] += x
-        d0 += nrow
     return 0
 
 
