@@ -124,6 +124,68 @@ def kd_inverse(outputs, o, nK, T, idx, dep, nrow, KD, KDinv, at):
     return lu_solve_inplace(KD, 0, nrow, KDinv, at, nrow)
 
 
+@inlined
+def two_row_terms(cb, wc, G, dep, n, m, iv, KK, cn, i00, i01, i10, i11, gl, v, a, terms, at):
+    """(L2)–(L4) of an implicit cluster with two kept constraint rows (every built-in loop) into
+    ``terms[at:]``, with K_D⁻¹ = [[i00, i01], [i10, i11]] and the sums in registers; K's coefficients
+    in ``KK`` as :func:`loop_tangent_terms` left them (blocks of ``cn`` floats: K, K_1, K_2, then ∂K[G e_l]
+    per l) and ``gl`` = g on the cluster's coordinates. ∂G, W, Zq and Zv vanish outside the two dependent
+    rows d0, d1. The general steps of :func:`loop_tangent_terms` go through its scratch, which shares
+    memory with ``terms`` as far as the compiler knows: each store made it read the sums back. Returns
+    the offset after the cluster's blocks."""
+    d0, d1 = cb[dep], cb[dep + 1]
+    K1, K2 = cn, 2 * cn
+    for l in range(m):
+        dG, W, Zq, Zv, nxt = term_offsets(at, n, m)
+        dK = (3 + l) * cn  # ∂K[u], u = G e_l
+        b0 = 0.0  # ∂²φ(q̇, u) = K_1 u
+        b1 = 0.0
+        c0 = 0.0  # ½ ∂³φ(q̇, q̇, u) = K_2 u
+        c1 = 0.0
+        e0 = 0.0  # ∂K[u] g
+        e1 = 0.0
+        for j in range(n):
+            u = wc[G + j * m + l]
+            b0 += KK[K1 + j] * u
+            b1 += KK[K1 + n + j] * u
+            c0 += KK[K2 + j] * u
+            c1 += KK[K2 + n + j] * u
+            e0 += KK[dK + j] * gl[j]
+            e1 += KK[dK + n + j] * gl[j]
+        for j in range(dG, nxt):
+            terms[j] = 0.0
+        w0 = 0.0  # W = ∂G ẏ and ∂G ÿ at the dependent rows
+        w1 = 0.0
+        y0 = 0.0
+        y1 = 0.0
+        for c in range(m):  # ∂G_D[:, c] = −K_D⁻¹ (∂K[u] G e_c) (L2)
+            p0 = 0.0
+            p1 = 0.0
+            for j in range(n):
+                x = wc[G + j * m + c]
+                p0 += KK[dK + j] * x
+                p1 += KK[dK + n + j] * x
+            x0 = -(i00 * p0 + i01 * p1)
+            x1 = -(i10 * p0 + i11 * p1)
+            terms[dG + d0 * m + c] = x0
+            terms[dG + d1 * m + c] = x1
+            w0 += x0 * v[iv + c]
+            w1 += x1 * v[iv + c]
+            y0 += x0 * a[iv + c]
+            y1 += x1 * a[iv + c]
+        # (L3): −∂³φ(q̇, q̇, u) − 2 ∂²φ(q̇, w) − ∂K[u] g, w nonzero at d0, d1 only
+        r0 = -2.0 * (c0 + KK[K1 + d0] * w0 + KK[K1 + d1] * w1) - e0
+        r1 = -2.0 * (c1 + KK[K1 + n + d0] * w0 + KK[K1 + n + d1] * w1) - e1
+        terms[W + d0] = w0
+        terms[W + d1] = w1
+        terms[Zq + d0] = y0 + i00 * r0 + i01 * r1
+        terms[Zq + d1] = y1 + i10 * r0 + i11 * r1
+        terms[Zv + d0] = -2.0 * (i00 * b0 + i01 * b1)  # (L4)
+        terms[Zv + d1] = -2.0 * (i10 * b0 + i11 * b1)
+        at = nxt
+    return at
+
+
 @lazy(
     "int64(int64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[:, ::1], float64[::1], "
     "int64[:, ::1], int64[::1], float64[:], float64[:], float64[::1])",
@@ -225,15 +287,15 @@ def loop_tangent_terms(ib, ic, cb, wc, code, consts, table, outputs, v, a, terms
                 K_coefficient(outputs, o, n, c, D, 1 + l, KK, (3 + l) * cn)
         if nrow == 2:  # K_D⁻¹ as the cluster's coordinates left it (cluster_kinematics.implicit_two_rows)
             inv = kd_inverse_at(ic, k)
-            for e in range(4):
-                KDi[e] = wc[inv + e]
-        else:  # K_D⁻¹ by the cluster kernels' LU (its singularity test)
-            for r in range(nrow):
-                for c in range(nrow):
-                    KD[r * nrow + c] = KK[r * n + cb[dep + c]]
-                    KDi[r * nrow + c] = 1.0 if r == c else 0.0
-            if not lu_solve_inplace(KD, 0, nrow, KDi, 0, nrow):
-                return SINGULAR_CLUSTER * STATUS_BASE + k
+            at = two_row_terms(cb, wc, G, dep, n, m, iv, KK, cn, wc[inv], wc[inv + 1], wc[inv + 2],
+                               wc[inv + 3], gl, v, a, terms, at)  # fmt: skip
+            continue
+        for r in range(nrow):  # K_D⁻¹ by the cluster kernels' LU (its singularity test)
+            for c in range(nrow):
+                KD[r * nrow + c] = KK[r * n + cb[dep + c]]
+                KDi[r * nrow + c] = 1.0 if r == c else 0.0
+        if not lu_solve_inplace(KD, 0, nrow, KDi, 0, nrow):
+            return SINGULAR_CLUSTER * STATUS_BASE + k
         K1 = KK[cn:]
         K2 = KK[2 * cn :]
         for l in range(m):
