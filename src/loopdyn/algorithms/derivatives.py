@@ -423,6 +423,16 @@ def project_block(ib, ic, cb, wc, k, blk, t, out, dcol, GX):
                 for b in range(n):
                     out[y0 + a, y0 + b] += blk[t, a, b]
         return
+    if m == 1 and ic[k, L.C_KIND] == L.EXPLICIT:  # a geared link and its rotors: a number, no dependent
+        if to_out:  # coordinates
+            x = 0.0
+            for r in range(n):
+                y = 0.0
+                for c in range(n):
+                    y += blk[t, r, c] * wc[G + c]
+                x += wc[G + r] * y
+            out[y0, y0] += x
+        return
     first = ic[k, L.C_FIRST]
     for a in range(m):
         ya = y0 + a
