@@ -423,16 +423,6 @@ def project_block(ib, ic, cb, wc, k, blk, t, out, dcol, GX):
                 for b in range(n):
                     out[y0 + a, y0 + b] += blk[t, a, b]
         return
-    if m == 1 and ic[k, L.C_KIND] == L.EXPLICIT:  # a geared link and its rotors: a number, no dependent
-        if to_out:  # coordinates
-            x = 0.0
-            for r in range(n):
-                y = 0.0
-                for c in range(n):
-                    y += blk[t, r, c] * wc[G + c]
-                x += wc[G + r] * y
-            out[y0, y0] += x
-        return
     first = ic[k, L.C_FIRST]
     for a in range(m):
         ya = y0 + a
@@ -447,6 +437,61 @@ def project_block(ib, ic, cb, wc, k, blk, t, out, dcol, GX):
                 d = dcol[ib[cb[first + c], L.I_IV]]  # 1-DoF bodies: local coordinate c is body c's
                 if d >= 0:
                     GX[ya, d] += x
+
+
+@inlined
+def project_blocks(ib, ic, cb, wc, k, blk, dq, dv, H, dcol, GXv, GXm):
+    """:func:`project_block` of the derivative pass's three blocks at once (X_q into ``dq``, X_v into
+    ``dv`` and the columns ``GXv``, M into ``H`` and ``GXm``): each entry of ``G_kᵀ X_k`` is three
+    sums over the same column of G_k, made side by side. Three calls, each a chain of dependent
+    additions, took Tello's four differentials 0.2 µs a cluster."""
+    n, m, y0, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_G]
+    kind = ic[k, L.C_KIND]
+    if kind == L.SINGLE_BODY:  # G_k = 1 (no dependent coordinates)
+        for a in range(n):
+            for b in range(n):
+                dq[y0 + a, y0 + b] += blk[0, a, b]
+                dv[y0 + a, y0 + b] += blk[1, a, b]
+                H[y0 + a, y0 + b] += blk[2, a, b]
+        return
+    if m == 1 and kind == L.EXPLICIT:  # a geared link and its rotors: numbers, no dependent coordinates
+        x0 = 0.0
+        x1 = 0.0
+        x2 = 0.0
+        for r in range(n):
+            gr = wc[G + r]
+            for c in range(n):
+                g = gr * wc[G + c]
+                x0 += g * blk[0, r, c]
+                x1 += g * blk[1, r, c]
+                x2 += g * blk[2, r, c]
+        dq[y0, y0] += x0
+        dv[y0, y0] += x1
+        H[y0, y0] += x2
+        return
+    first = ic[k, L.C_FIRST]
+    to_gx = GXv.shape[1] > 0
+    for a in range(m):
+        ya = y0 + a
+        for c in range(n):  # (G_kᵀ X_k)[a, c] of the three blocks, then times row c of G_k
+            x0 = 0.0
+            x1 = 0.0
+            x2 = 0.0
+            for r in range(n):
+                g = wc[G + r * m + a]
+                x0 += g * blk[0, r, c]
+                x1 += g * blk[1, r, c]
+                x2 += g * blk[2, r, c]
+            for b in range(m):
+                g = wc[G + c * m + b]
+                dq[ya, y0 + b] += x0 * g
+                dv[ya, y0 + b] += x1 * g
+                H[ya, y0 + b] += x2 * g
+            if to_gx:
+                d = dcol[ib[cb[first + c], L.I_IV]]  # 1-DoF bodies: local coordinate c is body c's
+                if d >= 0:
+                    GXv[ya, d] += x1
+                    GXm[ya, d] += x2
 
 
 @inlined
@@ -479,7 +524,6 @@ def cluster_backward_pass(ib, ws, dq, dv, H, proj):
     became a ``memset`` call per row)."""
     ic, cb, wc, dcol, GXv, GXm, aggs, depv, blks = borrowed(proj)
     ao, bo = zero_scratch(aggs, blks)
-    none = view(blks, 0, (0, 0))
     for k in range(ic[0, L.C0_NCL], 0, -1):
         first, nbk, y0, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_IV], ic[k, L.C_M]
         agg, blk, ao, bo = cluster_scratch(ic, k, aggs, blks, ao, bo)
@@ -505,9 +549,7 @@ def cluster_backward_pass(ib, ws, dq, dv, H, proj):
                         agg[t] = 0.0
         if ic[k, L.C_KIND] == L.IMPLICIT:
             dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv)
-        outs, gxs = (dq, dv, H), (none, GXv, GXm)
-        for t in range(3):
-            project_block(ib, ic, cb, wc, k, blk, t, outs[t], dcol, gxs[t])
+        project_blocks(ib, ic, cb, wc, k, blk, dq, dv, H, dcol, GXv, GXm)
 
 
 @shared(fastmath={"contract"})
