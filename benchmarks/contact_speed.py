@@ -13,7 +13,12 @@ Per-call medians measured interleaved in one process (:func:`loopdyn.bench.timin
   ``benchmarks/cluster_dynamics.py``);
 * the built-in five-bar (:func:`loopdyn.robots.five_bar`: two actuated cranks, a revolute loop joint
   between the distal links, 2 DoF) the same way: C-ABA against ``constraintDynamics`` on its spanning
-  tree with the tips joined by a 3-D constraint (the y row redundant in the xz plane).
+  tree with the tips joined by a 3-D constraint (the y row redundant in the xz plane);
+* the derivatives on the same two loops: ``aba_derivatives`` against ``constraintDynamics`` +
+  ``computeConstraintDynamicsDerivatives`` on the closed spanning chain, and on the five-bar with its
+  end effector held ``constrained_forward_dynamics_derivatives`` against the same calls with a
+  second constraint (issue #30: "faster than Pinocchio's closed-chain constraintDynamics +
+  computeConstraintDynamicsDerivatives").
 
 Each row also checks the two results agree. A second table times ``constrained_forward_dynamics`` on a
 model with loops (Mini Cheetah: geared rotors, four point feet; one compiled call) against one C-ABA
@@ -189,6 +194,65 @@ def _five_bar(pin, repeats, target):
     return {("five_bar", "C-ABA vs constraintDynamics"): _row("five_bar (revolute loop)", "C-ABA", t, err)}
 
 
+def _loop_derivatives(pin, repeats, target):
+    """Derivatives on the closed loops against Pinocchio's (issue #30): ``aba_derivatives`` on the
+    four-bar and the five-bar (independent coordinates) against ``constraintDynamics`` +
+    ``computeConstraintDynamicsDerivatives`` on the closed spanning chain (spanning coordinates, the
+    loop a 3-D constraint), and ``constrained_forward_dynamics_derivatives`` on the five-bar with its
+    end effector held in the plane (rows x and z) against the same two calls with a second 3-D
+    constraint at the tip. err: the largest difference of ∂q̈/∂τ at the independent coordinates
+    (Pinocchio's spanning τ nonzero at the independent joints only, where G's rows are the identity).
+    """
+    ratios = {}
+    four = _four_bar()
+    tip = [pin.SE3(np.eye(3), np.array([x, 0.0, 0.0])) for x in (0.8, 0.6)]
+    five = ld.robots.five_bar()
+    (loop,) = five.constraints
+    tips = [pin.SE3(R, np.asarray(p, dtype=float))
+            for R, p in (loop.predecessor_placement, loop.successor_placement)]  # fmt: skip
+    held = [ld.Constraint("end_effector", np.eye(6)[[0, 2]])]
+    cases = (
+        ("four_bar", four, (pin.JointModelRZ, "coupler", tip[0], "rocker", tip[1]), [0], None),
+        ("five_bar", five, (pin.JointModelRY, "left_elbow", tips[0], "right_elbow", tips[1]), [0, 2], None),
+        ("five_bar", five, (pin.JointModelRY, "left_elbow", tips[0], "right_elbow", tips[1]), [0, 2], held),
+    )
+    for name, model, chain, ind, cons in cases:
+        pm, pd, cms, cds, prox = _pin_closed_chain(pin, model, *chain)
+        if cons:  # the end effector: the left tip as a second 3-D constraint (its y row redundant)
+            elbow, local = pm.getJointId("left_elbow"), pin.ReferenceFrame.LOCAL
+            cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, elbow, tips[0], local)
+            cms.append(cm)
+            cds.append(cm.createData())
+            pin.initConstraintDynamics(pm, pd, cms, cds)
+        data = model.create_data()
+        rng = np.random.default_rng(1)
+        q = ld.random_configuration(model, rng)
+        v, tau = rng.standard_normal(model.nv), rng.standard_normal(model.nv)
+        qs, vs, _, _ = spanning_state(model, q, v)
+        ts = np.zeros(model.spanning_nv)
+        ts[ind] = tau
+
+        def theirs(pm=pm, pd=pd, qs=qs, vs=vs, ts=ts, cms=cms, cds=cds, prox=prox):
+            pin.constraintDynamics(pm, pd, qs, vs, ts, cms, cds, prox)
+            pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, prox)
+
+        if cons:
+            def ours(model=model, data=data, q=q, v=v, tau=tau, cons=cons):
+                return ld.constrained_forward_dynamics_derivatives(model, data, q, v, tau, cons).dddq_dtau
+        else:
+            def ours(model=model, data=data, q=q, v=v, tau=tau):
+                return ld.aba_derivatives(model, data, q, v, tau)[2]
+
+        theirs()
+        err = float(np.abs(ours() - np.asarray(pd.ddq_dtau)[np.ix_(ind, ind)]).max())
+        t = interleaved({"loopdyn": ours, "pinocchio": theirs}, repeats=repeats, target=target)
+        what = "cfd derivatives (end effector held)" if cons else "aba_derivatives"
+        ratios[(name, what + " vs constraintDynamics + derivatives")] = _row(
+            f"{name} (closed chain{' + end effector' if cons else ''})", what, t, err
+        )
+    return ratios
+
+
 def _loop_contact(repeats, target):
     """constrained_forward_dynamics on Mini Cheetah (loops: rotor clusters) against its C-ABA."""
     model = ld.robots.mini_cheetah()
@@ -231,6 +295,7 @@ def main(argv=None) -> dict:
     print("|---|---|---:|---:|---:|---:|")
     ratios = _trees(pin, repeats, target)
     ratios.update(_loops(pin, repeats, target))
+    ratios.update(_loop_derivatives(pin, repeats, target))
     ratios.update(_loop_contact(repeats, target))
     return ratios
 
