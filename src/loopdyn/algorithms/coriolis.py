@@ -113,7 +113,7 @@ from .derivatives import (
     common_output,
     dependent_entries,
     load_sum,
-    project_block,
+    project_blocks,
     store_b_matrix,
     to_parent,
     world_placement,
@@ -316,10 +316,9 @@ def cluster_coriolis_pass(ib, ws, out, what, proj):
                         agg[t] = 0.0
         if ic[k, L.C_KIND] == L.IMPLICIT:
             dependent_entries(ib, ws, ic, cb, wc, k, none, GXm, dcol, depv)
-        outs, gxs = (out, none), (none, GXm)
-        for t in range(2 if implicit else 1):  # C or Ṁ into out; M's dependent columns
-            project_block(ib, ic, cb, wc, k, blk, (0 if what == CORIOLIS else 1) if t == 0 else 2, outs[t],
-                          dcol, gxs[t])  # fmt: skip
+        # C (block 0) or Ṁ (block 1) into out; M's dependent columns (block 2; none: no columns)
+        outs = (out, none, none) if what == CORIOLIS else (none, out, none)
+        project_blocks(ib, ic, cb, wc, k, blk, outs, (none, none, GXm), dcol)
 
 
 @inlined

@@ -293,7 +293,7 @@ def to_parent(ws, i, par):
 # coordinates r (m of each instead of one per body): one walk from Λ to the root per independent
 # coordinate — the "output-relative" regrouping that the cluster CRBA makes for H
 # (:func:`.cluster_dynamics.c_crba_one_port_pair`). The entries between two coordinates of the
-# cluster go to its own n × n block, projected once its bodies are done (:func:`project_block`,
+# cluster go to its own n × n block, projected once its bodies are done (:func:`project_blocks`,
 # G_kᵀ X_k G_k with the cluster's dense G_k). A cluster whose bodies leave it through different
 # bodies (a declared cluster can) walks each body's sums from that body's output.
 
@@ -423,49 +423,27 @@ def dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv):
 
 
 @inlined
-def project_block(ib, ic, cb, wc, k, blk, t, out, dcol, GX):
-    """Cluster k's own block of matrix t, ``G_kᵀ X_k G_k`` (X_k = ``blk[t]``: the n × n entries between
-    its coordinates; G_k its n × m block of G, row-major at ``ic[k, C_G]``), added to the diagonal
-    block of ``out`` (unless it has no rows), and ``G_kᵀ X_k`` at the cluster's dependent coordinates
-    to those columns of ``GX`` (``dcol``; unless it has no columns)."""
+def project_blocks(ib, ic, cb, wc, k, blk, outs, gxs, dcol):
+    """Cluster k's own blocks ``G_kᵀ X_t G_k`` (X_t = ``blk[t]``, t = 0, 1, 2: the n × n entries between
+    its coordinates; G_k its n × m block of G, row-major at ``ic[k, C_G]``) added to the diagonal block
+    of ``outs[t]``, and ``G_kᵀ X_t`` at the cluster's dependent coordinates to those columns of
+    ``gxs[t]`` (``dcol``); an array with no rows (``outs``) or no columns (``gxs``) is skipped. The
+    three sums over a column of G_k are made side by side: three calls, each a chain of dependent
+    additions, took Tello's four differentials 0.2 µs a cluster in its RNEA derivatives."""
     n, m, y0, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_G]
-    to_out, to_gx = out.shape[0] > 0, GX.shape[1] > 0
-    if ic[k, L.C_KIND] == L.SINGLE_BODY:  # G_k = 1 (no dependent coordinates)
-        if to_out:
-            for a in range(n):
-                for b in range(n):
-                    out[y0 + a, y0 + b] += blk[t, a, b]
-        return
-    first = ic[k, L.C_FIRST]
-    for a in range(m):
-        ya = y0 + a
-        for c in range(n):  # (G_kᵀ X_k)[a, c], then times row c of G_k
-            x = 0.0
-            for r in range(n):
-                x += wc[G + r * m + a] * blk[t, r, c]
-            if to_out:
-                for b in range(m):
-                    out[ya, y0 + b] += x * wc[G + c * m + b]
-            if to_gx:
-                d = dcol[ib[cb[first + c], L.I_IV]]  # 1-DoF bodies: local coordinate c is body c's
-                if d >= 0:
-                    GX[ya, d] += x
-
-
-@inlined
-def project_blocks(ib, ic, cb, wc, k, blk, dq, dv, H, dcol, GXv, GXm):
-    """:func:`project_block` of the derivative pass's three blocks at once (X_q into ``dq``, X_v into
-    ``dv`` and the columns ``GXv``, M into ``H`` and ``GXm``): each entry of ``G_kᵀ X_k`` is three
-    sums over the same column of G_k, made side by side. Three calls, each a chain of dependent
-    additions, took Tello's four differentials 0.2 µs a cluster."""
-    n, m, y0, G = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_IV], ic[k, L.C_G]
+    o0, o1, o2 = outs
+    g0, g1, g2 = gxs
+    t0, t1, t2 = o0.shape[0] > 0, o1.shape[0] > 0, o2.shape[0] > 0
     kind = ic[k, L.C_KIND]
     if kind == L.SINGLE_BODY:  # G_k = 1 (no dependent coordinates)
         for a in range(n):
             for b in range(n):
-                dq[y0 + a, y0 + b] += blk[0, a, b]
-                dv[y0 + a, y0 + b] += blk[1, a, b]
-                H[y0 + a, y0 + b] += blk[2, a, b]
+                if t0:
+                    o0[y0 + a, y0 + b] += blk[0, a, b]
+                if t1:
+                    o1[y0 + a, y0 + b] += blk[1, a, b]
+                if t2:
+                    o2[y0 + a, y0 + b] += blk[2, a, b]
         return
     if m == 1 and kind == L.EXPLICIT:  # a geared link and its rotors: numbers, no dependent coordinates
         x0 = 0.0
@@ -478,15 +456,18 @@ def project_blocks(ib, ic, cb, wc, k, blk, dq, dv, H, dcol, GXv, GXm):
                 x0 += g * blk[0, r, c]
                 x1 += g * blk[1, r, c]
                 x2 += g * blk[2, r, c]
-        dq[y0, y0] += x0
-        dv[y0, y0] += x1
-        H[y0, y0] += x2
+        if t0:
+            o0[y0, y0] += x0
+        if t1:
+            o1[y0, y0] += x1
+        if t2:
+            o2[y0, y0] += x2
         return
     first = ic[k, L.C_FIRST]
-    to_gx = GXv.shape[1] > 0
+    to_gx = g0.shape[1] > 0 or g1.shape[1] > 0 or g2.shape[1] > 0
     for a in range(m):
         ya = y0 + a
-        for c in range(n):  # (G_kᵀ X_k)[a, c] of the three blocks, then times row c of G_k
+        for c in range(n):  # (G_kᵀ X_t)[a, c] of the three blocks, then times row c of G_k
             x0 = 0.0
             x1 = 0.0
             x2 = 0.0
@@ -497,14 +478,21 @@ def project_blocks(ib, ic, cb, wc, k, blk, dq, dv, H, dcol, GXv, GXm):
                 x2 += g * blk[2, r, c]
             for b in range(m):
                 g = wc[G + c * m + b]
-                dq[ya, y0 + b] += x0 * g
-                dv[ya, y0 + b] += x1 * g
-                H[ya, y0 + b] += x2 * g
+                if t0:
+                    o0[ya, y0 + b] += x0 * g
+                if t1:
+                    o1[ya, y0 + b] += x1 * g
+                if t2:
+                    o2[ya, y0 + b] += x2 * g
             if to_gx:
                 d = dcol[ib[cb[first + c], L.I_IV]]  # 1-DoF bodies: local coordinate c is body c's
                 if d >= 0:
-                    GXv[ya, d] += x1
-                    GXm[ya, d] += x2
+                    if g0.shape[1] > 0:
+                        g0[ya, d] += x0
+                    if g1.shape[1] > 0:
+                        g1[ya, d] += x1
+                    if g2.shape[1] > 0:
+                        g2[ya, d] += x2
 
 
 @inlined
@@ -537,6 +525,7 @@ def cluster_backward_pass(ib, ws, dq, dv, H, proj):
     became a ``memset`` call per row)."""
     ic, cb, wc, dcol, GXv, GXm, aggs, depv, blks = borrowed(proj)
     ao, bo = zero_scratch(aggs, blks)
+    none = view(blks, 0, (0, 0))
     for k in range(ic[0, L.C0_NCL], 0, -1):
         first, nbk, y0, m = ic[k, L.C_FIRST], ic[k, L.C_NB], ic[k, L.C_IV], ic[k, L.C_M]
         agg, blk, ao, bo = cluster_scratch(ic, k, aggs, blks, ao, bo)
@@ -562,7 +551,7 @@ def cluster_backward_pass(ib, ws, dq, dv, H, proj):
                         agg[t] = 0.0
         if ic[k, L.C_KIND] == L.IMPLICIT:
             dependent_entries(ib, ws, ic, cb, wc, k, GXv, GXm, dcol, depv)
-        project_blocks(ib, ic, cb, wc, k, blk, dq, dv, H, dcol, GXv, GXm)
+        project_blocks(ib, ic, cb, wc, k, blk, (dq, dv, H), (none, GXv, GXm), dcol)
 
 
 @shared(fastmath={"contract"})
