@@ -251,7 +251,8 @@ def c_rnea_derivatives_batch_kernel(ints, floats, sc, Q, V, A, out, status, star
         st = validate_cluster_state(ib, ic, cb, Q[k], V[k], A[k], no_forces, True)
         if st == 0:
             st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], A[k],
-                                         no_forces, out[0, k], out[1, k], out[2, k], sc)  # fmt: skip
+                                         no_forces, out[0, k], out[1, k], out[2, k], sc,
+                                         np.int64(0))  # fmt: skip
         status[k] = st
 
 
@@ -274,7 +275,7 @@ def c_aba_derivatives_batch_kernel(ints, floats, sc, Q, V, TAU, out, status, sta
                             ddy)  # fmt: skip
         if st == 0:
             st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], ddy,
-                                         no_forces, out[0, k], out[1, k], Hf, sc)  # fmt: skip
+                                         no_forces, out[0, k], out[1, k], Hf, sc, np.int64(1))  # fmt: skip
         if st == 0:
             st = c_hinv_apply(ic, cb, Hf, out[0, k], out[1, k], out[2, k])
         status[k] = st

@@ -211,6 +211,27 @@ def spanning_positions(ib, ic, cb, wc, k, q):
 
 
 @inlined
+def spanning_accelerations(ib, ic, cb, wc, a):
+    """The spanning accelerations ``q̈_s = G ÿ + g`` of every cluster for ÿ = ``a``, from G and g as
+    :func:`cluster_coordinates` left them at the same q, q̇ (run with no ÿ, as C-ABA's kinematics do):
+    what the derivatives at ÿ = C-ABA's result need, without the loops' constraint programs again."""
+    QDDS = ic[0, L.C0_QDDS]
+    for k in range(1, ic[0, L.C0_NCL] + 1):
+        kind, first, iv = ic[k, L.C_KIND], ic[k, L.C_FIRST], ic[k, L.C_IV]
+        if kind == L.SINGLE_BODY:
+            bv = QDDS + ib[cb[first], L.I_IV]
+            for j in range(ib[cb[first], L.I_NV]):
+                wc[bv + j] = a[iv + j]
+            continue
+        n, m, G, gb = ic[k, L.C_N], ic[k, L.C_M], ic[k, L.C_G], ic[k, L.C_GB]
+        for j in range(n):  # 1-DoF joints: the q̈_s index is the body's
+            x = wc[gb + j] if kind == L.IMPLICIT else 0.0
+            for l in range(m):
+                x += wc[G + j * m + l] * a[iv + l]
+            wc[QDDS + ib[cb[first + j], L.I_IV]] = x
+
+
+@inlined
 def spanning_positions_all(ib, ic, cb, wc, code, consts, table, outputs, q):
     """The spanning configuration of every cluster (and G of the implicit ones, whose constraint
     program also checks that q is on the loop), positions only: the first step of the mass matrix and

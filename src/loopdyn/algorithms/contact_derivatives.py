@@ -434,7 +434,7 @@ def c_contact_derivatives_core(
     P = view(scratch, at + 4 * m * nvs + m * n, (m, 3 * n))
     wrenches_into(fext, cfs, cis, lam, f2)  # Jᵀλ as body forces of the spanning tree
     st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddq, f2,
-                                 dA[0], dA[1], Hf, buf)  # fmt: skip
+                                 dA[0], dA[1], Hf, buf, np.int64(1))  # the kinematics of the solve's C-ABA
     if st != 0:
         return st
     frame_acceleration_derivatives(ib, ws, cfs, cis, Ps, Js)  # (7)–(9) on the spanning tree

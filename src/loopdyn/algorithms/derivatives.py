@@ -75,7 +75,7 @@ from .borrow import (
     view,
 )
 from .cluster_dynamics import c_aba_core
-from .cluster_kinematics import cluster_coordinates, tapes, validate_cluster_state
+from .cluster_kinematics import cluster_coordinates, spanning_accelerations, tapes, validate_cluster_state
 from .common import external_force, gravity_seed, jcalc, kernel, s_column
 from .crba import dof_parents, ltl_in_place, ltl_singular_body, zero_fill
 from .loop_derivatives import (
@@ -755,18 +755,25 @@ def c_buffer_size(ic, nv):
 
 
 @shared  # called by five kernels (single, batch, contact): compiled once, called by address
-def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf):
+def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf,
+                            ready):  # fmt: skip
     """RNEA derivatives in independent coordinates of a model with clusters (see above; implicit ones
     add :mod:`.loop_derivatives`' terms), validated inputs; ``buf`` holds :func:`c_buffer_size` floats
-    (the loops' terms at :func:`c_terms_offset`: left there for the callers). Returns a status."""
+    (the loops' terms at :func:`c_terms_offset`: left there for the callers). ``ready`` (int64) nonzero:
+    the cluster kinematics already ran at this q, v (C-ABA's, before the ABA and contact derivatives),
+    and only q̈_s = G ÿ + g is formed (the four-bar's ABA derivatives ran its loop program twice).
+    Returns a status."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
     ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf = borrowed(
         (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf)
     )
-    for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q, q̇ = G ẏ, q̈ = G ÿ
-        st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
-        if st != 0:
-            return st
+    if ready != 0:
+        spanning_accelerations(ib, ic, cb, wc, a)
+    else:
+        for k in range(1, ic[0, L.C0_NCL] + 1):  # spanning q, q̇ = G ẏ, q̈ = G ÿ
+            st = cluster_coordinates(ib, ic, cb, wc, code, consts, table, outputs, k, q, v, a)
+            if st != 0:
+                return st
     nqs, nvs = ic[0, L.C0_NQS], ic[0, L.C0_NVS]
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
     n = dq.shape[0]
@@ -836,7 +843,7 @@ def c_rnea_derivatives_kernel(ints, floats, q, v, a, fext, dq, dv, H):
     # the spanning matrices on the stack (no allocation) while they fit
     buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
     st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H,
-                                 borrowed((buf,))[0])  # fmt: skip
+                                 borrowed((buf,))[0], np.int64(0))  # fmt: skip
     release(ints)
     return st
 
@@ -934,7 +941,7 @@ def c_aba_derivatives_kernel(ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, H
     st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
     if st == 0:
         st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, fext,
-                                     dq, dv, Hf, borrowed((buf,))[0])  # fmt: skip
+                                     dq, dv, Hf, borrowed((buf,))[0], np.int64(1))  # C-ABA's kinematics
     if st == 0:
         st = c_hinv_apply(ic, cb, Hf, dq, dv, hinv)
     release(ints)
