@@ -176,15 +176,19 @@ def rows_of_body(ib, ws, i, C, M, Md, which, cl, stop):
         s = ops.load6(ws, i, D_S + 6 * k)
         ics = ops.inertia_mul(Ic, s)
         bts = bt_mul(ws, i, s)  # (2 Bc_i)ᵀ S_r
-        # (C4) without its (Ic S_r)·Ṡ_c term: Ic Ṡ_r + 2Bcᵀ S_r + S_r ×* hc, dotted with S_c
-        icsd = ops.inertia_mul(Ic, ops.load6(ws, i, D_SD + 6 * k))
-        md_s = ops.add6(ops.add6(icsd, bts), ops.cross_force(s, hc))
+        md_s = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        if which & WANT_MDOT:  # (C4) without its (Ic S_r)·Ṡ_c term: Ic Ṡ_r + 2Bcᵀ S_r + S_r ×* hc
+            icsd = ops.inertia_mul(Ic, ops.load6(ws, i, D_SD + 6 * k))
+            md_s = ops.add6(ops.add6(icsd, bts), ops.cross_force(s, hc))
         r = ivi + k
         lr = ib[i, L.I_SUB] + k  # local (cl)
         if cl is not None:
             if stop > 0:
-                add_to_sums(cl, r, 0, ics, bts)
-                add_to_sums(cl, r, 12, md_s, column_force(ws, i, k, Ic))
+                if which & WANT_C:  # C: A, B, and U (at 18; 12 unused)
+                    add_to_sums(cl, r, 0, ics, bts)
+                    add_to_sums(cl, r, 12, md_s, column_force(ws, i, k, Ic))
+                else:  # Ṁ: A and D side by side (at 0 and 6), one pass over G's row
+                    add_to_sums(cl, r, 0, ics, md_s)
         j = i
         while j != stop:
             ivj = ib[j, L.I_IV]
@@ -244,7 +248,8 @@ def columns_of_body(ib, ws, i, C, cl, stop):
 @inlined
 def coriolis_outside(ib, ws, ic, cb, wc, k, top, out, what, dcol, GXm, agg):
     """Cluster k's entries against the ancestors of body ``top`` (itself included), from its sums
-    (A = Σ G Ic S, B = Σ G 2Bcᵀ S, D = Σ G (Ṁ row vector), U = Σ G u): for each independent coordinate
+    (A = Σ G Ic S at 0, then for C: B = Σ G 2Bcᵀ S at 6 and U = Σ G u at 18; for Ṁ: D = Σ G (Ṁ row
+    vector) at 6, :func:`rows_of_body`): for each independent coordinate
     a and coordinate c of those bodies, C: ``Σ_r G[r, a] C[r, c] = A·Ṡ_c + ½ B·S_c`` and
     ``Σ_r C[c, r] G[r, a] = S_c·U``, or Ṁ: ``D·S_c + A·Ṡ_c`` both ways, projected on c through G's
     row c into ``out``; and at a dependent c, ``Σ_r G[r, a] M[r, c] = A·S_c`` into the columns of
@@ -253,8 +258,8 @@ def coriolis_outside(ib, ws, ic, cb, wc, k, top, out, what, dcol, GXm, agg):
     y0 = ic[k, L.C_IV]
     for a in range(ic[k, L.C_M]):
         o = AGG * a
-        A, B = load_sum(agg, o), load_sum(agg, o + 6)
-        D, U = load_sum(agg, o + 12), load_sum(agg, o + 18)
+        A, B = load_sum(agg, o), load_sum(agg, o + 6)  # B: D for Ṁ
+        U = load_sum(agg, o + 18)
         ya = y0 + a
         j = top
         while j > 0:
@@ -268,7 +273,7 @@ def coriolis_outside(ib, ws, ic, cb, wc, k, top, out, what, dcol, GXm, agg):
                     x = asd + 0.5 * ops.dot6(B, s)
                     y = ops.dot6(s, U)
                 else:
-                    x = ops.dot6(D, s) + asd
+                    x = ops.dot6(B, s) + asd  # D·S_c + A·Ṡ_c
                     y = x
                 for f in range(GM + cb[GM + c], GM + cb[GM + c + 1], 2):
                     b, g = cb[f], wc[cb[f + 1]]
