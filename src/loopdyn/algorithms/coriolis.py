@@ -108,6 +108,7 @@ from .derivatives import (
     D_S,
     D_V,
     add_to_sums,
+    body_done,
     bt_mul,
     cluster_scratch,
     common_output,
@@ -308,12 +309,7 @@ def cluster_coriolis_pass(ib, ws, out, what, proj):
             rows_of_body(ib, ws, i, none, none, none, which, cl, stop)
             if what == CORIOLIS:
                 columns_of_body(ib, ws, i, none, cl, stop)
-            sub = ib[i, L.I_SUB]
-            for kk in range(ib[i, L.I_NV]):  # armature: on M's diagonal only
-                blk[2, sub + kk, sub + kk] += ws[i, L.W_ARM + kk]
-            par = ib[i, L.I_PARENT]
-            if par > 0:
-                to_parent(ws, i, par)
+            body_done(ib, ws, i, blk)
             if stop > 0 and (grouped < 0 or b == 0):  # as the RNEA derivatives' pass
                 coriolis_outside(ib, ws, ic, cb, wc, k, stop, out, what, dcol, GXm, agg)
                 if grouped < 0:

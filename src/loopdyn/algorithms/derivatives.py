@@ -518,6 +518,19 @@ def cluster_scratch(ic, k, aggs, blks, ao, bo):
 
 
 @inlined
+def body_done(ib, ws, i, blk):
+    """Body i's part of its cluster's pass is over: its armature (constant, on M's diagonal only) onto
+    the cluster's M block (``blk[2]``, local coordinates), its composites to its parent
+    (:func:`to_parent`). Shared by the derivatives' and the Coriolis matrix's cluster passes."""
+    sub = ib[i, L.I_SUB]
+    for kk in range(ib[i, L.I_NV]):
+        blk[2, sub + kk, sub + kk] += ws[i, L.W_ARM + kk]
+    par = ib[i, L.I_PARENT]
+    if par > 0:
+        to_parent(ws, i, par)
+
+
+@inlined
 def cluster_backward_pass(ib, ws, dq, dv, H, proj):
     """The backward pass of :func:`rnea_derivatives_core` on a spanning tree, cluster by cluster
     (children first), projected on the independent coordinates (see above). Every cluster has its
@@ -536,12 +549,7 @@ def cluster_backward_pass(ib, ws, dq, dv, H, proj):
             stop = ib[i, L.I_OUT]  # the walks stay in the cluster
             rows_of_body(ib, ws, i, dq, dv, H, cl, stop)
             columns_of_body(ib, ws, i, dq, dv, cl, stop)
-            sub = ib[i, L.I_SUB]
-            for kk in range(ib[i, L.I_NV]):  # armature: constant, on M's diagonal only
-                blk[2, sub + kk, sub + kk] += ws[i, L.W_ARM + kk]
-            par = ib[i, L.I_PARENT]
-            if par > 0:
-                to_parent(ws, i, par)
+            body_done(ib, ws, i, blk)
             # the sums walked from the output body: the cluster's, once its bodies are done (b = 0:
             # every body has that output), or each body's own (out < 0); one call site (compile time)
             if stop > 0 and (out < 0 or b == 0):
