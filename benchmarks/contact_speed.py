@@ -22,8 +22,8 @@ Per-call medians measured interleaved in one process (:func:`loopdyn.bench.timin
 
 Each row also checks the two results agree. A second table times ``constrained_forward_dynamics`` on a
 model with loops (Mini Cheetah: geared rotors, four point feet; one compiled call) against one C-ABA
-on the same model (Pinocchio has no geared-rotor constraint to compare with): the call runs two C-ABAs,
-the cluster forward kinematics and the cluster PV-OSIMr. Usage:
+on the same model (Pinocchio has no geared-rotor constraint to compare with): the call runs one C-ABA, the
+cluster PV-OSIMr on its articulated inertias and C-ABA's backward and forward passes again. Usage:
 ``python benchmarks/contact_speed.py [--quick]``.
 """
 

@@ -1,6 +1,7 @@
 """``constrained_forward_dynamics`` on models with loops in one compiled call
-(:func:`loopdyn.algorithms.contact.contact_loops_kernel`: C-ABA, cluster forward kinematics, cluster
-PV-OSIMr, the damped Cholesky and C-ABA with the constraint wrenches) against one KKT solve built
+(:func:`loopdyn.algorithms.contact.contact_loops_kernel`: C-ABA, the bias from its body motions,
+cluster PV-OSIMr on its articulated inertias, the damped Cholesky and C-ABA's passes with the
+constraint wrenches) against one KKT solve built
 from Pinocchio alone on the spanning tree (:class:`loop_oracles.SpanningPinocchio`: loop rows from the
 frame Jacobians of the two sides of each loop joint, the couplings' ratios and sympy of the implicit
 constraints' φ; contact rows from frame Jacobians; biases from classical accelerations), with

@@ -25,8 +25,9 @@ On a tree the whole solve is one compiled call (:mod:`loopdyn.algorithms.contact
 coordinates): one ABA, the bias from its body accelerations, Λ⁻¹ by PV-OSIMr reusing the ABA's
 articulated-body factors, an in-kernel Cholesky of ``Λ⁻¹ + μ I`` and ``M⁻¹ Jᵀ λ`` by the ABA's last two
 sweeps on the forces alone. On a model with loops it is one compiled call too
-(:func:`loopdyn.algorithms.contact.contact_loops_kernel`): C-ABA, cluster forward kinematics, cluster
-PV-OSIMr, the Cholesky and C-ABA with the constraint wrenches. The constraint list is compiled once
+(:func:`loopdyn.algorithms.contact.contact_loops_kernel`): C-ABA, the bias from its body motions,
+cluster PV-OSIMr on its articulated inertias, the Cholesky and C-ABA's backward and forward passes
+again with the constraint wrenches. The constraint list is compiled once
 (kept with its :class:`~loopdyn.constraint_rows.ConstraintRows`), so a call costs a cache lookup, the
 allocation of the results and one kernel dispatch.
 """
@@ -166,8 +167,9 @@ def constrained_forward_dynamics(
     accelerations, PV-OSIMr reusing the ABA's factors for Λ⁻¹ (O(n + m²)), the m × m Cholesky (O(m³))
     and the ABA's last two sweeps on the forces ``Jᵀλ``. On a model with loops (``q``, ``v``, ``tau``
     and ``ddq`` in its cluster coordinates; constraints on any body, rotors included), one compiled
-    call as well: C-ABA, cluster forward kinematics, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA
-    again with the constraint wrenches ``K_eᵀλ_e`` added to the external forces (``Jᵀλ``).
+    call as well: C-ABA, the bias from its body motions, cluster PV-OSIMr for Λ⁻¹ on its articulated
+    inertias, the Cholesky, and C-ABA's two passes again with the constraint wrenches ``K_eᵀλ_e`` added
+    to the external forces (``Jᵀλ``); the loops are closed once.
     """
     if data.source_key is not model._key:
         check_data(model, data)
@@ -215,7 +217,7 @@ _LOOP_ARGS = KernelArgs(
 
 def _cluster_dynamics(model, data, q, v, tau, rows: ConstraintRows, desired, mu: float, f_ext):
     """Models with loops, in one compiled call (:func:`loopdyn.algorithms.contact.contact_loops_kernel`):
-    C-ABA, the bias by cluster forward kinematics, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA
+    C-ABA, the bias from its body motions, cluster PV-OSIMr for Λ⁻¹, the Cholesky, and C-ABA's passes
     again with the constraint wrenches ``K_eᵀ λ_e`` among the external forces."""
     m = rows.m
     k = desired_accelerations(desired, m)

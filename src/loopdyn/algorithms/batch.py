@@ -177,8 +177,8 @@ def contact_loops_batch_kernel(
     ints, floats, sc, Q, V, TAU, F, mu, cf, ci, T, cemp, asm, DDQ, LAM, status, start, stop
 ):
     """(ÿ[k], λ[k]) for rows start ≤ k < stop on a model with loops by
-    :func:`~loopdyn.algorithms.contact.contact_loops_core` (C-ABA, Alg. 1; cluster forward kinematics;
-    cluster PV-OSIMr for Λ⁻¹; the Cholesky; C-ABA with the constraint wrenches). Arguments as
+    :func:`~loopdyn.algorithms.contact.contact_loops_core` (C-ABA, Alg. 1; the bias from its body motions;
+    cluster PV-OSIMr for Λ⁻¹; the Cholesky; C-ABA's passes with the constraint wrenches). Arguments as
     :func:`contact_batch_kernel`, with the model's cluster arrays and the program's tables."""
     (ints, floats, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, DDQ, LAM, status) = borrowed(
         (ints, floats, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, DDQ, LAM, status)

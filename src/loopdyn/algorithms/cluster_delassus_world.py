@@ -735,7 +735,7 @@ def c_pv_osimr_kernel(ints, floats, q, tables, K, buf, out):
                                    ports, order, cemp, asm, buf, out)  # fmt: skip
     else:
         st = c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports,
-                             order, cemp, asm, buf, out)  # fmt: skip
+                             order, cemp, asm, buf, out, np.int64(0))  # fmt: skip
     release(ints)
     return st  # fmt: skip
 

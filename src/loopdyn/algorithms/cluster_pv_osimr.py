@@ -494,8 +494,12 @@ def cpv_assemble(T, crow, asm, buf, f, out, ncl):
 
 @shared
 def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, K, T, ports, order,
-                    cemp, asm, buf, out):  # fmt: skip
+                    cemp, asm, buf, out, ready):  # fmt: skip
     """Cluster PV-OSIMr on a validated state; writes Λ⁻¹ into ``out``. Returns 0 or a status.
+
+    ``ready`` (int64) non-zero: the cluster kinematics at ``q`` and the articulated inertias (𝖨^A, 𝖴,
+    𝖣⁻¹) are already in the Data — a C-ABA at the same configuration just ran, as in the contact
+    solve — and are not made again (they depend on q alone).
 
     A function of its own, called by the Delassus kernel and by the contact kernel of models with
     loops: compiled once for both instead of inlined into each (its steps made each kernel's first
@@ -507,13 +511,14 @@ def c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, 
     cbody, crow, K, T, ports, order, cemp, asm, buf, out = borrowed(
         (cbody, crow, K, T, ports, order, cemp, asm, buf, out)
     )
-    no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
-    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, no_v, no_v, False)
-    if st != 0:
-        return st
-    st = c_aba_backward(ib, ws, ic, cb, wc, no_v, view(wc, 0, (0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹
-    if st != 0:
-        return st
+    if ready == 0:
+        no_v = wc[0:0]  # no velocity: an empty view, not an allocation per call
+        st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, no_v, no_v, False)
+        if st != 0:
+            return st
+        st = c_aba_backward(ib, ws, ic, cb, wc, no_v, view(wc, 0, (0, 6)))  # 𝖨^A, 𝖴, 𝖣⁻¹
+        if st != 0:
+            return st
     ncl = ic[0, L.C0_NCL]
     wmax = 6
     mmax = 1

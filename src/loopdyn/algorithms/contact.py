@@ -32,9 +32,11 @@ or τ) serve three times:
    (:func:`force_response`: no inertia, velocity or bias term; RBDA Table 7.1 with ``c = 0``).
 
 The tree core is compiled with fused multiply-adds (``fastmath={"contract"}``), nothing else relaxed.
-On a model with loops, :func:`contact_loops_kernel` chains the cluster cores unchanged (C-ABA, cluster
-forward kinematics, cluster PV-OSIMr), the same Cholesky, and C-ABA again with ``Jᵀ λ`` entered as the
-constraint wrenches ``K_eᵀ λ_e`` on the constrained bodies.
+On a model with loops, :func:`contact_loops_kernel` chains the cluster cores: C-ABA (its kinematics
+close the loops, once per call), the bias from C-ABA's body motions with the gravity seed taken off,
+cluster PV-OSIMr on C-ABA's articulated inertias (they depend on q alone), the same Cholesky, and
+C-ABA's backward and forward passes again with ``Jᵀ λ`` entered as the constraint wrenches
+``K_eᵀ λ_e`` on the constrained bodies.
 
 The constraint set is compiled once per prepared constraint list (:func:`contact_program`): the
 PV-OSIMr structure ``bk`` with the constraint records appended (``ci``), and the rows ``K`` with the
@@ -53,8 +55,8 @@ from ..jit import inlined, shared
 from ..model import layout as L
 from ..spatial import ops
 from .borrow import acquire, borrowed, model_views, release
-from .cluster_dynamics import c_aba_core
-from .cluster_kinematics import c_fk_core, tapes, validate_cluster_state
+from .cluster_dynamics import c_aba_backward, c_aba_core, c_aba_forward
+from .cluster_kinematics import tapes, validate_cluster_state
 from .cluster_pv_osimr import c_pv_osimr_core
 from .common import external_force, gravity_seed, jcalc, kernel
 from .pv_osim import (
@@ -445,15 +447,27 @@ def loop_program(ib, structure, body, row, K, frames, classical) -> LoopProgram:
 
 
 @inlined
-def body_frame_bias(ws, cf, cbody, crow, classical, lam):
-    """``lam ← k − (J a0 + γ)`` from the body motions of a forward kinematics at (q, v, a0) without
-    gravity (link coordinates): ``K_e a_b`` and, for ``"3d"``, ``Rᵀ (ω × (v + ω × p))``."""
+def body_frame_bias(ib, ws, cf, cbody, crow, classical, lam):
+    """``lam ← k − (J a0 + γ)`` from the body motions C-ABA left (link coordinates): ``K_e a_b`` and,
+    for ``"3d"``, ``Rᵀ (ω × (v + ω × p))``, where ``a_b`` is the body's acceleration without gravity.
+    C-ABA's accelerations carry the base's upward seed ``a_0 = −a_g`` (:func:`gravity_seed`), which
+    reaches body b as ``ᵇX₀ a_0 = (0, ⁰R_bᵀ (−a_g))`` (no angular part); it is taken off here, ⁰R_b
+    composed from the parent placements up the body's path — instead of a second forward kinematics
+    (the loops' closure again) at (q, v, a0)."""
     m = lam.shape[0]
+    seed = gravity_seed(ws)
     for e in range(cbody.shape[0]):
         b = cbody[e]
         if b == 0:
             continue
+        R0 = ops.load9(ws, b, L.W_R)  # ⁰R_b = ⁰R_λ … ᵖR_b
+        j = ib[b, L.I_PARENT]
+        while j != 0:
+            R0 = ops.rot_mul(ops.load9(ws, j, L.W_R), R0)
+            j = ib[j, L.I_PARENT]
+        g = ops.rot_t_vec(R0, (seed[3], seed[4], seed[5]))
         a = ops.load6(ws, b, L.W_A)
+        a = (a[0], a[1], a[2], a[3] - g[0], a[4] - g[1], a[5] - g[2])
         r0 = crow[e]
         for r in range(r0, crow[e + 1]):
             lam[r] -= ops.dot6(ops.load6(cf, r, 0), a)
@@ -502,9 +516,12 @@ def contact_loops_core(
     ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam
 ):
     """Constrained forward dynamics of a model with loops on validated inputs (independent coordinates):
-    C-ABA → ``a0``; cluster forward kinematics at (q, v, a0) → the bias ``k − (J a0 + γ)``; cluster
-    PV-OSIMr → Λ⁻¹; the damped Cholesky solve → λ; C-ABA again with the constraint wrenches
-    ``K_eᵀ λ_e`` added to the external forces → ``ddq`` (= ``H⁻¹ (τ − C + Jᵀ λ)``)."""
+    C-ABA → ``a0`` and the body motions at (q, v, a0) → the bias ``k − (J a0 + γ)``; cluster
+    PV-OSIMr on C-ABA's kinematics and articulated inertias → Λ⁻¹; the damped Cholesky solve → λ;
+    C-ABA's backward and forward passes again (its kinematics kept) with the constraint wrenches
+    ``K_eᵀ λ_e`` added to the external forces → ``ddq`` (= ``H⁻¹ (τ − C + Jᵀ λ)``). The loops are
+    closed once, by the first C-ABA's kinematics; the derivatives
+    (:func:`~.contact_derivatives.c_contact_derivatives_core`) read that closure too."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
     (
         ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc,
@@ -530,12 +547,10 @@ def contact_loops_core(
     st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddq)  # a0
     if st != 0:
         return st
-    st = c_fk_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddq, False)
-    if st != 0:
-        return st
-    body_frame_bias(ws, cf, cbody, crow, classical, lam)
+    body_frame_bias(ib, ws, cf, cbody, crow, classical, lam)  # from C-ABA's body motions at (q, v, a0)
+    # Λ⁻¹ on C-ABA's articulated inertias and kinematics (they depend on q alone)
     st = c_pv_osimr_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, cbody, crow, cf[:m], T, ports,
-                         order, cemp, asm, buf, G)  # fmt: skip
+                         order, cemp, asm, buf, G, np.int64(1))  # fmt: skip
     if st != 0:
         return st
     st = damped_cholesky(G, m, mu)
@@ -543,7 +558,13 @@ def contact_loops_core(
         return st
     ops.cholesky_solve_vector(G, m, lam)
     constraint_wrenches(fext, cf, cbody, crow, lam, f2)
-    return c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, f2, ddq)
+    # C-ABA again without its kinematics (the first one's placements, velocities and 𝖼 are still in
+    # the Data): its backward pass with the new bias forces, its forward pass
+    st = c_aba_backward(ib, ws, ic, cb, wc, tau, f2)
+    if st != 0:
+        return st
+    c_aba_forward(ib, ws, ic, cb, wc, ddq)
+    return 0
 
 
 @kernel(
