@@ -29,6 +29,7 @@ By model:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -36,6 +37,7 @@ import numpy as np
 from .algorithms import contact_derivatives as kernels
 from .algorithms.call import CONFIGURATION, FORCES, TANGENT, KernelArgs, run
 from .algorithms.contact import contact_program
+from .algorithms.status import raise_for_status
 from .algorithms.validation import check_data
 from .constraint_rows import ConstraintRows, prepare
 from .contact import compiled_constraints, constrained_forward_dynamics, damping, desired_accelerations
@@ -59,6 +61,7 @@ class ConstrainedDynamicsDerivatives(NamedTuple):
 
 
 _ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
+_LOOP_ARGS = _ARGS  # the loops' kernel: q, v, tau, f_ext after the cluster arrays, where the tree's are
 
 
 def _work(data, prog, m: int):
@@ -88,10 +91,11 @@ def constrained_forward_dynamics_derivatives(
     """
     if data.source_key is not model._key:
         check_data(model, data)
-    mu = damping(mu)
+    if mu.__class__ is not float or not 0.0 <= mu < math.inf:
+        mu = damping(mu)
     rows = prepare(model, constraints)
     m = rows.m
-    k = desired_accelerations(desired, m)
+    k = np.zeros(m) if desired is None else desired_accelerations(desired, m)
     if m == 0:
         ddq, *_ = constrained_forward_dynamics(model, data, q, v, tau, constraints, None, mu, f_ext)
         dq, dv, dt = aba_derivatives(model, data, q, v, tau, f_ext)
@@ -120,20 +124,36 @@ def spanning_constraints(data, rows: ConstraintRows):
     return prog
 
 
+def _loop_tables(model, data, rows: ConstraintRows) -> tuple:
+    """The program and the eight tables the loops' kernel reads, kept with the constraint list: a
+    tuple lookup per call instead of two programs' attributes."""
+    prog = compiled_constraints(model, data, rows)
+    spanning = spanning_constraints(data, rows)
+    tables = (prog, prog.cf, prog.ci, prog.T, prog.cemp, prog.asm, spanning.cf, spanning.ci)
+    rows.compiled["contact_derivatives_loops"] = tables
+    return tables
+
+
 def _loop_derivatives(model, data, q, v, tau, constraints, rows, k, mu, f_ext):
     """A model with clusters, in one kernel call (``c_contact_derivatives_kernel``): the forward solve
     (:func:`~loopdyn.algorithms.contact.contact_loops_core`), then the KKT sensitivities (5)–(6) in
     independent coordinates ((10) of :mod:`loopdyn.algorithms.contact_derivatives`), the implicit
     loops' ∂G and ∂g included."""
-    prog = compiled_constraints(model, data, rows)
-    spanning = spanning_constraints(data, rows)
+    tables = rows.compiled.get("contact_derivatives_loops") or _loop_tables(model, data, rows)
+    prog, cf, ci, T, cemp, asm, cfs, cis = tables
     n, m = model.nv, rows.m
     # three arrays: one buffer sliced and reshaped into them cost 0.67 µs a call, these 0.33
     ddq, dA, dL = np.empty(n), np.empty((3, n, n)), np.empty((3, m, n))
     fext = data.no_forces if f_ext is None else f_ext
-    args = (*data.cluster_arrays, q, v, tau, fext, mu, prog.cf, prog.ci, prog.T, prog.cemp, prog.asm,
-            prog.scratch(), spanning.cf, spanning.ci, ddq, k, dA, dL)  # fmt: skip
+    ints, floats = data.cluster_arrays
+    args = (ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm, prog.scratch(), cfs, cis, ddq, k, dA, dL)
     # the implicit loops' terms, loaded before the call: the kernel writes the forces over ``desired``
     load_deferred_passes(data, "loop_derivatives")
-    run(kernels.c_contact_derivatives_kernel, model, _ARGS, args)  # q, v, tau, f_ext where the tree's are
+    kern = kernels.c_contact_derivatives_kernel
+    try:  # algorithms.call.run written out (a Python frame less per call)
+        st = kern(*args)
+    except TypeError:
+        st = kern(*_LOOP_ARGS.coerce(model, args))
+    if st:
+        raise_for_status(model, st, _LOOP_ARGS.names)
     return ConstrainedDynamicsDerivatives(ddq, k, dA[0], dA[1], dA[2], dL[0], dL[1], dL[2])
