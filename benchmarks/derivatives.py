@@ -14,10 +14,12 @@ Pinocchio.
    ``computeConstraintDynamicsDerivatives`` (solo12's four feet as 3D contacts, talos_reduced's soles
    as 6D contacts, LOCAL; Pinocchio's proximal solver with one iteration, μ = 1e-12).
 
-3. Models with loops: on Mini Cheetah and the MIT Humanoid (explicit clusters: one kernel call) and
-   the four-bar and Tello (implicit loops: the dense first version), each function against the same
-   function on ``spanning_tree(model)`` (same bodies) and against central differences of C-ABA
-   (2 nv + 1 calls of ``loopdyn.aba``, what a user without derivatives pays).
+3. Models with loops: on Mini Cheetah and the MIT Humanoid (explicit clusters), the four-bar, the
+   five-bar, the delta robot and Tello (implicit loops), each function against the same function on
+   ``spanning_tree(model)`` (same bodies) and against central differences of C-ABA (2 nv + 1 calls of
+   ``loopdyn.aba``, what a user without derivatives pays); and ``constrained_forward_dynamics_derivatives``
+   ("contact derivatives") under the contacts of :func:`loop_contacts` against the same call on the
+   spanning tree.
 
 Note: loopdyn's calls allocate and return new arrays (three nv × nv, plus ddq and a scratch factor
 for ABA) and validate their inputs; Pinocchio's write into its Data.
@@ -166,10 +168,29 @@ def central_differences_of_aba(m, d, q, v, tau, h=1e-6):
     return cols
 
 
-def against_spanning_tree(m, repeats: int, target: float, with_differences: bool = False) -> dict:
+def loop_contacts(robot: str) -> list:
+    """The contact set of a built-in model with loops for the contact-derivative rows (none: []):
+    Mini Cheetah's four feet (3-D points 0.2 m below the knees), the humanoids' two feet (6-D), and
+    the five-bar's end effector held in its plane (rows x and z)."""
+    if robot == "mini_cheetah":
+        return [ld.Constraint(f"{leg}_knee_link", "3d", (np.eye(3), [0.0, 0.0, -0.2]))
+                for leg in ("FL", "FR", "HL", "HR")]  # fmt: skip
+    if robot == "mit_humanoid":
+        return [ld.Constraint(f"{side}_ankle_link", "6d") for side in ("left", "right")]
+    if robot == "tello":
+        return [ld.Constraint(f"{side}-foot", "6d") for side in ("left", "right")]
+    if robot == "five_bar":
+        return [ld.Constraint("end_effector", np.eye(6)[[0, 2]])]
+    return []
+
+
+def against_spanning_tree(m, repeats: int, target: float, with_differences: bool = False,
+                          contacts=()) -> dict:  # fmt: skip
     """``{function: {"loops": s, "tree": s[, "fd": s]}}``: ``rnea_derivatives`` and ``aba_derivatives``
     on model ``m`` and on ``spanning_tree(m)`` (the same state in spanning coordinates), interleaved;
-    with ``with_differences``, central differences of C-ABA beside the ABA derivatives."""
+    with ``with_differences``, central differences of C-ABA beside the ABA derivatives; with
+    ``contacts``, ``constrained_forward_dynamics_derivatives`` under them on both models too (the tree's
+    the same constraints on the same bodies, the loops left open)."""
     d = m.create_data()
     t = ld.spanning_tree(m)
     td = t.create_data()
@@ -187,13 +208,20 @@ def against_spanning_tree(m, repeats: int, target: float, with_differences: bool
         if with_differences and what == "aba_derivatives":
             fns["fd"] = lambda a=args: central_differences_of_aba(*a)
         out[what] = interleaved(fns, repeats=repeats, target=target)
+    if contacts:
+        f = ld.constrained_forward_dynamics_derivatives
+        f(m, d, q, v, x, contacts)
+        f(t, td, qs, vs, xs, contacts)
+        fns = {"loops": lambda: f(m, d, q, v, x, contacts), "tree": lambda: f(t, td, qs, vs, xs, contacts)}
+        out["contact derivatives"] = interleaved(fns, repeats=repeats, target=target)
     return out
 
 
 def loops(repeats: int, target: float) -> list[tuple]:
     rows = []
     for robot in ("mini_cheetah", "mit_humanoid", "four_bar", "five_bar", "delta_robot", "tello"):
-        for what, tm in against_spanning_tree(getattr(ld.robots, robot)(), repeats, target, True).items():
+        model = getattr(ld.robots, robot)()
+        for what, tm in against_spanning_tree(model, repeats, target, True, loop_contacts(robot)).items():
             rows.append((robot, what, tm["loops"] * 1e6, tm["tree"] * 1e6, tm.get("fd", float("nan")) * 1e6))
     return rows
 
