@@ -19,6 +19,7 @@ from cluster_models import data_with_flag_cleared
 from test_star_clusters import _axis, _inertia, _place, star_model
 
 import loopdyn
+from loopdyn.contact import constraint_acceleration
 from loopdyn.model import layout as L
 from loopdyn.robots import build
 
@@ -174,3 +175,37 @@ def test_one_port_against_dense_spanning_tree(model):
         dense = J @ np.linalg.solve(H, J.T)
         for method in ("c-pv-osimr", "c-efpa"):
             _close(loopdyn.delassus(model, d, q, ee, method=method), dense, method, rtol=1e-9)
+
+
+@pytest.mark.parametrize("mu", [1e-3, 0.5])  # damped: the nine rows exceed the four-bar's one DoF
+def test_contact_solve_against_dense_spanning_tree(model, mu):
+    """``constrained_forward_dynamics`` (its C-ABAs through every kind of backward step — star,
+    one-port, one-port pair, the generic step — with armature where the model has it, and its cluster
+    PV-OSIMr on the first C-ABA's articulated inertias) against one dense KKT solve built from the tree
+    algorithms on ``spanning_tree(model)``: ``H = Gᵀ H_span G``, the
+    bias ``Gᵀ rnea_span(q_s, v_s, g)`` (external forces included), ``J = J_span G`` and
+    ``γ = J_span g + γ_span`` from the tree's ``constraint_acceleration`` at the spanning acceleration g:
+    ``[[H, −Jᵀ], [J, μ I]] [ÿ; λ] = [τ − b; k − γ]``."""
+    tree = loopdyn.spanning_tree(model)
+    dt, d = tree.create_data(), model.create_data()
+    rng = np.random.default_rng(11)
+    names = [b.name for b in model.bodies]
+    ee = [loopdyn.Constraint(names[-1], "6d"), loopdyn.Constraint(names[len(names) // 2], "3d")]
+    m = 9
+    for t in range(3):
+        q = loopdyn.random_configuration(model, 500 + t)
+        v, tau = rng.standard_normal(model.nv), rng.standard_normal(model.nv)
+        k = rng.standard_normal(m)
+        fext = rng.standard_normal((model.nbodies + 1, 6))
+        fext[0] = 0.0
+        G = np.column_stack([loopdyn.to_spanning(model, q, e)[1] for e in np.eye(model.nv)])
+        qs, vs, g = loopdyn.to_spanning(model, q, v, np.zeros(model.nv))
+        H = G.T @ loopdyn.crba(tree, dt, qs) @ G
+        b = G.T @ loopdyn.rnea(tree, dt, qs, vs, g, fext)
+        J = loopdyn.constraint_jacobian(tree, dt, qs, ee) @ G
+        gamma = constraint_acceleration(tree, dt, qs, vs, g, ee)
+        kkt = np.block([[H, -J.T], [J, mu * np.eye(m)]])
+        expected = np.linalg.solve(kkt, np.concatenate([tau - b, k - gamma]))
+        ddy, lam = loopdyn.constrained_forward_dynamics(model, d, q, v, tau, ee, desired=k, mu=mu, f_ext=fext)
+        _close(ddy, expected[: model.nv], "ÿ against the dense KKT solve", rtol=1e-9)
+        _close(lam, expected[model.nv :], "λ against the dense KKT solve", rtol=1e-9)
