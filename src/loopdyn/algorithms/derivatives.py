@@ -531,12 +531,25 @@ def body_done(ib, ws, i, blk):
 
 
 @inlined
+def projection_scratch(ic, cb, buf, n):
+    """``(dcol, GXv, GXm, aggs, depv, blks)``: the views of :func:`c_rnea_derivatives_core`'s ``buf``
+    (the clusters' sums and blocks, the dependent coordinates' vectors, the columns of ``Gᵀ X_v``
+    and ``Gᵀ M_s`` at them) for a model of ``n`` independent coordinates, and layout ``C0_DCOL``."""
+    nd, na, nblk = ic[0, L.C0_NDEP], AGG * ic[0, L.C0_SUMM], 3 * ic[0, L.C0_SUMN2]
+    o = na + nblk
+    return (view(cb, ic[0, L.C0_DCOL], (ic[0, L.C0_NVS],)), view(buf, o + 12 * nd, (n, nd)),
+            view(buf, o + 12 * nd + n * nd, (n, nd)), view(buf, 0, (na,)), view(buf, o, (nd, 12)),
+            view(buf, na, (nblk,)))  # fmt: skip
+
+
+@inlined
 def cluster_backward_pass(ib, ws, dq, dv, H, proj):
     """The backward pass of :func:`rnea_derivatives_core` on a spanning tree, cluster by cluster
     (children first), projected on the independent coordinates (see above). Every cluster has its
     own block and sums in ``blks``, ``aggs`` (zeroed once per call: zeroing a small block per cluster
     became a ``memset`` call per row)."""
-    ic, cb, wc, dcol, GXv, GXm, aggs, depv, blks = borrowed(proj)
+    ic, cb, wc, buf = borrowed(proj)
+    dcol, GXv, GXm, aggs, depv, blks = projection_scratch(ic, cb, buf, dq.shape[0])
     ao, bo = zero_scratch(aggs, blks)
     none = view(blks, 0, (0, 0))
     for k in range(ic[0, L.C0_NCL], 0, -1):
@@ -567,9 +580,11 @@ def rnea_derivatives_core(ib, ws, q, v, a, fext, dq, dv, M, proj):
     """∂τ/∂q (tangent), ∂τ/∂v and ∂τ/∂a = M (full, armature included) of the RNEA at (q, v, a) with
     the external forces ``fext`` ((0, 6): none), validated inputs, into the nv × nv ``dq``, ``dv``,
     ``M`` (see the module docstring for the derivation). ``proj``: None for a tree; for the spanning
-    tree of a model with clusters, ``(ic, cb, wc, dcol, GXv, GXm, aggs, depv, blks)``, and every entry is
-    projected on the independent coordinates as it is made (:func:`cluster_backward_pass`): ``dq``,
-    ``dv``, ``M`` are then the model's nv × nv ``Gᵀ X G``."""
+    tree of a model with clusters, ``(ic, cb, wc, buf)`` (``buf``: :func:`projection_scratch`; four
+    arrays, not the nine views: every array argument of a pass called by address is copied field by
+    field, about 0.1 µs a call for nine more), and every entry is projected on the independent
+    coordinates as it is made (:func:`cluster_backward_pass`): ``dq``, ``dv``, ``M`` are then the
+    model's nv × nv ``Gᵀ X G``."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
     ib, ws, q, v, a, fext, dq, dv, M = borrowed((ib, ws, q, v, a, fext, dq, dv, M))
     nb = ib[0, L.I0_NBODIES]
@@ -785,21 +800,16 @@ def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q,
     nqs, nvs = ic[0, L.C0_NQS], ic[0, L.C0_NVS]
     QS, QDS, QDDS = ic[0, L.C0_QS], ic[0, L.C0_QDS], ic[0, L.C0_QDDS]
     n = dq.shape[0]
-    nd, na, nblk = ic[0, L.C0_NDEP], AGG * ic[0, L.C0_SUMM], 3 * ic[0, L.C0_SUMN2]
+    nd = ic[0, L.C0_NDEP]
     # buf: the clusters' sums and blocks, the dependent coordinates' vectors and the columns of
-    # Gᵀ X_v and Gᵀ M_s at them (none: 0 columns), then the loops' terms (c_terms_offset)
-    aggs = view(buf, 0, (na,))
-    blks = view(buf, na, (nblk,))
-    o = na + nblk
-    depv = view(buf, o, (nd, 12))
-    GXv = view(buf, o + 12 * nd, (n, nd))
-    GXm = view(buf, o + 12 * nd + n * nd, (n, nd))
+    # Gᵀ X_v and Gᵀ M_s at them (none: 0 columns; projection_scratch), then the loops' terms
+    # (c_terms_offset)
+    _, GXv, GXm, _, _, _ = projection_scratch(ic, cb, buf, n)
     zero_fill(GXv)
     zero_fill(GXm)
-    dcol = view(cb, ic[0, L.C0_DCOL], (nvs,))
     # views built directly (C layout, as the tree kernel is compiled for)
     rnea_derivatives_core(ib, ws, view(wc, QS, (nqs,)), view(wc, QDS, (nvs,)), view(wc, QDDS, (nvs,)), fext,
-                          dq, dv, H, (ic, cb, wc, dcol, GXv, GXm, aggs, depv, blks))  # fmt: skip
+                          dq, dv, H, (ic, cb, wc, buf))  # fmt: skip
     if nd > 0:  # G(q), g(q, q̇): the terms of ∂G and ∂g (loop_derivatives, (L5)–(L6))
         o = c_terms_offset(ic, n)
         nt = terms_size(ic)
