@@ -184,12 +184,11 @@ def contact_loops_batch_kernel(
         (ints, floats, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, DDQ, LAM, status)
     )
     ib, ws, ic, cb, wc = model_views(ints, floats)
-    code, consts, table, outputs = tapes(ic, cb, wc)
     for k in range(start, stop):
         st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], F[k], True)
         if st == 0:
-            st = contact_loops_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], TAU[k],
-                                    F[k], mu, cf, ci, T, cemp, asm, sc, DDQ[k], LAM[k])  # fmt: skip
+            st = contact_loops_core(ints, floats, Q[k], V[k], TAU[k], F[k], mu, cf, ci, T, cemp, asm, sc,
+                                    DDQ[k], LAM[k])  # fmt: skip
         status[k] = st
 
 
@@ -245,14 +244,12 @@ def c_rnea_derivatives_batch_kernel(ints, floats, sc, Q, V, A, out, status, star
     spanning matrices and scratch of :func:`~.derivatives.c_rnea_derivatives_core`."""
     ints, floats, sc, Q, V, A, out, status = borrowed((ints, floats, sc, Q, V, A, out, status))
     ib, ws, ic, cb, wc = model_views(ints, floats)
-    code, consts, table, outputs = tapes(ic, cb, wc)
     no_forces = np.zeros((0, 6))
     for k in range(start, stop):
         st = validate_cluster_state(ib, ic, cb, Q[k], V[k], A[k], no_forces, True)
         if st == 0:
-            st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], A[k],
-                                         no_forces, out[0, k], out[1, k], out[2, k], sc,
-                                         np.int64(0))  # fmt: skip
+            st = c_rnea_derivatives_core(ints, floats, Q[k], V[k], A[k], no_forces, out[0, k], out[1, k],
+                                         out[2, k], sc, np.int64(0))  # fmt: skip
         status[k] = st
 
 
@@ -274,8 +271,8 @@ def c_aba_derivatives_batch_kernel(ints, floats, sc, Q, V, TAU, out, status, sta
             st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], TAU[k], no_forces,
                             ddy)  # fmt: skip
         if st == 0:
-            st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k], ddy,
-                                         no_forces, out[0, k], out[1, k], Hf, sc, np.int64(1))  # fmt: skip
+            st = c_rnea_derivatives_core(ints, floats, Q[k], V[k], ddy, no_forces, out[0, k], out[1, k], Hf,
+                                         sc, np.int64(1))  # fmt: skip
         if st == 0:
             st = c_hinv_apply(ic, cb, Hf, out[0, k], out[1, k], out[2, k])
         status[k] = st
@@ -301,13 +298,11 @@ def c_contact_derivatives_batch_kernel(
         (ints, floats, sc, Q, V, TAU, F, cf, ci, T, cemp, asm, cfs, cis, DDQ, LAM, DA, DL, status)
     )
     ib, ws, ic, cb, wc = model_views(ints, floats)
-    code, consts, table, outputs = tapes(ic, cb, wc)
     for k in range(start, stop):
         st = validate_cluster_state(ib, ic, cb, Q[k], V[k], TAU[k], F[k], True)
         if st == 0:
-            st = c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, Q[k], V[k],
-                                            TAU[k], F[k], mu, cf, ci, T, cemp, asm, sc, cfs, cis, DDQ[k],
-                                            LAM[k], DA[k], DL[k])  # fmt: skip
+            st = c_contact_derivatives_core(ints, floats, Q[k], V[k], TAU[k], F[k], mu, cf, ci, T, cemp, asm,
+                                            sc, cfs, cis, DDQ[k], LAM[k], DA[k], DL[k])  # fmt: skip
         status[k] = st
 
 

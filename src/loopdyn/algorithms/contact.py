@@ -512,9 +512,7 @@ def loop_factor(ci, sc, m):
 
 
 @shared
-def contact_loops_core(
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam
-):
+def contact_loops_core(ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam):
     """Constrained forward dynamics of a model with loops on validated inputs (independent coordinates):
     C-ABA → ``a0`` and the body motions at (q, v, a0) → the bias ``k − (J a0 + γ)``; cluster
     PV-OSIMr on C-ABA's kinematics and articulated inertias → Λ⁻¹; the damped Cholesky solve → λ;
@@ -522,14 +520,14 @@ def contact_loops_core(
     ``K_eᵀ λ_e`` added to the external forces → ``ddq`` (= ``H⁻¹ (τ − C + Jᵀ λ)``). The loops are
     closed once, by the first C-ABA's kinematics; the derivatives
     (:func:`~.contact_derivatives.c_contact_derivatives_core`) read that closure too."""
-    # uncounted here too: the call boundary hides that the caller's arrays are borrowed
-    (
-        ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc,
-        ddq, lam
-    ) = borrowed((
-        ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc,
-        ddq, lam
-    ))
+    # uncounted here too: the call boundary hides that the caller's arrays are borrowed; the model as
+    # its two packed buffers (Data.cluster_arrays), its views made here: a call by address copies
+    # every array argument field by field
+    ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam = borrowed(
+        (ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam)
+    )
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
     nc = ci[0]
     o = 4
     cbody = ci[o : o + nc]
@@ -578,35 +576,11 @@ def contact_loops_kernel(ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm
         (ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, ddq, lam)
     )
     ib, ws, ic, cb, wc = model_views(ints, floats)
-    code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:
         return st
     if not acquire(ib):
         return DATA_IN_USE * STATUS_BASE
-    st = contact_loops_core(
-        ib,
-        ws,
-        ic,
-        cb,
-        wc,
-        code,
-        consts,
-        table,
-        outputs,
-        q,
-        v,
-        tau,
-        fext,
-        mu,
-        cf,
-        ci,
-        T,
-        cemp,
-        asm,
-        sc,
-        ddq,
-        lam,
-    )
+    st = contact_loops_core(ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam)
     release(ib)
     return st

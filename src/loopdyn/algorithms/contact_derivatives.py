@@ -74,7 +74,7 @@ from .borrow import (
     stack_ints,
     view,
 )
-from .cluster_kinematics import tapes, validate_cluster_state
+from .cluster_kinematics import validate_cluster_state
 from .common import gravity_seed, jcalc, kernel
 from .contact import (
     CI_BODY,
@@ -396,24 +396,20 @@ def cluster_frame_terms(ib, ic, cb, wc, Ps, Js, terms, J, P):
 
 @shared(fastmath={"contract"})
 def c_contact_derivatives_core(
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, cfs, cis,
-    ddq, lam, dA, dL
+    ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL
 ):
     """The constrained forward dynamics of a model with clusters and its derivatives on validated inputs:
     ``ddq``, ``lam`` (k on entry, λ on return) by :func:`~.contact.contact_loops_core` (``cf`` … ``sc``:
     the constraint list compiled for it, a :class:`~.contact.LoopProgram`, and its scratch), then (3)–(6)
     in independent coordinates with (10): ``dA`` = (∂ÿ/∂δ, ∂ÿ/∂ẏ, ∂ÿ/∂τ), ``dL`` = (∂λ/∂δ, ∂λ/∂ẏ,
     ∂λ/∂τ). ``cfs``, ``cis``: the same list compiled on the spanning tree. (5) reuses the forward
-    solve's Cholesky factor of Λ⁻¹ + μ I (:func:`~.contact.loop_factor`). Returns a status."""
-    (
-        ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis,
-        ddq, lam, dA, dL
-    ) = borrowed((
-        ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis,
-        ddq, lam, dA, dL
-    ))
-    st = contact_loops_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf, ci, T,
-                            cemp, asm, sc, ddq, lam)  # fmt: skip
+    solve's Cholesky factor of Λ⁻¹ + μ I (:func:`~.contact.loop_factor`). Returns a status. The model
+    comes as its two packed buffers, as to :func:`~.derivatives.c_rnea_derivatives_core`."""
+    ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL = borrowed(
+        (ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL)
+    )
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    st = contact_loops_core(ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, ddq, lam)
     if st != 0:
         return st
     n, m, nvs = ddq.shape[0], lam.shape[0], ic[0, L.C0_NVS]
@@ -433,8 +429,8 @@ def c_contact_derivatives_core(
     J = view(scratch, at + 4 * m * nvs, (m, n))
     P = view(scratch, at + 4 * m * nvs + m * n, (m, 3 * n))
     wrenches_into(fext, cfs, cis, lam, f2)  # Jᵀλ as body forces of the spanning tree
-    st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddq, f2,
-                                 dA[0], dA[1], Hf, buf, np.int64(1))  # the kinematics of the solve's C-ABA
+    st = c_rnea_derivatives_core(ints, floats, q, v, ddq, f2, dA[0], dA[1], Hf, buf,
+                                 np.int64(1))  # the kinematics of the solve's C-ABA  # fmt: skip
     if st != 0:
         return st
     frame_acceleration_derivatives(ib, ws, cfs, cis, Ps, Js)  # (7)–(9) on the spanning tree
@@ -460,13 +456,12 @@ def c_contact_derivatives_kernel(
         (ints, floats, q, v, tau, fext, cf, ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL)
     )
     ib, ws, ic, cb, wc = model_views(ints, floats)
-    code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, tau, fext, True)
     if st != 0:
         return st
     if not acquire(ints):
         return DATA_IN_USE * STATUS_BASE
-    st = c_contact_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, mu, cf,
-                                    ci, T, cemp, asm, sc, cfs, cis, ddq, lam, dA, dL)  # fmt: skip
+    st = c_contact_derivatives_core(ints, floats, q, v, tau, fext, mu, cf, ci, T, cemp, asm, sc, cfs, cis,
+                                    ddq, lam, dA, dL)  # fmt: skip
     release(ints)
     return st

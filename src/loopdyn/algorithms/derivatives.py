@@ -778,18 +778,21 @@ def c_buffer_size(ic, nv):
 
 
 @shared  # called by five kernels (single, batch, contact): compiled once, called by address
-def c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf,
-                            ready):  # fmt: skip
+def c_rnea_derivatives_core(ints, floats, q, v, a, fext, dq, dv, H, buf, ready):
     """RNEA derivatives in independent coordinates of a model with clusters (see above; implicit ones
     add :mod:`.loop_derivatives`' terms), validated inputs; ``buf`` holds :func:`c_buffer_size` floats
     (the loops' terms at :func:`c_terms_offset`: left there for the callers). ``ready`` (int64) nonzero:
     the cluster kinematics already ran at this q, v (C-ABA's, before the ABA and contact derivatives),
     and only q̈_s = G ÿ + g is formed (the four-bar's ABA derivatives ran its loop program twice).
-    Returns a status."""
+    Returns a status.
+
+    The model comes as its two packed buffers (``Data.cluster_arrays``), its nine views made here: a
+    pass called by address receives every array argument field by field, and the nine cost the
+    four-bar's RNEA derivatives about 0.1 µs a call more than the two."""
     # uncounted here too: the call boundary hides that the caller's arrays are borrowed
-    ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf = borrowed(
-        (ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H, buf)
-    )
+    ints, floats, q, v, a, fext, dq, dv, H, buf = borrowed((ints, floats, q, v, a, fext, dq, dv, H, buf))
+    ib, ws, ic, cb, wc = model_views(ints, floats)
+    code, consts, table, outputs = tapes(ic, cb, wc)
     if ready != 0:
         spanning_accelerations(ib, ic, cb, wc, a)
     else:
@@ -851,7 +854,6 @@ def c_rnea_derivatives_kernel(ints, floats, q, v, a, fext, dq, dv, H):
     """RNEA derivatives of a model with clusters (independent coordinates; implicit loops included)."""
     ints, floats, q, v, a, fext, dq, dv, H = borrowed((ints, floats, q, v, a, fext, dq, dv, H))
     ib, ws, ic, cb, wc = model_views(ints, floats)
-    code, consts, table, outputs = tapes(ic, cb, wc)
     st = validate_cluster_state(ib, ic, cb, q, v, a, fext, True)
     if st != 0:
         return st
@@ -860,8 +862,7 @@ def c_rnea_derivatives_kernel(ints, floats, q, v, a, fext, dq, dv, H):
     need = c_buffer_size(ic, dq.shape[0])
     # the spanning matrices on the stack (no allocation) while they fit
     buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
-    st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, a, fext, dq, dv, H,
-                                 borrowed((buf,))[0], np.int64(0))  # fmt: skip
+    st = c_rnea_derivatives_core(ints, floats, q, v, a, fext, dq, dv, H, borrowed((buf,))[0], np.int64(0))
     release(ints)
     return st
 
@@ -958,8 +959,8 @@ def c_aba_derivatives_kernel(ints, floats, q, v, tau, fext, ddy, dq, dv, hinv, H
     buf = stack_floats() if need <= STACK_FLOATS else np.empty(need)
     st = c_aba_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, tau, fext, ddy)
     if st == 0:
-        st = c_rnea_derivatives_core(ib, ws, ic, cb, wc, code, consts, table, outputs, q, v, ddy, fext,
-                                     dq, dv, Hf, borrowed((buf,))[0], np.int64(1))  # C-ABA's kinematics
+        st = c_rnea_derivatives_core(ints, floats, q, v, ddy, fext, dq, dv, Hf, borrowed((buf,))[0],
+                                     np.int64(1))  # C-ABA's kinematics  # fmt: skip
     if st == 0:
         st = c_hinv_apply(ic, cb, Hf, dq, dv, hinv)
     release(ints)
