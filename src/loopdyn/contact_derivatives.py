@@ -61,7 +61,6 @@ class ConstrainedDynamicsDerivatives(NamedTuple):
 
 
 _ARGS = KernelArgs(2, ("q", CONFIGURATION), ("v", TANGENT), ("tau", TANGENT), ("f_ext", FORCES))
-_LOOP_ARGS = _ARGS  # the loops' kernel: q, v, tau, f_ext after the cluster arrays, where the tree's are
 
 
 def _work(data, prog, m: int):
@@ -153,7 +152,7 @@ def _loop_derivatives(model, data, q, v, tau, constraints, rows, k, mu, f_ext):
     try:  # algorithms.call.run written out (a Python frame less per call)
         st = kern(*args)
     except TypeError:
-        st = kern(*_LOOP_ARGS.coerce(model, args))
+        st = kern(*_ARGS.coerce(model, args))  # q, v, tau, f_ext where the tree's are
     if st:
-        raise_for_status(model, st, _LOOP_ARGS.names)
+        raise_for_status(model, st, _ARGS.names)
     return ConstrainedDynamicsDerivatives(ddq, k, dA[0], dA[1], dA[2], dL[0], dL[1], dL[2])
